@@ -1,0 +1,22 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+requirements = [
+    line.split("#")[0].strip()
+    for line in Path(__file__).with_name("requirements.txt").read_text().splitlines()
+    if line.split("#")[0].strip()
+]
+
+setup(
+    name="swift-rlfactory",
+    version="0.1.0",
+    description="Multi-turn tool-calling GRPO for LLM agents on ms-swift: MCP tools, rewards, evaluation.",
+    long_description=Path(__file__).with_name("README.md").read_text() if Path("README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["swift_rlfactory", "swift_rlfactory.*"]),
+    include_package_data=True,
+    python_requires=">=3.10",
+    install_requires=requirements,
+    entry_points={"console_scripts": ["swift-rlfactory=swift_rlfactory.cli:main"]},
+)

@@ -1,0 +1,171 @@
+"""The environment file: one YAML document describing an agent environment, validated at load time.
+
+An environment is everything a training run needs besides the model and the data::
+
+    name: calculator
+    system_prompt: You are a careful assistant. Use the tools, then answer in <answer></answer>.
+    tools:
+      python: [tools.py]                 # every @tool in tools.py; or "module:function"
+      mcp:                               # the standard mcpServers object, inline ...
+        mcpServers:
+          units: {command: python, args: [server.py], sessions: 2}
+      mcp_config: servers.json           # ... or in a JSON file (both may be given)
+    limits:
+      max_turns: 4
+      call_timeout_s: 30
+      max_concurrency: 256
+      per_tool_concurrency: {convert: 8}
+      max_output_tokens: 512
+    cache:
+      tools: [convert]                   # opt-in per tool; ["*"] caches every tool
+      max_entries: 10000
+      max_bytes: 268435456
+      ttl_s: 86400
+      sqlite_path: .cache/tools.sqlite   # omit for memory only
+    reward:
+      - {name: em, weight: 1.0}
+      - {name: tool_use, weight: 0.2, args: {max_calls: 3}}
+      - {name: my_rewards:brevity, weight: 0.1}
+
+Every relative path (tool files, ``mcp_config``, ``sqlite_path``, a stdio server's working directory)
+resolves against the YAML file's folder, so an environment can be run from anywhere. A bad field stops
+the run before any model is loaded, with a message naming the field, e.g.
+``env.yaml: limits.max_turns: Input should be greater than 0``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..tools.executor import Limits
+from ..tools.mcp_config import McpConfig
+
+
+class EnvConfigError(ValueError):
+    """The environment file is missing, unreadable or invalid; the message names the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolsConfig(_Strict):
+    """Where the tools come from."""
+
+    python: list[str] = Field(default_factory=list, description="'file.py', 'file.py:fn', 'module:fn'")
+    mcp: McpConfig | None = Field(default=None, description="inline {'mcpServers': {...}}")
+    mcp_config: str | None = Field(default=None, description="path to a JSON file holding {'mcpServers': ...}")
+
+
+class LimitsConfig(_Strict):
+    """Turn, time, concurrency and size limits."""
+
+    max_turns: int = Field(default=4, gt=0, description="assistant turns per trajectory, tool turns included")
+    call_timeout_s: float = Field(default=30.0, gt=0, description="seconds one tool call may take")
+    max_concurrency: int = Field(default=256, gt=0, description="tool calls in flight at once, all tools")
+    per_tool_concurrency: dict[str, int] = Field(default_factory=dict, description="tool name -> calls in flight")
+    max_output_tokens: int | None = Field(default=1024, gt=0, description="observation length cap (tokens)")
+    max_calls_per_turn: int = Field(default=8, gt=0, description="extra calls in one turn become errors")
+    retries: int = Field(default=2, ge=0, description="retries of a call whose server was unreachable")
+
+    @field_validator("per_tool_concurrency")
+    @classmethod
+    def _positive(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, limit in value.items():
+            if limit <= 0:
+                raise ValueError(f"limit for {name!r} must be positive, got {limit}")
+        return value
+
+    def executor_limits(self) -> Limits:
+        """The subset the executor needs."""
+        return Limits(
+            call_timeout_s=self.call_timeout_s,
+            max_concurrency=self.max_concurrency,
+            per_tool_concurrency=dict(self.per_tool_concurrency),
+            max_output_tokens=self.max_output_tokens,
+            retries=self.retries,
+        )
+
+
+class CacheConfig(_Strict):
+    """Which tools are cached and how much is kept."""
+
+    tools: list[str] = Field(default_factory=list, description="tool names to cache; ['*'] for all")
+    max_entries: int = Field(default=10_000, gt=0)
+    max_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+    ttl_s: float | None = Field(default=None, gt=0, description="seconds an entry lives; none = forever")
+    sqlite_path: str | None = Field(default=None, description="persistent store shared by processes")
+
+
+class RewardTerm(_Strict):
+    """One weighted reward component: a built-in name or a ``module:function`` path."""
+
+    name: str
+    weight: float = 1.0
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class EnvConfig(_Strict):
+    """A whole environment file. ``base_dir`` is the folder relative paths resolve against."""
+
+    name: str = "env"
+    system_prompt: str | None = None
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    reward: list[RewardTerm] = Field(default_factory=list)
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    def resolve(self, path: str) -> Path:
+        """``path`` made absolute against the environment's folder."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    def mcp_servers(self) -> McpConfig:
+        """Inline servers merged with those of ``mcp_config``; a name given twice is an error."""
+        servers = dict(self.tools.mcp.mcpServers) if self.tools.mcp else {}
+        if self.tools.mcp_config:
+            path = self.resolve(self.tools.mcp_config)
+            try:
+                extra = McpConfig.model_validate(json.loads(path.read_text()))
+            except FileNotFoundError:
+                raise EnvConfigError(f"tools.mcp_config: file not found: {path}") from None
+            except (json.JSONDecodeError, ValidationError) as exc:
+                raise EnvConfigError(f"tools.mcp_config ({path}): {exc}") from None
+            for name, server in extra.mcpServers.items():
+                if name in servers:
+                    raise EnvConfigError(f"tools.mcp_config: server {name!r} is also defined inline")
+                servers[name] = server
+        return McpConfig(mcpServers={n: s.resolved(self.base_dir) for n, s in servers.items()})
+
+
+def load_env_config(path: str | Path) -> EnvConfig:
+    """Read and validate an environment YAML file; raises :class:`EnvConfigError` naming the bad field."""
+    path = Path(path).expanduser().resolve()
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise EnvConfigError(f"environment file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise EnvConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise EnvConfigError(f"{path}: the top level must be a mapping, got {type(data).__name__}")
+    try:
+        config = EnvConfig.model_validate({**data, "base_dir": path.parent})
+    except ValidationError as exc:
+        raise EnvConfigError(f"{path}:\n{_describe(exc)}") from None
+    config.mcp_servers()
+    return config
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        lines.append(f"  {where}: {err['msg']}")
+    return "\n".join(lines)

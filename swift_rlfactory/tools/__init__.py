@@ -1,0 +1,23 @@
+"""Tools: protocol, Python and MCP backends, parsing, the concurrent executor and its cache."""
+
+from .base import Tool, ToolError, ToolProvider, ToolSpec, TransportError
+from .cache import ToolCache
+from .executor import Limits, ToolExecutor, ToolRecord
+from .parsing import ToolCall, parse_tool_calls
+from .python_tool import PythonTool, tool
+
+__all__ = [
+    "Limits",
+    "PythonTool",
+    "Tool",
+    "ToolCache",
+    "ToolCall",
+    "ToolError",
+    "ToolExecutor",
+    "ToolProvider",
+    "ToolRecord",
+    "ToolSpec",
+    "TransportError",
+    "parse_tool_calls",
+    "tool",
+]

@@ -1,0 +1,76 @@
+"""The tool protocol: what every tool backend (Python function, MCP server) looks like to the executor.
+
+A *tool* is something with a name, an OpenAI-style JSON schema for its arguments and an async ``call``.
+Backends that own resources (an MCP server process, an HTTP session pool) are *tool providers*: they are
+started once, hand out their tools, and are closed at the end of the run.
+
+Two kinds of failure are distinguished because the executor treats them differently:
+
+* :class:`ToolError` - the tool ran and said no (bad arguments, a search that found nothing useful, an
+  exception inside a Python tool). The model should see it; retrying would give the same answer.
+* :class:`TransportError` - the tool could not be reached (a server died, a connection dropped). Retrying
+  (after a restart) may well succeed, so the executor retries these and only these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+class ToolError(Exception):
+    """The tool ran and reported a failure; shown to the model, never retried."""
+
+
+class TransportError(Exception):
+    """The tool could not be reached; the executor retries these."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Name, description and JSON-schema parameters of a tool, as the model sees them."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The OpenAI ``tools=[...]`` entry, which ms-swift agent templates and vLLM both accept."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def renamed(self, name: str) -> ToolSpec:
+        """A copy under another public name (used when two servers expose the same tool name)."""
+        return ToolSpec(name=name, description=self.description, parameters=self.parameters)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """One callable tool. ``call`` returns any JSON-like value; the executor renders it to text."""
+
+    spec: ToolSpec
+
+    async def call(self, arguments: dict[str, Any]) -> Any:
+        """Run the tool. Raise :class:`ToolError` or :class:`TransportError` on failure."""
+        ...
+
+
+@runtime_checkable
+class ToolProvider(Protocol):
+    """A source of tools with a lifetime: started before the first call, closed after the last.
+
+    ``name`` identifies the provider (an MCP server's key in ``mcpServers``) and prefixes its tool names
+    when another provider already offers the same name.
+    """
+
+    name: str
+
+    async def start(self) -> list[Tool]:
+        """Start the backend (spawn, connect, ...) and return the tools it offers."""
+        ...
+
+    async def close(self) -> None:
+        """Release everything ``start`` acquired. Safe to call twice."""
+        ...

@@ -1,0 +1,144 @@
+"""Python functions as tools: ``@tool`` on a typed, docstringed function is the whole tool.
+
+The JSON schema the model sees is derived from the signature (types, defaults) and the docstring (summary
+and per-argument descriptions, Google/NumPy/reST styles), the same way FastMCP does it. Arguments the model
+sends are validated and coerced by pydantic before the function runs, so ``"3"`` reaches an ``int``
+parameter as ``3`` and a missing argument becomes a :class:`ToolError` the model can read.
+
+    @tool
+    def add(a: float, b: float) -> float:
+        \"\"\"Add two numbers.
+
+        Args:
+            a: first addend
+            b: second addend
+        \"\"\"
+        return a + b
+
+Sync functions run in a worker thread so a slow one never blocks the event loop; async ones are awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from .base import Tool, ToolError, ToolSpec
+
+
+class PythonTool:
+    """A :class:`Tool` backed by a Python callable (sync or async)."""
+
+    def __init__(self, fn: Callable[..., Any], name: str | None = None, description: str | None = None):
+        self.fn = fn
+        doc = docstring_parser.parse(inspect.getdoc(fn) or "")
+        self._arguments_model = _arguments_model(fn, {p.arg_name: p.description for p in doc.params})
+        summary = "\n\n".join(part for part in (doc.short_description, doc.long_description) if part)
+        schema = self._arguments_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.spec = ToolSpec(name=name or fn.__name__, description=description or summary, parameters=schema)
+
+    async def call(self, arguments: dict[str, Any]) -> Any:
+        """Validate ``arguments`` against the signature, then run the function."""
+        try:
+            parsed = self._arguments_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolError(f"invalid arguments for {self.spec.name}: {_short(exc)}") from None
+        kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                return await self.fn(**kwargs)
+            return await asyncio.to_thread(self.fn, **kwargs)
+        except ToolError:
+            raise
+        except Exception as exc:  # a bug or a refusal inside user code is the model's observation
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Decorated functions stay callable as plain functions."""
+        return self.fn(*args, **kwargs)
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None):
+    """Decorator turning a function into a :class:`PythonTool`; usable bare or with ``name=``/``description=``."""
+
+    def wrap(f: Callable[..., Any]) -> PythonTool:
+        return PythonTool(f, name=name, description=description)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _arguments_model(fn: Callable[..., Any], descriptions: dict[str, str | None]) -> type[BaseModel]:
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, Field(default, description=descriptions.get(param.name)))
+    return create_model(
+        f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields
+    )
+
+
+def _short(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+
+
+def load_python_tools(ref: str, base_dir: Path) -> list[Tool]:
+    """Load tools from ``module:attr``, ``path/to/file.py:attr`` or a whole module/file (``attr`` omitted).
+
+    ``attr`` may name a :class:`PythonTool`, a plain function (wrapped on the fly) or a list of either.
+    Without ``attr`` every :class:`PythonTool` defined at module level is taken. Relative file paths are
+    resolved against ``base_dir`` (the environment YAML's folder).
+    """
+    target, _, attr = ref.partition(":")
+    module = _import(target, base_dir)
+    if not attr:
+        found = [v for v in vars(module).values() if isinstance(v, PythonTool)]
+        if not found:
+            raise ValueError(f"{ref!r} defines no @tool functions")
+        return list(found)
+    if not hasattr(module, attr):
+        raise ValueError(f"{target!r} has no attribute {attr!r}")
+    value = getattr(module, attr)
+    items = value if isinstance(value, (list, tuple)) else [value]
+    tools: list[Tool] = []
+    for item in items:
+        if isinstance(item, PythonTool):
+            tools.append(item)
+        elif callable(item):
+            tools.append(PythonTool(item))
+        else:
+            raise ValueError(f"{ref!r} is not a function or tool: {item!r}")
+    return tools
+
+
+def _import(target: str, base_dir: Path):
+    if target.endswith(".py") or "/" in target:
+        path = (base_dir / target).resolve()
+        if not path.is_file():
+            raise ValueError(f"tool file not found: {path}")
+        module_name = f"rlfactory_user_{path.stem}_{abs(hash(str(path)))}"
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return module
+    if str(base_dir) not in sys.path:
+        sys.path.insert(0, str(base_dir))
+    return importlib.import_module(target)
