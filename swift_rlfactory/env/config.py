@@ -59,7 +59,9 @@ class ToolsConfig(_Strict):
 
     python: list[str] = Field(default_factory=list, description="'file.py', 'file.py:fn', 'module:fn'")
     mcp: McpConfig | None = Field(default=None, description="inline {'mcpServers': {...}}")
-    mcp_config: str | None = Field(default=None, description="path to a JSON file holding {'mcpServers': ...}")
+    mcp_config: str | None = Field(
+        default=None, description="path to a JSON file holding {'mcpServers': ...}"
+    )
 
 
 class LimitsConfig(_Strict):
@@ -68,7 +70,9 @@ class LimitsConfig(_Strict):
     max_turns: int = Field(default=4, gt=0, description="assistant turns per trajectory, tool turns included")
     call_timeout_s: float = Field(default=30.0, gt=0, description="seconds one tool call may take")
     max_concurrency: int = Field(default=256, gt=0, description="tool calls in flight at once, all tools")
-    per_tool_concurrency: dict[str, int] = Field(default_factory=dict, description="tool name -> calls in flight")
+    per_tool_concurrency: dict[str, int] = Field(
+        default_factory=dict, description="tool name -> calls in flight"
+    )
     max_output_tokens: int | None = Field(default=1024, gt=0, description="observation length cap (tokens)")
     max_calls_per_turn: int = Field(default=8, gt=0, description="extra calls in one turn become errors")
     retries: int = Field(default=2, ge=0, description="retries of a call whose server was unreachable")

@@ -56,7 +56,8 @@ class _SQLiteStore:
     def put(self, key: str, value: str, expires: float | None) -> None:
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO tool_cache (key, value, expires) VALUES (?, ?, ?)", (key, value, expires)
+                "INSERT OR REPLACE INTO tool_cache (key, value, expires) VALUES (?, ?, ?)",
+                (key, value, expires),
             )
 
     def close(self) -> None:

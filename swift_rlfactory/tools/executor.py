@@ -185,7 +185,9 @@ class ToolExecutor:
 
         try:
             if self.cache is not None and (self.cached_tools is None or call.name in self.cached_tools):
-                text, record.cache_hit = await self.cache.get_or_run(cache_key(call.name, call.arguments), run)
+                text, record.cache_hit = await self.cache.get_or_run(
+                    cache_key(call.name, call.arguments), run
+                )
             else:
                 text = await run()
         except _CallFailed as exc:

@@ -21,10 +21,7 @@ Sync functions run in a worker thread so a slow one never blocks the event loop;
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import inspect
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -32,7 +29,8 @@ from typing import Any, get_type_hints
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from .base import Tool, ToolError, ToolSpec
+from ..loading import import_target
+from .base import Tool, ToolError, ToolSpec, TransportError
 
 
 class PythonTool:
@@ -60,7 +58,7 @@ class PythonTool:
             if inspect.iscoroutinefunction(self.fn):
                 return await self.fn(**kwargs)
             return await asyncio.to_thread(self.fn, **kwargs)
-        except ToolError:
+        except (ToolError, TransportError):  # a tool may ask for a retry by raising TransportError
             raise
         except Exception as exc:  # a bug or a refusal inside user code is the model's observation
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
@@ -89,7 +87,9 @@ def _arguments_model(fn: Callable[..., Any], descriptions: dict[str, str | None]
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, Field(default, description=descriptions.get(param.name)))
     return create_model(
-        f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields
+        f"{fn.__name__}_arguments",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
     )
 
 
@@ -105,7 +105,7 @@ def load_python_tools(ref: str, base_dir: Path) -> list[Tool]:
     resolved against ``base_dir`` (the environment YAML's folder).
     """
     target, _, attr = ref.partition(":")
-    module = _import(target, base_dir)
+    module = import_target(target, base_dir)
     if not attr:
         found = [v for v in vars(module).values() if isinstance(v, PythonTool)]
         if not found:
@@ -124,21 +124,3 @@ def load_python_tools(ref: str, base_dir: Path) -> list[Tool]:
         else:
             raise ValueError(f"{ref!r} is not a function or tool: {item!r}")
     return tools
-
-
-def _import(target: str, base_dir: Path):
-    if target.endswith(".py") or "/" in target:
-        path = (base_dir / target).resolve()
-        if not path.is_file():
-            raise ValueError(f"tool file not found: {path}")
-        module_name = f"rlfactory_user_{path.stem}_{abs(hash(str(path)))}"
-        if module_name in sys.modules:
-            return sys.modules[module_name]
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        return module
-    if str(base_dir) not in sys.path:
-        sys.path.insert(0, str(base_dir))
-    return importlib.import_module(target)

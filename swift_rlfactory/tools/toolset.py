@@ -56,7 +56,7 @@ class ToolSet:
             await self.close()
             raise failures[0]
         self.tools = {}
-        for provider, tools in zip(self.providers, results):
+        for provider, tools in zip(self.providers, results, strict=True):
             for tool in tools:
                 name = tool.spec.name
                 if name in self.tools:

@@ -1,0 +1,101 @@
+"""An :class:`Environment` is a loaded environment file, ready to run: tools, executor, reward spec.
+
+    with Environment.load("examples/calculator/env.yaml") as env:
+        records = env.executor.execute(parse_tool_calls(model_text))
+        totals = env.reward.score(trajectories)
+
+Loading checks everything it can before any model is touched: the YAML's fields, that every Python tool
+imports, that every reward name resolves. Starting (``start()``/``with``) launches MCP servers and fails
+naming the server that would not start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..rewards.registry import RewardSpec
+from ..tools.cache import ToolCache
+from ..tools.executor import ToolExecutor
+from ..tools.mcp import mcp_providers
+from ..tools.python_tool import load_python_tools
+from ..tools.toolset import PythonProvider
+from .config import EnvConfig, EnvConfigError, load_env_config
+
+
+class Environment:
+    """Tools + limits + reward of one environment file.
+
+    Args:
+        config: the validated environment file.
+        count_tokens: tokenizer-backed counter for exact observation truncation.
+    """
+
+    def __init__(self, config: EnvConfig, count_tokens: Callable[[str], int] | None = None):
+        self.config = config
+        python_tools = []
+        for i, ref in enumerate(config.tools.python):
+            try:
+                python_tools.extend(load_python_tools(ref, config.base_dir))
+            except Exception as exc:
+                raise EnvConfigError(f"tools.python[{i}] ({ref!r}): {type(exc).__name__}: {exc}") from exc
+        providers: list[Any] = [PythonProvider(python_tools)] if python_tools else []
+        providers.extend(mcp_providers(config.mcp_servers()))
+        cache_cfg = config.cache
+        cache = None
+        if cache_cfg.tools:
+            cache = ToolCache(
+                max_entries=cache_cfg.max_entries,
+                max_bytes=cache_cfg.max_bytes,
+                ttl_s=cache_cfg.ttl_s,
+                sqlite_path=config.resolve(cache_cfg.sqlite_path) if cache_cfg.sqlite_path else None,
+            )
+        cached_tools = None if "*" in cache_cfg.tools else set(cache_cfg.tools)
+        self.executor = ToolExecutor(
+            providers, config.limits.executor_limits(), cache, cached_tools, count_tokens=count_tokens
+        )
+        try:
+            self.reward = RewardSpec(config.reward, config.base_dir)
+        except ValueError as exc:
+            raise EnvConfigError(str(exc)) from None
+
+    @classmethod
+    def load(cls, path: str | Path, count_tokens: Callable[[str], int] | None = None) -> Environment:
+        """Load and validate an environment file (tools are not started yet)."""
+        return cls(load_env_config(path), count_tokens=count_tokens)
+
+    @property
+    def name(self) -> str:
+        """The environment's name."""
+        return self.config.name
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt injected into every conversation, if any."""
+        return self.config.system_prompt
+
+    @property
+    def max_turns(self) -> int:
+        """Assistant turns allowed per trajectory."""
+        return self.config.limits.max_turns
+
+    def start(self) -> Environment:
+        """Start the tool providers (spawn MCP servers, connect to remote ones)."""
+        self.executor.start()
+        return self
+
+    def close(self) -> None:
+        """Stop tool providers and close the cache."""
+        self.executor.close()
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of all tools (starts the providers if needed)."""
+        self.start()
+        return self.executor.schemas()
+
+    def __enter__(self) -> Environment:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,40 @@
+"""Load user code named in an environment file: ``package.module`` or ``path/to/file.py``.
+
+Environments name tools and rewards as ``module:function`` or ``file.py:function``. Files are loaded by
+path (relative to the environment's folder) under a unique module name, so two environments can each have
+a ``tools.py`` without one shadowing the other; modules are imported normally, with the environment's
+folder on ``sys.path`` so that sibling modules import too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+
+def import_target(target: str, base_dir: Path) -> ModuleType:
+    """Import ``target`` (a dotted module or a ``.py`` path) and return the module."""
+    if target.endswith(".py") or "/" in target:
+        path = (base_dir / target).resolve()
+        if not path.is_file():
+            raise ImportError(f"file not found: {path}")
+        digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+        module_name = f"rlfactory_user_{path.stem}_{digest}"
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+        return module
+    if str(base_dir) not in sys.path:
+        sys.path.insert(0, str(base_dir))
+    return importlib.import_module(target)

@@ -1,0 +1,101 @@
+"""Built-in rule rewards: exact match, token F1, answer format and tool use.
+
+Answers are read from the last assistant message, inside ``<answer>...</answer>`` when present.
+Normalisation follows SQuAD (lower case, no punctuation, no articles, single spaces), and a trajectory is
+scored against every golden answer, keeping the best, as in Search-R1 and FlashRAG.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+from ..trajectory import Trajectory
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower case, drop punctuation and articles, collapse white space."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in string.punctuation)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def extract_answer(text: str) -> str | None:
+    """The content of the last ``<answer>`` block, or ``None`` when there is none."""
+    found = _ANSWER.findall(text)
+    return found[-1].strip() if found else None
+
+
+def exact_match(prediction: str, golds: list[str]) -> float:
+    """1.0 when the normalised prediction equals any normalised golden answer."""
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(gold) for gold in golds))
+
+
+def token_f1(prediction: str, golds: list[str]) -> float:
+    """Best token-overlap F1 of the prediction against the golden answers."""
+    pred_tokens = normalize_answer(prediction).split()
+    best = 0.0
+    for gold in golds:
+        gold_tokens = normalize_answer(gold).split()
+        common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
+        if common == 0:
+            continue
+        precision, recall = common / len(pred_tokens), common / len(gold_tokens)
+        best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
+def em(trajectory: Trajectory, require_tag: bool = True) -> float:
+    """Exact match of the final answer. Without an ``<answer>`` tag it scores 0 unless ``require_tag`` is off."""
+    answer = extract_answer(trajectory.final_response)
+    if answer is None:
+        if require_tag:
+            return 0.0
+        answer = trajectory.final_response
+    return exact_match(answer, trajectory.golden_answers)
+
+
+def f1(trajectory: Trajectory, require_tag: bool = True) -> float:
+    """Token F1 of the final answer against the golden answers."""
+    answer = extract_answer(trajectory.final_response)
+    if answer is None:
+        if require_tag:
+            return 0.0
+        answer = trajectory.final_response
+    return token_f1(answer, trajectory.golden_answers)
+
+
+def format_reward(trajectory: Trajectory) -> float:
+    """1.0 when the episode ends in exactly one non-empty ``<answer>`` block and no tool call was malformed.
+
+    Shaping for small models: it pays for the protocol (call tools in well-formed blocks, then answer in
+    the tag) before they can earn exact-match reward.
+    """
+    final = trajectory.final_response
+    answers = _ANSWER.findall(final)
+    if len(answers) != 1 or not answers[0].strip() or "<tool_call>" in final:
+        return 0.0
+    malformed = any((c.get("error") or "").startswith("could not parse") for c in trajectory.tool_calls)
+    return 0.0 if malformed else 1.0
+
+
+def tool_use(
+    trajectory: Trajectory, max_calls: int = 3, min_calls: int = 1, over_budget_penalty: float = 0.5
+) -> float:
+    """Reward using tools well: share of calls that succeeded, minus a penalty per call past the budget.
+
+    Returns 0 with fewer than ``min_calls`` calls; otherwise ``ok / total`` minus ``over_budget_penalty``
+    for each call beyond ``max_calls``, clipped to [-1, 1].
+    """
+    calls = trajectory.tool_calls
+    if len(calls) < min_calls or not calls:
+        return 0.0
+    ok = sum(1 for c in calls if not c.get("error"))
+    score = ok / len(calls) - over_budget_penalty * max(0, len(calls) - max_calls)
+    return max(-1.0, min(1.0, score))

@@ -1,0 +1,62 @@
+"""A finished trajectory: the conversation, what the tools did, and the dataset row it came from.
+
+This is the one object rewards, metrics, the trajectory log and evaluation all read. It is built from
+whatever the rollout engine hands over (ms-swift passes earlier assistant turns as token ids; the adapter
+decodes them before a :class:`Trajectory` exists), so nothing downstream ever sees token ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Trajectory:
+    """One sampled episode.
+
+    Attributes:
+        messages: the whole conversation as ``{"role", "content"}`` dicts with text content, system and
+            user prompt first, then assistant turns and ``tool`` observations.
+        tool_calls: one dict per executed tool call (``ToolRecord.to_dict()``) plus its ``turn`` index.
+        turns: assistant turns generated.
+        stop_reason: why the episode ended: ``answer``, ``max_turns``, ``context``, ``length`` or ``no_tool_call``.
+        row: the dataset row's other fields (``golden_answers``, ``solution``, ...), for rewards.
+        rewards: reward components and the weighted total, filled in by the reward registry.
+    """
+
+    messages: list[dict[str, Any]]
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    turns: int = 0
+    stop_reason: str = ""
+    row: dict[str, Any] = field(default_factory=dict)
+    rewards: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def final_response(self) -> str:
+        """Text of the last assistant message (empty if the model never spoke)."""
+        for message in reversed(self.messages):
+            if message.get("role") == "assistant":
+                return message.get("content") or ""
+        return ""
+
+    @property
+    def assistant_turns(self) -> list[str]:
+        """Text of every assistant message, in order."""
+        return [m.get("content") or "" for m in self.messages if m.get("role") == "assistant"]
+
+    @property
+    def golden_answers(self) -> list[str]:
+        """Reference answers from the row: ``golden_answers`` (list or str), else ``solution``/``answer``."""
+        for key in ("golden_answers", "solution", "answer", "answers"):
+            value = self.row.get(key)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                return [value]
+            return [str(v) for v in value]
+        return []
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form for ``trajectories.jsonl``."""
+        return asdict(self)

@@ -1,0 +1,180 @@
+"""Executor semantics with in-process tools: limits, timeouts, retries, truncation, sync and async callers.
+
+MCP-backed behaviour (real servers, restarts, latency targets) is in test_mcp.py.
+"""
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor, TransportError, tool
+from swift_rlfactory.tools.toolset import PythonProvider
+
+state = {"flaky": 0, "active": 0, "peak": 0, "runs": 0}
+
+
+@tool
+async def nap(seconds: float) -> str:
+    """Sleep, tracking how many naps overlap."""
+    state["active"] += 1
+    state["peak"] = max(state["peak"], state["active"])
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        state["active"] -= 1
+    return "rested"
+
+
+@tool
+async def flaky(fail_times: int) -> str:
+    """Raise a transport error the first ``fail_times`` calls."""
+    state["flaky"] += 1
+    if state["flaky"] <= fail_times:
+        raise TransportError("connection reset")
+    return f"ok after {state['flaky']}"
+
+
+@tool
+def wordy(n: int) -> str:
+    """Return n words."""
+    return " ".join(["word"] * n)
+
+
+@tool
+def lookup(key: str) -> str:
+    """Count real executions."""
+    state["runs"] += 1
+    time.sleep(0.05)
+    return key.upper()
+
+
+def make(limits=None, **kwargs):
+    state.update(flaky=0, active=0, peak=0, runs=0)
+    return ToolExecutor([PythonProvider([nap, flaky, wordy, lookup])], limits or Limits(), **kwargs).start()
+
+
+def test_batch_runs_concurrently_and_keeps_shape():
+    with make() as ex:
+        batch = [[ToolCall("nap", {"seconds": 0.3})] * 2, [], [ToolCall("nap", {"seconds": 0.3})]]
+        t0 = time.perf_counter()
+        out = ex.execute_batch(batch)
+        assert time.perf_counter() - t0 < 0.9
+        assert [len(r) for r in out] == [2, 0, 1]
+        assert all(r.observation == "rested" and r.ok for rs in out for r in rs)
+        assert state["peak"] == 3
+
+
+def test_global_and_per_tool_limits_bound_overlap():
+    with make(Limits(max_concurrency=3)) as ex:
+        ex.execute([ToolCall("nap", {"seconds": 0.05})] * 12)
+        assert state["peak"] == 3
+    with make(Limits(per_tool_concurrency={"nap": 2})) as ex:
+        ex.execute([ToolCall("nap", {"seconds": 0.05})] * 12)
+        assert state["peak"] == 2
+
+
+def test_timeout_is_an_error_and_others_finish():
+    with make(Limits(call_timeout_s=0.3)) as ex:
+        hung, quick = ex.execute([ToolCall("nap", {"seconds": 30}), ToolCall("nap", {"seconds": 0.01})])
+        assert hung.error and "timed out after 0.3 s" in hung.error and hung.observation.startswith("Error:")
+        assert quick.ok
+
+
+def test_transport_errors_are_retried_tool_errors_are_not():
+    with make(Limits(retries=2, retry_backoff_s=0.01)) as ex:
+        [ok] = ex.execute([ToolCall("flaky", {"fail_times": 2})])
+        assert ok.ok and ok.observation == "ok after 3" and ok.attempts == 3
+    with make(Limits(retries=1, retry_backoff_s=0.01)) as ex:
+        [bad] = ex.execute([ToolCall("flaky", {"fail_times": 5})])
+        assert bad.attempts == 2 and "unreachable after 2 attempts" in bad.error
+        [invalid] = ex.execute([ToolCall("flaky", {"fail_times": "many"})])
+        assert invalid.attempts == 1 and "invalid arguments" in invalid.error
+
+
+def test_output_is_truncated():
+    with make(Limits(max_output_tokens=10)) as ex:
+        [r] = ex.execute([ToolCall("wordy", {"n": 100})])
+        assert r.observation.startswith("word word") and "[truncated" in r.observation
+        assert len(r.observation) < 100
+    with make(Limits(max_output_tokens=10), count_tokens=lambda s: len(s.split())) as ex:
+        [r] = ex.execute([ToolCall("wordy", {"n": 100})])
+        assert r.observation.split("\n")[0].split() == ["word"] * 10
+
+
+def test_unknown_and_unparsed_calls_are_error_records():
+    with make() as ex:
+        unknown, unparsed = ex.execute([ToolCall("nope"), ToolCall("", error="empty <tool_call> block")])
+        assert "unknown tool 'nope'" in unknown.error and "nap" in unknown.observation
+        assert "could not parse tool call" in unparsed.observation and unparsed.attempts == 0
+
+
+def test_cache_coalesces_and_counts_hits():
+    with make(cache=ToolCache(), cached_tools={"lookup"}) as ex:
+        out = ex.execute([ToolCall("lookup", {"key": "a"})] * 8 + [ToolCall("lookup", {"key": "b"})])
+        assert state["runs"] == 2
+        assert sum(r.cache_hit for r in out) == 7
+        [again] = ex.execute([ToolCall("lookup", {"key": "a"})])
+        assert again.cache_hit and state["runs"] == 2
+        ex.execute([ToolCall("nap", {"seconds": 0.01})] * 2)
+        assert ex.cache.hits == 8  # nap is not in cached_tools
+
+
+def test_async_callers_are_not_blocked():
+    """Tools awaited from a running loop leave that loop free: a ticker keeps ticking meanwhile."""
+    with make() as ex:
+
+        async def main():
+            ticks = 0
+
+            async def ticker():
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            task = asyncio.create_task(ticker())
+            results = await asyncio.gather(
+                *(ex.aexecute([ToolCall("nap", {"seconds": 0.3})]) for _ in range(8))
+            )
+            task.cancel()
+            return ticks, results
+
+        t0 = time.perf_counter()
+        ticks, results = asyncio.run(main())
+        assert time.perf_counter() - t0 < 0.9
+        assert ticks >= 10
+        assert all(r[0].ok for r in results)
+
+
+def test_sync_callers_from_many_threads():
+    with make() as ex:
+        out = []
+
+        def worker():
+            out.append(ex.execute([ToolCall("nap", {"seconds": 0.2})])[0].ok)
+
+        threads = [threading.Thread(target=worker) for _ in range(6)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert out == [True] * 6 and time.perf_counter() - t0 < 0.8
+
+
+def test_provider_failure_at_start_is_raised():
+    class Broken:
+        name = "broken"
+
+        async def start(self):
+            raise RuntimeError("MCP server 'broken' failed to start: exit 1")
+
+        async def close(self):
+            pass
+
+    ex = ToolExecutor([Broken()])
+    with pytest.raises(RuntimeError, match="'broken' failed to start"):
+        ex.start()
+    ex.close()

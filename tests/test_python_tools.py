@@ -1,0 +1,86 @@
+"""Python tools: schema from signature and docstring, validation, sync and async functions."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from swift_rlfactory.tools import ToolError, tool
+from swift_rlfactory.tools.python_tool import load_python_tools
+
+
+@tool
+def convert(value: float, unit: str = "m", precise: bool = False) -> dict:
+    """Convert a length.
+
+    A longer explanation.
+
+    Args:
+        value: the number to convert
+        unit: target unit
+        precise: keep all digits
+    """
+    return {"value": value, "unit": unit, "precise": precise}
+
+
+@tool(name="fetch", description="Fetch a page.")
+async def fetch_page(url: str) -> str:
+    await asyncio.sleep(0)
+    return f"page {url}"
+
+
+def test_schema_derived_from_signature_and_docstring():
+    schema = convert.spec.openai_schema()
+    fn = schema["function"]
+    assert fn["name"] == "convert"
+    assert fn["description"] == "Convert a length.\n\nA longer explanation."
+    params = fn["parameters"]
+    assert params["required"] == ["value"]
+    assert params["properties"]["value"] == {"type": "number", "description": "the number to convert"}
+    assert params["properties"]["unit"]["default"] == "m"
+    assert params["properties"]["precise"]["type"] == "boolean"
+
+
+def test_arguments_are_validated_and_coerced():
+    assert asyncio.run(convert.call({"value": "2.5"})) == {"value": 2.5, "unit": "m", "precise": False}
+    with pytest.raises(ToolError, match="value: Field required"):
+        asyncio.run(convert.call({}))
+    with pytest.raises(ToolError, match="bogus"):
+        asyncio.run(convert.call({"value": 1, "bogus": 2}))
+
+
+def test_async_tool_with_custom_name():
+    assert fetch_page.spec.name == "fetch" and fetch_page.spec.description == "Fetch a page."
+    assert asyncio.run(fetch_page.call({"url": "x"})) == "page x"
+
+
+def test_exception_inside_tool_becomes_tool_error():
+    @tool
+    def broken(x: int) -> int:
+        """Always fails."""
+        raise RuntimeError("boom")
+
+    with pytest.raises(ToolError, match="RuntimeError: boom"):
+        asyncio.run(broken.call({"x": 1}))
+
+
+def test_decorated_function_still_callable():
+    assert convert(1.0, "km") == {"value": 1.0, "unit": "km", "precise": False}
+
+
+def test_load_from_file_relative_to_env_folder():
+    [calc] = load_python_tools("tools.py", Path(__file__).parents[1] / "examples" / "calculator")
+    assert calc.spec.name == "calculate"
+    assert asyncio.run(calc.call({"expression": "(3 + 4) * 12"})) == "84"
+    with pytest.raises(ToolError, match="division by zero"):
+        asyncio.run(calc.call({"expression": "1/0"}))
+
+
+def test_load_errors_are_clear(tmp_path):
+    with pytest.raises(ImportError, match="file not found"):
+        load_python_tools("missing.py", tmp_path)
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    with pytest.raises(ValueError, match="defines no @tool"):
+        load_python_tools("empty.py", tmp_path)
+    with pytest.raises(ValueError, match="no attribute 'nope'"):
+        load_python_tools("empty.py:nope", tmp_path)
