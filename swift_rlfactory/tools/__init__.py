@@ -3,11 +3,13 @@
 from .base import Tool, ToolError, ToolProvider, ToolSpec, TransportError
 from .cache import ToolCache
 from .executor import Limits, ToolExecutor, ToolRecord
+from .mcp import McpProvider, mcp_providers
 from .parsing import ToolCall, parse_tool_calls
 from .python_tool import PythonTool, tool
 
 __all__ = [
     "Limits",
+    "McpProvider",
     "PythonTool",
     "Tool",
     "ToolCache",
@@ -18,6 +20,7 @@ __all__ = [
     "ToolRecord",
     "ToolSpec",
     "TransportError",
+    "mcp_providers",
     "parse_tool_calls",
     "tool",
 ]

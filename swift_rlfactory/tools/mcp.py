@@ -3,7 +3,8 @@
 Each entry of ``mcpServers`` becomes one :class:`McpProvider`. On :meth:`~McpProvider.start` it opens
 ``sessions`` client sessions (for a stdio server, that many server processes), lists the server's tools and
 hands them to the executor with the server's own names, descriptions and input schemas. A call goes to the
-live session with the fewest calls in flight, so a slow call never queues the others behind it.
+live session with the fewest calls in flight, which spreads the load evenly over server processes (one
+Python process runs CPU-bound tools one at a time, whatever the number of requests it accepts).
 
 A training run lasts hours, and servers crash, get OOM-killed or drop connections. When a session's
 transport dies, the call that noticed raises :class:`~.base.TransportError` (which the executor retries),
@@ -96,15 +97,14 @@ class McpProvider:
         self._closed = False
         self._sessions = [_Session(f"{self.name}#{i}", self.config) for i in range(self.config.sessions)]
         try:
-            clients = await asyncio.gather(*(session.open() for session in self._sessions))
-            specs = await asyncio.wait_for(_list_tools(clients[0]), self.config.startup_timeout_s)
+            await asyncio.gather(*(session.open() for session in self._sessions))
         except Exception as exc:
             await self.close()
             where = _endpoint(self.config)
             raise RuntimeError(
                 f"MCP server {self.name!r} ({where}) failed to start: {_describe(exc)}"
             ) from exc
-        return [McpTool(self, spec) for spec in specs]
+        return [McpTool(self, spec) for spec in self._sessions[0].tools]
 
     async def close(self) -> None:
         """Stop every session (terminating stdio servers) and any pending restart; safe to call twice."""
@@ -183,13 +183,14 @@ class _Session:
         self.label = label
         self.config = config
         self.client: ClientSession | None = None
+        self.tools: list[ToolSpec] = []
         self.in_flight = 0
         self.error: BaseException | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
     async def open(self) -> ClientSession:
-        """Start an owner task and wait until its session is initialized (``startup_timeout_s`` at most)."""
+        """Start an owner task; wait until its session is initialized and has listed the server's tools."""
         ready, self._stop = asyncio.Event(), asyncio.Event()
         self.error = None
         self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp-session-{self.label}")
@@ -208,6 +209,10 @@ class _Session:
         if owner is None:
             return
         self._stop.set()
+        if self.client is None:
+            # Still starting (it looks at the stop event only once initialized) or already dead: nothing to
+            # finish gracefully. The SDK's stdio teardown is shielded, so a cancelled owner still ends the process.
+            owner.cancel()
         done, _ = await asyncio.wait({owner}, timeout=_CLOSE_TIMEOUT_S)
         if not done:
             owner.cancel()
@@ -230,6 +235,9 @@ class _Session:
                 read, write = await stack.enter_async_context(_transport(self.config))
                 client = await stack.enter_async_context(ClientSession(read, write))
                 await client.initialize()
+                # Listing on every session, not just the first, also primes the SDK's per-session cache of
+                # output schemas; unprimed, the first concurrent calls would each list the tools again.
+                self.tools = await _list_tools(client)
                 self.client = client
                 ready.set()
                 await stop.wait()
@@ -302,7 +310,7 @@ def _describe(exc: BaseException) -> str:
         leaves = sorted(leaves, key=lambda e: isinstance(e, MCPError))
         return _describe(leaves[0])
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-        return "the server closed the connection (did its process exit? its stderr may say why)"
+        return "the server closed the connection (a stdio server's stderr, above, may say why)"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

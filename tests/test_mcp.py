@@ -1,0 +1,272 @@
+"""The MCP tool backend against real servers: stdio subprocesses, streamable HTTP and SSE.
+
+Every test talks to ``tests/servers/slow_server.py`` through :class:`ToolExecutor`, the way training does.
+Servers that no test kills are shared per module; tests that need other limits or kill a server start
+their own. Time bounds are generous for a loaded 2-core machine yet still tell parallel from serial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from swift_rlfactory.env.config import load_env_config
+from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor
+from swift_rlfactory.tools.mcp import McpProvider, mcp_providers
+from swift_rlfactory.tools.mcp_config import McpServerConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SLOW_SERVER = ROOT / "tests" / "servers" / "slow_server.py"
+EXAMPLE = ROOT / "examples" / "unit_converter"
+
+
+def stdio(sessions: int = 1) -> McpServerConfig:
+    """A stdio entry for the slow server, as a user would write it in ``mcpServers``."""
+    return McpServerConfig(command="python", args=[str(SLOW_SERVER)], sessions=sessions)
+
+
+def sleeps(n: int, seconds: float = 0.5) -> list[list[ToolCall]]:
+    """``n`` trajectories of one ``sleep`` call each."""
+    return [[ToolCall("sleep", {"seconds": seconds})] for _ in range(n)]
+
+
+def timed_batch(executor: ToolExecutor, batch: list[list[ToolCall]]) -> tuple[float, list]:
+    start = time.perf_counter()
+    records = [r for rs in executor.execute_batch(batch) for r in rs]
+    return time.perf_counter() - start, records
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def serve(transport: str, path: str) -> Iterator[str]:
+    """Run the slow server over HTTP in a subprocess; yield its URL once it accepts connections."""
+    port = free_port()
+    args = [sys.executable, str(SLOW_SERVER), "--transport", transport, "--port", str(port)]
+    proc = subprocess.Popen(args)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, f"{transport} server exited with {proc.returncode}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"{transport} server did not listen on {port}"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    yield from serve("streamable-http", "/mcp")
+
+
+@pytest.fixture(scope="module")
+def sse_url() -> Iterator[str]:
+    yield from serve("sse", "/sse")
+
+
+@pytest.fixture(scope="module")
+def stdio_executor() -> Iterator[ToolExecutor]:
+    with ToolExecutor([McpProvider("slow", stdio(sessions=4))], Limits(call_timeout_s=10)) as executor:
+        executor.execute([ToolCall("echo", {"text": "warm-up"})])
+        yield executor
+
+
+@pytest.fixture(scope="module")
+def http_executor(http_url: str) -> Iterator[ToolExecutor]:
+    config = McpServerConfig(url=http_url, sessions=2)
+    with ToolExecutor([McpProvider("remote", config)], Limits(call_timeout_s=10)) as executor:
+        executor.execute([ToolCall("echo", {"text": "warm-up"})])
+        yield executor
+
+
+# -- parallelism and limits --------------------------------------------------------------------------
+def test_stdio_sessions_run_calls_in_parallel(stdio_executor: ToolExecutor) -> None:
+    elapsed, records = timed_batch(stdio_executor, sleeps(64))
+    assert all(r.ok and r.observation == "slept" for r in records)
+    assert elapsed < 1.5, f"64 x sleep(0.5) took {elapsed:.2f} s"
+
+
+def test_calls_spread_over_all_sessions(stdio_executor: ToolExecutor) -> None:
+    records = stdio_executor.execute([ToolCall("pid", {})] * 16)
+    assert len({r.observation for r in records}) == 4  # four server processes, each given calls
+
+
+# Over HTTP each call costs a few ms of CPU in the SDK on both sides (a POST answered by an SSE stream), which a
+# loaded 2-core machine stretches to ~1.5 s for 64 calls; 3 s still proves > 10-way parallelism (serial: 32 s).
+HTTP_BOUND_S = 3.0
+
+
+def test_http_server_runs_calls_in_parallel(http_executor: ToolExecutor) -> None:
+    elapsed, records = timed_batch(http_executor, sleeps(64))
+    assert all(r.ok and r.observation == "slept" for r in records)
+    assert elapsed < HTTP_BOUND_S, f"64 x sleep(0.5) took {elapsed:.2f} s"
+
+
+def test_sse_server(sse_url: str) -> None:
+    config = McpServerConfig(url=sse_url, transport="sse")
+    with ToolExecutor([McpProvider("legacy", config)], Limits(call_timeout_s=10)) as executor:
+        assert executor.execute([ToolCall("echo", {"text": "over sse"})])[0].observation == "over sse"
+        elapsed, records = timed_batch(executor, sleeps(16))
+    assert all(r.ok for r in records)
+    assert elapsed < HTTP_BOUND_S, f"16 x sleep(0.5) took {elapsed:.2f} s"
+
+
+def test_per_tool_limit_bounds_concurrency(http_url: str) -> None:
+    limits = Limits(call_timeout_s=20, per_tool_concurrency={"sleep": 4})
+    with ToolExecutor([McpProvider("remote", McpServerConfig(url=http_url, sessions=4))], limits) as executor:
+        elapsed, records = timed_batch(executor, sleeps(64))
+    assert all(r.ok for r in records)
+    assert 7.5 <= elapsed < 10, f"64 x sleep(0.5), 4 at a time, took {elapsed:.2f} s (expected ~8)"
+
+
+def test_hung_call_times_out_alone() -> None:
+    with ToolExecutor([McpProvider("slow", stdio())], Limits(call_timeout_s=1)) as executor:
+        batch = [[ToolCall("sleep", {"seconds": 30})], *sleeps(8, 0.2), [ToolCall("echo", {"text": "hi"})]]
+        elapsed, records = timed_batch(executor, batch)
+    hung, *rest = records
+    assert not hung.ok and "timed out" in hung.error and hung.observation.startswith("Error:")
+    assert 1 <= hung.latency_s < 3
+    assert all(r.ok for r in rest) and rest[-1].observation == "hi"
+    assert elapsed < 5
+
+
+# -- fault tolerance ---------------------------------------------------------------------------------
+def test_killed_server_is_restarted() -> None:
+    with ToolExecutor([McpProvider("slow", stdio())], Limits(retry_backoff_s=0.1)) as executor:
+        first = executor.execute([ToolCall("pid", {})])[0]
+        os.kill(int(first.observation), signal.SIGKILL)
+        again = executor.execute([ToolCall("pid", {})])[0]
+        assert again.ok, again.error
+        assert again.attempts == 2  # the dead session failed the first attempt; the retry met the new server
+        assert again.observation != first.observation
+        assert executor.execute([ToolCall("echo", {"text": "still here"})])[0].observation == "still here"
+
+
+def test_server_that_cannot_start_is_named() -> None:
+    config = McpServerConfig(command="python", args=["-c", "raise SystemExit(3)"], startup_timeout_s=10)
+    executor = ToolExecutor([McpProvider("broken", config)])
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="MCP server 'broken' .*failed to start"):
+        executor.start()
+    assert time.perf_counter() - start < 10
+    executor.close()
+
+
+def test_silent_server_times_out_at_start() -> None:
+    config = McpServerConfig(
+        command="python", args=["-c", "import time; time.sleep(60)"], startup_timeout_s=1
+    )
+    executor = ToolExecutor([McpProvider("mute", config)])
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="MCP server 'mute' .*failed to start.*within 1 s"):
+        executor.start()
+    executor.close()
+    assert time.perf_counter() - start < 8  # 1 s to give up, then the SDK's bounded SIGTERM escalation
+
+
+def test_unreachable_url_is_named() -> None:
+    config = McpServerConfig(url=f"http://127.0.0.1:{free_port()}/mcp", startup_timeout_s=10)
+    executor = ToolExecutor([McpProvider("nowhere", config)])
+    with pytest.raises(RuntimeError, match="MCP server 'nowhere' .*failed to start.*ConnectError"):
+        executor.start()
+    executor.close()
+
+
+def test_close_is_idempotent() -> None:
+    provider = McpProvider("slow", stdio())
+
+    async def start_and_close_twice() -> None:
+        await provider.start()
+        await asyncio.wait_for(provider.close(), 15)
+        await asyncio.wait_for(provider.close(), 15)
+
+    asyncio.run(start_and_close_twice())
+
+
+# -- results and errors ------------------------------------------------------------------------------
+def test_errors_become_observations(stdio_executor: ToolExecutor) -> None:
+    failed, unknown, unparsed = stdio_executor.execute(
+        [ToolCall("fail", {"message": "no such city"}), ToolCall("teleport"), ToolCall("", error="bad JSON")]
+    )
+    assert not failed.ok and "no such city" in failed.observation and failed.attempts == 1
+    assert not unknown.ok and "unknown tool 'teleport'" in unknown.observation
+    assert not unparsed.ok and "bad JSON" in unparsed.observation
+
+
+def test_dict_result_renders_as_json(stdio_executor: ToolExecutor) -> None:
+    record = stdio_executor.execute([ToolCall("shape", {})])[0]
+    assert record.ok, record.error
+    assert json.loads(record.observation)["size"] == {"w": 1.5, "h": 1.5}
+
+
+def test_schemas_are_the_servers_own(stdio_executor: ToolExecutor) -> None:
+    spec = importlib.util.spec_from_file_location("slow_server", SLOW_SERVER)
+    server = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(server)
+    truth = {t.name: t for t in asyncio.run(server.mcp.list_tools())}
+    shown = {s["function"]["name"]: s["function"] for s in stdio_executor.schemas()}
+    assert set(shown) == set(truth) == {"sleep", "echo", "pid", "fail", "count", "shape"}
+    for name, fn in shown.items():
+        assert fn["parameters"] == truth[name].input_schema
+        assert fn["description"] == truth[name].description
+
+
+def test_clashing_tool_names_are_prefixed(http_url: str) -> None:
+    providers = [McpProvider("local", stdio()), McpProvider("remote", McpServerConfig(url=http_url))]
+    with ToolExecutor(providers) as executor:
+        assert {"echo", "remote_echo"} <= set(executor.tools)
+        assert [s["function"]["name"] for s in executor.schemas()].count("remote_echo") == 1
+        local, remote = executor.execute(
+            [ToolCall("echo", {"text": "a"}), ToolCall("remote_echo", {"text": "b"})]
+        )
+        assert (local.observation, remote.observation) == ("a", "b")
+        pids = executor.execute([ToolCall("pid", {}), ToolCall("remote_pid", {})])
+        assert pids[0].observation != pids[1].observation  # really two servers
+
+
+def test_cache_runs_identical_calls_once(http_url: str, http_executor: ToolExecutor) -> None:
+    provider = McpProvider("remote", McpServerConfig(url=http_url, sessions=2))
+    with ToolExecutor([provider], cache=ToolCache(), cached_tools={"count"}) as executor:
+        records = executor.execute([ToolCall("count", {"key": "cached"})] * 16)
+    assert [r.observation for r in records] == ["1"] * 16
+    assert sum(r.cache_hit for r in records) == 15
+    # The server saw one call: its counter, asked without the cache, moves from 1 to 2.
+    assert http_executor.execute([ToolCall("count", {"key": "cached"})])[0].observation == "2"
+
+
+# -- the example environment -------------------------------------------------------------------------
+def test_unit_converter_example() -> None:
+    config = load_env_config(EXAMPLE / "env.yaml")
+    servers = config.mcp_servers()
+    assert servers.mcpServers["units"].cwd == str(EXAMPLE)
+    assert config.cache.tools == ["convert"]
+    with ToolExecutor(mcp_providers(servers), config.limits.executor_limits()) as executor:
+        assert set(executor.tools) == {"convert", "list_units"}
+        miles, bad = executor.execute(
+            [
+                ToolCall("convert", {"value": 5, "from_unit": "km", "to_unit": "mi"}),
+                ToolCall("convert", {"value": 1, "from_unit": "kg", "to_unit": "m"}),
+            ]
+        )
+    assert float(miles.observation) == pytest.approx(3.10686, rel=1e-5)
+    assert not bad.ok and "cannot convert mass" in bad.observation
