@@ -16,7 +16,7 @@ setup(
     long_description_content_type="text/markdown",
     packages=find_packages(include=["swift_rlfactory", "swift_rlfactory.*"]),
     include_package_data=True,
-    python_requires=">=3.10",
+    python_requires=">=3.11",
     install_requires=requirements,
     entry_points={"console_scripts": ["swift-rlfactory=swift_rlfactory.cli:main"]},
 )

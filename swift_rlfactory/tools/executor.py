@@ -207,16 +207,21 @@ class ToolExecutor:
     async def _run_with_retries(self, tool: Tool, arguments: dict[str, Any], record: ToolRecord) -> str:
         name, timeout = tool.spec.name, self.limits.call_timeout_s
         try:
-            async for attempt in AsyncRetrying(
-                retry=retry_if_exception_type(TransportError),
-                stop=stop_after_attempt(self.limits.retries + 1),
-                wait=wait_exponential(multiplier=self.limits.retry_backoff_s, max=5.0),
-                reraise=True,
-            ):
-                with attempt:
-                    record.attempts += 1
-                    result = await asyncio.wait_for(tool.call(arguments), timeout)
-        except asyncio.TimeoutError:
+            try:
+                result = await self._attempt(tool, arguments, record)
+            except TransportError:
+                if self.limits.retries == 0:
+                    raise
+                # Only a failed first attempt pays for the retry machinery: the happy path stays cheap.
+                async for attempt in AsyncRetrying(
+                    retry=retry_if_exception_type(TransportError),
+                    stop=stop_after_attempt(self.limits.retries),
+                    wait=wait_exponential(multiplier=self.limits.retry_backoff_s, max=5.0),
+                    reraise=True,
+                ):
+                    with attempt:
+                        result = await self._attempt(tool, arguments, record)
+        except TimeoutError:
             raise _CallFailed(f"tool {name!r} timed out after {timeout:g} s") from None
         except ToolError as exc:
             raise _CallFailed(f"tool {name!r} failed: {exc}") from None
@@ -225,6 +230,11 @@ class ToolExecutor:
         except Exception as exc:  # a backend bug must not kill a training run
             raise _CallFailed(f"tool {name!r} raised {type(exc).__name__}: {exc}") from None
         return render(result)
+
+    async def _attempt(self, tool: Tool, arguments: dict[str, Any], record: ToolRecord) -> Any:
+        record.attempts += 1
+        async with asyncio.timeout(self.limits.call_timeout_s):
+            return await tool.call(arguments)
 
     def _failed(self, record: ToolRecord, message: str, start: float) -> ToolRecord:
         record.error = message
