@@ -196,7 +196,7 @@ class _Session:
         self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp-session-{self.label}")
         try:
             await asyncio.wait_for(ready.wait(), self.config.startup_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.close()
             self.error = TimeoutError(f"no MCP handshake within {self.config.startup_timeout_s:g} s")
         if self.client is None:
