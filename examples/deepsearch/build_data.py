@@ -1,0 +1,374 @@
+"""Build the DeepSearch question set from the bundled Wikipedia summaries.
+
+Two kinds of questions, both answered by an article title:
+
+* **single-hop** - the first sentence of an article with its subject removed becomes the clue:
+  "A nebula is a distinct luminescent part of interstellar medium, ..." gives
+  "What is a distinct luminescent part of interstellar medium, ...?" -> ``Nebula``. Clauses that name the
+  answer (its title, aliases or subject words, "Nebulae") are cut, so the question never contains it.
+* **two-hop** - a bridge article A whose summary (after its first sentence) mentions the title of article
+  B: "Which <description of B> is mentioned in the encyclopedia summary of the thing that <clue of A>?"
+  -> B. The searcher must find A from its clue, then pick B out of A's summary.
+
+Every question is checked against BM25 over the same corpus: a single-hop question must retrieve its
+article in the top 5 (so one good search can answer it), a two-hop question must retrieve A in the top 5
+but not B in the top 3 (so it really takes two hops).
+
+Answers are split by a hash of their title - 80 % train, 10 % test, 10 % holdout - and each answer is
+used once, so no answer appears in two splits or twice in one. (The bridge article of a two-hop question
+may belong to any split: it is context there, never the answer.) The split does not depend on ``--seed``;
+the seed only changes which questions are sampled. ``data/train.jsonl`` (2000 rows) and
+``data/test.jsonl`` (300 rows), 0.7 MB together, are committed; the holdout split never is, so
+``--holdout N`` makes questions no checkpoint has seen::
+
+    python examples/deepsearch/build_data.py                       # data/train.jsonl, data/test.jsonl
+    python examples/deepsearch/build_data.py --holdout 500 --seed 7 --train 0 --test 0
+
+Rows are ms-swift rows (see swift_rlfactory.retrieval.qa_data) plus ``hops`` and ``support`` (the titles
+of the articles needed), which the rewards ignore and evaluation can break scores down by.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bm25s.stopwords import STOPWORDS_EN
+
+from swift_rlfactory.retrieval.corpus import Passage, load_wiki_offline, wiki_offline_data_dir
+from swift_rlfactory.retrieval.index import BM25Retriever
+from swift_rlfactory.retrieval.qa_data import qa_row, write_jsonl
+
+SPLITS = ("train", "test", "holdout")
+TWO_HOP_SHARE = 0.3
+MIN_CLUE_WORDS, MAX_CLUE_WORDS = 8, 35
+STOPWORDS = frozenset(STOPWORDS_EN) | {"from", "its", "were"}  # bm25s's English list, the one BM25 uses
+_ABBREVIATIONS = {"st", "mr", "mrs", "dr", "jr", "sr", "mt", "no", "vs", "ca", "u.s", "u.k", "inc"}
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]?\s+(?=[A-Z0-9\"(])")
+_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
+_COPULA = re.compile(r"^(?P<subject>.{1,160}?)\s+(?P<verb>is|was|are|were)\s+(?P<predicate>.+)$")
+_WHO = re.compile(r"\bwho\b")
+_LIFE_DATES = re.compile(r"\((?:born |died |c\. )?\d{3,4}(?: BC)?\s*[–-]")
+_WORD = re.compile(r"\w+")
+_CONTEXT = re.compile(r"^(?:in|within) [^,]+,\s*", re.IGNORECASE)
+_NAME_SEPARATOR = re.compile(
+    r"\s*(,|\bor\b|\bknown as\b|\bcalled\b|\bspell?(?:ed|t)(?: as)?\b|\bwritten as\b|\babbreviated as\b"
+    r"|\breferred to as\b)\s*"
+)
+_FILLER = re.compile(
+    r"^(?:(?:and|also|commonly|more commonly|simply|often|sometimes|formerly|officially|natively|the|a|an)\s+)+"
+    r"|(?:\s+(?:also|commonly|simply|often|sometimes|formerly|officially|natively))+$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Article:
+    """A corpus passage with what the question templates need."""
+
+    passage: Passage
+    description: str
+    topic: str
+    first_sentence: str
+    aliases: tuple[str, ...]
+    clue: Clue | None = None
+
+    @property
+    def title(self) -> str:
+        """The article title, which is the answer of every question about this article."""
+        return self.passage.title
+
+
+@dataclass(frozen=True)
+class Clue:
+    """A title-free description of an article, from its first sentence."""
+
+    verb: str
+    text: str
+    person: bool
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build the splits and write them as JSONL."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("data"))
+    parser.add_argument("--train", type=int, default=2000, help="train questions (0: skip)")
+    parser.add_argument("--test", type=int, default=300, help="test questions (0: skip)")
+    parser.add_argument("--holdout", type=int, default=0, help="holdout questions, never committed (0: skip)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--cache-dir", type=Path, help="BM25 index cache (default $RLFACTORY_CACHE/retrieval)"
+    )
+    args = parser.parse_args(argv)
+
+    articles = load_articles()
+    retriever = BM25Retriever([a.passage for a in articles], cache_dir=args.cache_dir)
+    single = [q for q in map(single_hop, articles) if q is not None]
+    double = list(two_hop_candidates(articles))
+    for split, size in (("train", args.train), ("test", args.test), ("holdout", args.holdout)):
+        if size:
+            rows = build_split(single, double, retriever, split, size, args.seed)
+            write_jsonl(rows, args.out / f"{split}.jsonl")
+            hops = Counter(row["hops"] for row in rows)
+            print(f"{split}: {len(rows)} questions ({hops[1]} single-hop, {hops[2]} two-hop)")
+
+
+def load_articles() -> list[Article]:
+    """Every wiki passage with its description, topic, first sentence, answer aliases and clue."""
+    raw = json.loads((wiki_offline_data_dir() / "summaries_en-us.json").read_text(encoding="utf-8"))
+    meta = {entry.get("title") or key: entry for key, entry in raw.items()}
+    articles = []
+    for passage in load_wiki_offline():
+        entry = meta[passage.title]
+        first = first_sentence(passage.text)
+        article = Article(
+            passage=passage,
+            description=(entry.get("description") or "").strip(),
+            topic=entry.get("topic") or "",
+            first_sentence=first,
+            aliases=aliases(passage.title, first),
+        )
+        articles.append(replace(article, clue=clue(article)))
+    return articles
+
+
+def split_of(title: str) -> str:
+    """80/10/10 train/test/holdout by a hash of the title: stable across seeds, runs and machines."""
+    bucket = hashlib.sha256(title.encode("utf-8")).digest()[0] % 10
+    return "train" if bucket < 8 else SPLITS[bucket - 7]
+
+
+def build_split(
+    single: list[dict[str, Any]],
+    double: list[dict[str, Any]],
+    retriever: BM25Retriever,
+    split: str,
+    size: int,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """``size`` questions whose answers belong to ``split`` (up to 30 % two-hop), each answer used once."""
+    rng = random.Random(f"{seed}:{split}")
+    single = [row for row in single if split_of(row["solution"]) == split]
+    double = [row for row in double if split_of(row["solution"]) == split]
+    rng.shuffle(single)
+    rng.shuffle(double)
+    n_double = round(size * TWO_HOP_SHARE)
+    used: set[str] = set()
+    rows = _accepted(double, retriever, used, n_double)
+    rows += _accepted(single, retriever, used, size - len(rows))
+    rng.shuffle(rows)
+    return rows
+
+
+def _accepted(
+    candidates: list[dict[str, Any]], retriever: BM25Retriever, used: set[str], limit: int
+) -> list[dict[str, Any]]:
+    """Candidates that pass the BM25 check, at most one per answer, checked in batches until ``limit``."""
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(candidates), 256):
+        batch = [c for c in candidates[start : start + 256] if c["solution"] not in used]
+        hits = retriever.search([c["messages"][0]["content"] for c in batch], topk=5)
+        for candidate, found in zip(batch, hits, strict=True):
+            titles = [h.passage.title for h in found]
+            if len(rows) < limit and candidate["solution"] not in used and _searchable(candidate, titles):
+                used.add(candidate["solution"])
+                rows.append(candidate)
+        if len(rows) >= limit:
+            break
+    return rows
+
+
+def _searchable(row: dict[str, Any], top5: list[str]) -> bool:
+    if row["hops"] == 1:
+        return row["solution"] in top5
+    bridge, answer = row["support"]
+    return bridge in top5 and answer not in top5[:3]
+
+
+def single_hop(article: Article) -> dict[str, Any] | None:
+    """A "What/Who <verb> <clue>?" question answered by the title; ``None`` without a clean clue."""
+    found = article.clue
+    if found is None:
+        return None
+    question = f"{'Who' if found.person else 'What'} {found.verb} {found.text}?"
+    return {**qa_row(question, article.aliases), "hops": 1, "support": [article.title]}
+
+
+def two_hop_candidates(corpus: list[Article]) -> Iterator[dict[str, Any]]:
+    """Bridge questions over pairs (A, B) where A's summary mentions B after its first sentence.
+
+    A question belongs to the split of its answer B; the bridge A may come from any split (it is never
+    the answer here, and requiring both in a 10 % split would leave a handful of pairs).
+    """
+    by_title = {a.title: a for a in corpus if _mentionable(a)}
+    matcher = TitleMatcher(by_title)
+    vocab = _capitalisation(corpus)
+    for bridge in corpus:
+        found = bridge.clue
+        if found is None:
+            continue
+        mentioned = [by_title[t] for t in matcher.find(bridge.passage.text[len(bridge.first_sentence) :])]
+        descriptions = Counter(b.description for b in mentioned)
+        for answer in mentioned:
+            if answer.title == bridge.title or descriptions[answer.description] > 1:
+                continue
+            if _leaks(answer.description, answer.aliases) or _leaks(found.text, answer.aliases):
+                continue
+            kind = "person" if found.person else "place" if bridge.topic == "Geography" else "thing"
+            question = (
+                f"Which {_lower_first(answer.description, vocab)} is mentioned in the encyclopedia summary "
+                f"of the {kind} that {found.verb} {found.text}?"
+            )
+            yield {**qa_row(question, answer.aliases), "hops": 2, "support": [bridge.title, answer.title]}
+
+
+def clue(article: Article) -> Clue | None:
+    """The predicate of the first sentence, cut before the first clause that names the article."""
+    sentence = article.first_sentence.rstrip(".")
+    match = _COPULA.match(_PARENTHETICAL.sub("", sentence))
+    if match is None or len(match["subject"].split()) > 12:
+        return None
+    if not _subject_is_title(match["subject"], article.title):
+        return None
+    words: list[str] = []
+    for chunk in match["predicate"].split(", "):
+        if _leaks(chunk, article.aliases) or len(words) + len(chunk.split()) > MAX_CLUE_WORDS:
+            break
+        words += chunk.split()
+        words[-1] += ","
+    text = " ".join(words).rstrip(",;: ")
+    if len(text.split()) < MIN_CLUE_WORDS or not _balanced(text):
+        return None
+    return Clue(verb=match["verb"], text=text, person=_is_person(article, text))
+
+
+def _is_person(article: Article, clue_text: str) -> bool:
+    # A thousand articles are "Uncategorized", people among them; a person's description carries life
+    # dates, "Indian independence activist (1869-1948)", and the clue says "who".
+    return article.topic == "People" or bool(
+        _LIFE_DATES.search(article.description) and _WHO.search(clue_text)
+    )
+
+
+def first_sentence(text: str) -> str:
+    """The text up to the first sentence end that is not an abbreviation or inside parentheses."""
+    for end in _SENTENCE_END.finditer(text):
+        before = text[: end.start() + 1]
+        last_word = before.rsplit(None, 1)[-1].rstrip(".").lower()
+        if last_word in _ABBREVIATIONS or len(last_word) == 1 or before.count("(") != before.count(")"):
+            continue
+        return before.strip()
+    return text.strip()
+
+
+def aliases(title: str, sentence: str) -> tuple[str, ...]:
+    """Accepted answers: the title, the title without "(disambiguation)", other names in the subject.
+
+    "Saraswati, also spelled as Sarasvati, is ..." adds Sarasvati. A name counts when a naming phrase
+    ("known as", "called", "or", ...) introduces it or when it shares a word with the title, which keeps
+    out appositions like "Augusta Ada King, Countess of Lovelace" -> "Countess of Lovelace".
+    """
+    names = [title, _PARENTHETICAL.sub("", title).strip()]
+    match = _COPULA.match(_PARENTHETICAL.sub("", sentence.rstrip(".")))
+    if match and _subject_is_title(match["subject"], title):
+        subject = _CONTEXT.sub("", match["subject"])
+        parts = _NAME_SEPARATOR.split(subject)
+        for marker, part in zip([","] + parts[1::2], parts[0::2], strict=True):
+            name = _FILLER.sub("", part).strip(" \"'")
+            if not name or len(name.split()) > 6 or not re.search(r"[^\W\d]", name) or "[" in name:
+                continue
+            if marker != "," or _leaks(name, (title,)):
+                names.append(name)
+    unique: dict[str, str] = {}
+    for name in names:
+        unique.setdefault(_normalized(name), name)
+    return tuple(unique.values())
+
+
+class TitleMatcher:
+    """Finds titles in running text, longest match first at each position (n-gram lookup, no regex)."""
+
+    def __init__(self, titles: Iterable[str]):
+        self.titles = set(titles)
+        self._longest: dict[str, int] = {}  # first word -> most words in a title starting with it
+        for title in self.titles:
+            head = title.split(" ", 1)[0]
+            self._longest[head] = max(self._longest.get(head, 0), title.count(" ") + 1)
+
+    def find(self, text: str) -> list[str]:
+        """Titles occurring verbatim in ``text``, in order of first occurrence, without repeats."""
+        words = [w.strip(",.;:!?()[]\"'") for w in text.split()]
+        found: list[str] = []
+        i = 0
+        while i < len(words):
+            for n in range(min(self._longest.get(words[i], 0), len(words) - i), 0, -1):
+                candidate = " ".join(words[i : i + n])
+                if candidate in self.titles:
+                    if candidate not in found:
+                        found.append(candidate)
+                    i += n - 1
+                    break
+            i += 1
+        return found
+
+
+def _mentionable(article: Article) -> bool:
+    # One-word titles are often common nouns ("Light", "Water") capitalised at a sentence start; only names
+    # of people and places are safe to match.
+    title = article.title
+    multiword = len(title.split()) > 1 and "(" not in title
+    return bool(article.description) and (multiword or article.topic in ("People", "Geography"))
+
+
+def _subject_is_title(subject: str, title: str) -> bool:
+    subject_words = {w.lower() for w in _WORD.findall(subject)}
+    title_words = {w.lower() for w in _WORD.findall(_PARENTHETICAL.sub("", title))} - STOPWORDS
+    return bool(title_words & subject_words)
+
+
+def _leaks(text: str, names: tuple[str, ...]) -> bool:
+    """Does ``text`` contain a content word of any name, a derived form ("Iraqi") or its first five letters?"""
+    name_words = {w.lower() for n in names for w in _WORD.findall(n) if len(w) > 2} - STOPWORDS
+    stems = {w[:5] for w in name_words if len(w) >= 5}
+    prefixes = tuple(w for w in name_words if len(w) >= 4)
+    for word in _WORD.findall(text.lower()):
+        if word in name_words or word.startswith(prefixes) or word[:5] in stems:
+            return True
+    return False
+
+
+def _normalized(name: str) -> str:
+    return " ".join(w for w in _WORD.findall(name.lower()) if w not in ("a", "an", "the"))
+
+
+def _balanced(text: str) -> bool:
+    return text.count("(") == text.count(")") and text.count('"') % 2 == 0
+
+
+def _capitalisation(corpus: list[Article]) -> Counter[str]:
+    """How often each word form occurs mid-sentence in the corpus: tells "Country" (a noun) from "Italian"."""
+    counts: Counter[str] = Counter()
+    for article in corpus:
+        counts.update(_WORD.findall(article.passage.text)[1:])
+    return counts
+
+
+def _lower_first(description: str, vocab: Counter[str]) -> str:
+    first, _, rest = description.partition(" ")
+    if vocab[first.lower()] > vocab[first]:
+        first = first.lower()
+    return f"{first} {rest}".strip()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,378 @@
+"""The ms-swift adapter: the only module that imports ms-swift (4.x).
+
+It plugs three things into ms-swift's registries (see :func:`register`, called by ``plugin.py``):
+
+* ``--multi_turn_scheduler rlfactory`` - :class:`RLFactoryScheduler`, the multi-turn tool-calling loop;
+* ``--reward_funcs rlfactory`` - :class:`RLFactoryReward`, the environment's weighted reward spec, which
+  also writes ``trajectories.jsonl`` and the tool metrics;
+* ``--callbacks rlfactory`` - :class:`RLFactoryCallback`, which hands the trainer to the two above so tool
+  metrics appear in ms-swift's logs next to ``reward``.
+
+How the scheduler fits ms-swift 4.6's rollout driver (``swift/rollout/agent_loop.py``): after every
+batched generation turn the driver awaits ``on_turn_end`` for *all* pending trajectories with
+``asyncio.gather``, then calls the synchronous ``step()`` one trajectory at a time. So all tool I/O happens
+in ``on_turn_end`` - every call of every trajectory in flight at once, on the executor's own loop - and
+``step()`` only appends the observations that are already there. In server mode (``swift rollout``) the
+base class's ``run()`` awaits the same ``on_turn_end`` inside one coroutine per trajectory, so tools of one
+trajectory overlap generation of the others. Observations go in as ``tool`` messages, which the template
+renders outside the assistant turns: they never carry loss.
+
+The environment comes from ``RLFACTORY_ENV`` (a YAML path), or per dataset row from an ``env`` column.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swift.callbacks import TrainerCallback, callbacks_map
+from swift.rewards import AsyncORM, orms
+from swift.rollout import MultiTurnScheduler, multi_turns
+
+from ..env.environment import Environment
+from ..rollout.episode import plan_turn, record_dicts, tool_messages
+from ..rollout.log import TrajectoryLog
+from ..rollout.metrics import tool_metrics
+from ..tools.executor import ToolRecord
+from ..trajectory import Trajectory
+
+logger = logging.getLogger("swift_rlfactory")
+
+ENV_VAR = "RLFACTORY_ENV"
+TRAJECTORIES_VAR = "RLFACTORY_TRAJECTORIES"
+NAME = "rlfactory"
+INFO_KEY = "rlfactory"
+
+# Reward-kwarg keys that are ms-swift's bookkeeping, not dataset fields a reward should see as the row.
+_NOT_ROW = {
+    "trainer_state",
+    "messages",
+    "prompt_id",
+    "request_id",
+    "finish_reason",
+    "is_truncated",
+    "rollout_infos",
+    "response_token_ids",
+    "tools",
+    "trajectory_inputs",
+    "completions",
+}
+
+
+class _Run:
+    """Process-wide state shared by the scheduler, the reward and the callback.
+
+    Environments are loaded once per path and shared, so the scheduler's tool executor, its cache and its
+    MCP server processes serve the whole run; the trainer handle arrives from the callback.
+    """
+
+    def __init__(self) -> None:
+        self.envs: dict[str, Environment] = {}
+        self.trainer: Any = None
+        self.tokenizer: Any = None
+        self._warned_no_callback = False
+
+    def env(self, path: str | None = None, start: bool = False) -> Environment:
+        path = path or os.environ.get(ENV_VAR)
+        if not path:
+            raise ValueError(
+                f"no environment: set {ENV_VAR}=path/to/env.yaml (or give the dataset an 'env' column)"
+            )
+        key = str(Path(path).expanduser().resolve())
+        if key not in self.envs:
+            self.envs[key] = Environment.load(key, count_tokens=self._count_tokens())
+        env = self.envs[key]
+        return env.start() if start else env
+
+    def _count_tokens(self):
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            return None
+        return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
+
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        """Append to the trainer's metric lists (averaged and printed by ms-swift at each log step)."""
+        if self.trainer is None:
+            if not self._warned_no_callback:
+                logger.warning("pass --callbacks %s to log tool metrics with the trainer's metrics", NAME)
+                self._warned_no_callback = True
+            logger.info("rlfactory metrics: %s", {k: round(v, 4) for k, v in metrics.items()})
+            return
+        mode = "eval" if self.trainer.control.should_evaluate else "train"
+        for key, value in metrics.items():
+            self.trainer._metrics[mode][key].append(value)
+
+
+RUN = _Run()
+
+
+@dataclass
+class _Episode:
+    """What the scheduler remembers about one trajectory between turns."""
+
+    env_path: str | None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[ToolRecord] = field(default_factory=list)
+    tokens: int = 0
+
+
+class RLFactoryScheduler(MultiTurnScheduler):
+    """Multi-turn tool calling for ms-swift: inject tools, run calls concurrently, observe, stop.
+
+    ms-swift passes ``max_turns`` (``--max_turns``), ``tokenizer`` and ``template`` in colocate mode and
+    ``infer_engine`` in server mode; the environment's ``limits.max_turns`` also applies (the smaller wins).
+    """
+
+    def __init__(self, infer_engine=None, max_turns=None, tokenizer=None, template=None, **kwargs):
+        super().__init__(infer_engine, max_turns, tokenizer=tokenizer, template=template, **kwargs)
+        self.episodes: dict[str, _Episode] = {}
+        self.max_context: int | None = None
+        self.reserve_tokens = 0
+        if RUN.tokenizer is None:
+            RUN.tokenizer = self.tokenizer
+        template = self.template
+        if template is not None:
+            self.max_context = getattr(template, "max_length", None)
+        elif infer_engine is not None:
+            self.max_context = getattr(infer_engine, "max_model_len", None)
+        self.turn_end_id = self._find_turn_end_id()
+        RUN.env(start=True)  # fail at start-up, naming the field or server, not at the first rollout
+
+    @property
+    def template(self):
+        """The ms-swift template (colocate passes it; the server engine owns one)."""
+        return self._template or getattr(self.infer_engine, "template", None)
+
+    # -- hooks -----------------------------------------------------------------------------------
+    async def on_trajectory_start(self, requests: Sequence[Any]) -> None:
+        """Put the environment's system prompt and tool schemas into each new request.
+
+        ms-swift 4.6 copies a hook's edits of ``messages`` back into the training sample but not edits of
+        ``tools``, so a ``tools`` field set here would reach neither the first turn nor the training
+        encode. The schemas are therefore rendered into the system message by the template's own agent
+        template - the exact text the template renders for a dataset ``tools`` column - and rows that
+        already carry ``tools`` are left alone.
+        """
+        for request in requests:
+            env_path = (request.data_dict or {}).get("env")
+            env = RUN.env(env_path, start=True)
+            tools = None if request.tools else env.executor.schemas()
+            self._set_system(request.messages, env.system_prompt, tools)
+            episode = _Episode(env_path=env_path)
+            episode.tokens = self._prompt_tokens(request)
+            self.episodes[request.uuid] = episode
+
+    async def on_turn_end(self, infer_request, response_choice, current_turn: int) -> dict[str, Any]:
+        """Decide, and run this turn's tool calls (all trajectories of the batch await here together)."""
+        episode = self.episodes.get(infer_request.uuid)
+        if episode is None:  # a request that skipped on_trajectory_start (continuation of an old batch)
+            await self.on_trajectory_start([infer_request])
+            episode = self.episodes[infer_request.uuid]
+        env = RUN.env(episode.env_path)
+        limit = min(self.max_turns or math.inf, env.max_turns)
+        text = response_choice.message.content or ""
+        plan = plan_turn(
+            text, current_turn, limit, env.config.limits.max_calls_per_turn, response_choice.finish_reason
+        )
+        episode.tokens += len(response_choice.token_ids or [])
+        if plan.finished:
+            return self._finish(infer_request, episode, plan.stop_reason, current_turn)
+        records = await env.executor.aexecute(plan.calls)
+        episode.calls.extend(record_dicts(records, current_turn))
+        episode.pending = records
+        episode.tokens += self._observation_tokens(records)
+        if self.max_context and episode.tokens + self.reserve_tokens > self.max_context:
+            return self._finish(infer_request, episode, "context", current_turn)
+        return {"done": False}
+
+    def check_finished(self, infer_request, response_choice, current_turn: int) -> bool:
+        """Unused while ``on_turn_end`` decides; kept consistent with it for callers that ask directly."""
+        return response_choice.finish_reason == "length" or current_turn >= (self.max_turns or math.inf)
+
+    def step(self, infer_request, response_choice, current_turn: int) -> dict[str, Any]:
+        """Append the observations ``on_turn_end`` produced; never blocks on I/O."""
+        episode = self.episodes[infer_request.uuid]
+        infer_request.messages.extend(tool_messages(episode.pending))
+        episode.pending = []
+        ids = list(response_choice.token_ids or [])
+        result: dict[str, Any] = {"infer_request": infer_request}
+        if ids and self.turn_end_id is not None and ids[-1] == self.turn_end_id:
+            # ms-swift 4.6 renders `<|im_end|>\n` again before the tool block, so the sampled end token
+            # would appear twice (once with loss). Drop ours; the template's closes the turn, with loss.
+            ids = ids[:-1]
+            result["response_token_ids"] = ids
+            result["response_loss_mask"] = [1] * len(ids)
+            logprobs = _logprobs(response_choice)
+            if logprobs:
+                result["rollout_logprobs"] = logprobs[: len(ids)]
+        return result
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _finish(self, infer_request, episode: _Episode, stop_reason: str, turn: int) -> dict[str, Any]:
+        self.episodes.pop(infer_request.uuid, None)
+        messages = [
+            {"role": m.get("role"), "content": m.get("content") if isinstance(m.get("content"), str) else ""}
+            for m in infer_request.messages
+        ]
+        infos = {
+            "env": episode.env_path,
+            "messages": messages,
+            "tool_calls": episode.calls,
+            "turns": turn,
+            "stop_reason": stop_reason,
+        }
+        return {"done": True, "rollout_infos": {INFO_KEY: infos}}
+
+    def _set_system(self, messages: list[dict[str, Any]], prompt: str | None, tools: list[dict] | None) -> None:
+        template = self.template
+        default = getattr(getattr(template, "template_meta", None), "default_system", None)
+        system = None
+        if messages and messages[0].get("role") == "system":
+            system = messages.pop(0).get("content") or None
+        if system == default:
+            system = None
+        if prompt and system and prompt not in system:
+            system = f"{prompt}\n\n{system}"
+        elif prompt and not system:
+            system = prompt
+        system = system or default
+        if tools:
+            first_user = next((m for m in messages if m.get("role") == "user"), None)
+            system = template.agent_template._format_tools(tools, system, first_user)
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+
+    def _prompt_tokens(self, request) -> int:
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            return 0
+        try:
+            ids = tokenizer.apply_chat_template(
+                request.messages, tools=request.tools, add_generation_prompt=True, tokenize=True
+            )
+            return len(ids["input_ids"] if isinstance(ids, dict) else ids)
+        except Exception:  # a template that cannot render tools: estimate from characters
+            return sum(len(str(m.get("content") or "")) for m in request.messages) // 3
+
+    def _observation_tokens(self, records: Sequence[ToolRecord]) -> int:
+        tokenizer = self.tokenizer
+        overhead = 12  # role markers and <tool_response> tags around each observation
+        if tokenizer is None:
+            return sum(len(r.observation) // 3 + overhead for r in records)
+        return sum(len(tokenizer.encode(r.observation, add_special_tokens=False)) + overhead for r in records)
+
+    def _find_turn_end_id(self) -> int | None:
+        """The end-of-turn token that ChatML templates render again before a tool block, if any."""
+        tokenizer, template = self.tokenizer, self.template
+        chat_sep = getattr(getattr(template, "template_meta", None), "chat_sep", None) or []
+        first = chat_sep[0] if chat_sep and isinstance(chat_sep[0], str) else ""
+        if tokenizer is None or not first.startswith("<|im_end|>"):
+            return None
+        return tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+
+def _logprobs(choice) -> list[float]:
+    logprobs = getattr(choice, "logprobs", None)
+    if not logprobs or "content" not in logprobs:
+        return []
+    return [item["logprob"] for item in logprobs["content"]]
+
+
+class RLFactoryReward(AsyncORM):
+    """The environment's reward spec as one ms-swift reward; logs trajectories and tool metrics.
+
+    Returns the weighted total per completion. Components, tool metrics and the whole decoded
+    trajectory go to ``<output_dir>/trajectories.jsonl`` (or ``$RLFACTORY_TRAJECTORIES``) and, with
+    ``--callbacks rlfactory``, into the trainer's logged metrics as ``rlfactory/<component>``.
+    """
+
+    def __init__(self, args=None, **kwargs):
+        super().__init__(args, **kwargs)
+        path = os.environ.get(TRAJECTORIES_VAR)
+        if path is None:
+            output_dir = getattr(args, "output_dir", None) or "."
+            path = os.path.join(output_dir, "trajectories.jsonl")
+        self.log = TrajectoryLog(path)
+
+    async def __call__(self, completions: list[str], **kwargs) -> list[float]:
+        trajectories = build_trajectories(completions, kwargs, RUN.tokenizer)
+        by_env: dict[str | None, list[int]] = defaultdict(list)
+        for i, trajectory in enumerate(trajectories):
+            by_env[trajectory.row.get("env")].append(i)
+        totals = [0.0] * len(trajectories)
+        for env_path, indices in by_env.items():
+            spec = RUN.env(env_path).reward
+            scores = await spec.ascore([trajectories[i] for i in indices])
+            for i, score in zip(indices, scores, strict=True):
+                totals[i] = score
+        state = kwargs.get("trainer_state")
+        self.log.write(trajectories, step=getattr(state, "global_step", None))
+        metrics = tool_metrics(trajectories)
+        for name in {k for t in trajectories for k in t.rewards if k != "total"}:
+            metrics[f"rlfactory/{name}"] = sum(t.rewards.get(name, 0.0) for t in trajectories) / len(trajectories)
+        RUN.log_metrics(metrics)
+        return totals
+
+
+def build_trajectories(completions: list[str], kwargs: dict[str, Any], tokenizer: Any) -> list[Trajectory]:
+    """Trajectories from ms-swift's batched reward kwargs.
+
+    The scheduler's ``rollout_infos`` carry the decoded conversation and tool records; without them (a
+    different scheduler) the messages are decoded here, since ms-swift passes earlier assistant turns as
+    token-id lists.
+    """
+    n = len(completions)
+    infos = kwargs.get("rollout_infos") or [{}] * n
+    all_messages = kwargs.get("messages") or [[] for _ in range(n)]
+    columns = {k: v for k, v in kwargs.items() if k not in _NOT_ROW and isinstance(v, list) and len(v) == n}
+    out = []
+    for i in range(n):
+        row = {k: v[i] for k, v in columns.items()}
+        info = (infos[i] or {}).get(INFO_KEY)
+        if info:
+            out.append(
+                Trajectory(
+                    messages=info["messages"],
+                    tool_calls=info["tool_calls"],
+                    turns=info["turns"],
+                    stop_reason=info["stop_reason"],
+                    row=row,
+                )
+            )
+            continue
+        messages = [_decoded(m, tokenizer) for m in all_messages[i]]
+        turns = sum(1 for m in messages if m["role"] == "assistant")
+        out.append(Trajectory(messages=messages, turns=turns, stop_reason="unknown", row=row))
+    return out
+
+
+def _decoded(message: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
+    content = message.get("content")
+    if isinstance(content, list) and all(isinstance(x, int) for x in content):
+        content = tokenizer.decode(content, skip_special_tokens=False) if tokenizer is not None else ""
+    return {"role": message.get("role"), "content": content if isinstance(content, str) else ""}
+
+
+class RLFactoryCallback(TrainerCallback):
+    """Gives the scheduler and reward the trainer (for metrics) and the run's completion budget."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        trainer = self.trainer
+        RUN.trainer = trainer
+        RUN.tokenizer = RUN.tokenizer or kwargs.get("processing_class")
+        scheduler = getattr(trainer, "multi_turn_scheduler", None)
+        if isinstance(scheduler, RLFactoryScheduler):
+            scheduler.reserve_tokens = getattr(args, "max_completion_length", 0) or 0
+
+
+def register() -> None:
+    """Add the scheduler, reward and callback to ms-swift's registries under the name ``rlfactory``."""
+    multi_turns[NAME] = RLFactoryScheduler
+    orms[NAME] = RLFactoryReward
+    callbacks_map[NAME] = RLFactoryCallback

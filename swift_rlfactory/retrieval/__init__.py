@@ -1,0 +1,41 @@
+"""Retrieval for search agents (the DeepSearch example): corpora, retrievers, servers, QA data.
+
+* :mod:`.corpus` - :class:`Passage`, the bundled Wikipedia summaries, Search-R1 JSONL corpora;
+* :mod:`.index` - the :class:`Retriever` protocol and its BM25, dense, hybrid and remote implementations;
+* :mod:`.format` - hits rendered as Search-R1 observation text;
+* :mod:`.server` - the retriever as an MCP ``search`` tool or a Search-R1 ``POST /retrieve`` API;
+* :mod:`.qa_data` - FlashRAG / Search-R1 QA files converted to ms-swift rows.
+
+Heavy dependencies (bm25s, sentence-transformers, FastAPI, the MCP SDK) load only when the piece that
+needs them is used.
+"""
+
+from .corpus import Passage, load_corpus, load_jsonl_corpus, load_wiki_offline
+from .format import format_hits
+from .index import (
+    BM25Retriever,
+    DenseRetriever,
+    Hit,
+    HybridRetriever,
+    RemoteSearchR1Retriever,
+    Retriever,
+    make_retriever,
+)
+from .qa_data import convert_qa_record, load_qa
+
+__all__ = [
+    "BM25Retriever",
+    "DenseRetriever",
+    "Hit",
+    "HybridRetriever",
+    "Passage",
+    "RemoteSearchR1Retriever",
+    "Retriever",
+    "convert_qa_record",
+    "format_hits",
+    "load_corpus",
+    "load_jsonl_corpus",
+    "load_qa",
+    "load_wiki_offline",
+    "make_retriever",
+]

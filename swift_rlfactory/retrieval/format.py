@@ -1,0 +1,29 @@
+"""Hits rendered as the observation text the model reads, exactly as Search-R1 renders them.
+
+Search-R1 prints each document as ``Doc i(Title: <first line of contents>) <rest>``; its corpus stores the
+title in quotes, so a search result reads::
+
+    Doc 1(Title: "Nebula") A nebula is a distinct luminescent part of interstellar medium, ...
+    Doc 2(Title: "Star formation") Star formation is the process by which ...
+
+Keeping the format identical means a policy trained here reads observations like the ones in Search-R1's
+papers and checkpoints, and vice versa.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .index import Hit
+
+NO_RESULTS = "No results found."
+
+
+def format_hits(hits: Sequence[Hit]) -> str:
+    """One line per hit, numbered from 1; :data:`NO_RESULTS` when there are none."""
+    if not hits:
+        return NO_RESULTS
+    return "\n".join(
+        f'Doc {rank}(Title: "{hit.passage.title}") {hit.passage.text}'
+        for rank, hit in enumerate(hits, start=1)
+    )

@@ -1,0 +1,101 @@
+"""Question-answering datasets converted to ms-swift rows.
+
+Open-domain QA sets circulate in two shapes, both read here:
+
+* FlashRAG JSONL (what Search-R1 downloads): ``{"id": "train_0", "question": "who got the first nobel
+  prize in physics", "golden_answers": ["Wilhelm Conrad Röntgen"]}``;
+* Search-R1 parquet (``nq_search.py`` output), which keeps those columns and adds ``prompt`` and
+  ``reward_model: {"ground_truth": {"target": [...]}}``.
+
+Each becomes the row our GRPO runs train on::
+
+    {"messages": [{"role": "user", "content": "who got the first nobel prize in physics?"}],
+     "golden_answers": ["Wilhelm Conrad Röntgen"], "solution": "Wilhelm Conrad Röntgen"}
+
+``golden_answers`` feeds the ``em``/``f1`` rewards (best match over all answers); ``solution`` is the
+first answer, for tools that expect a single reference. The question gets a trailing ``?`` when it has
+none, as Search-R1 does, because NQ questions are lower-case fragments without one. The environment's
+system prompt is not baked in: it comes from ``env.yaml`` at training time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+
+def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
+    """One ms-swift row from a question and its accepted answers (the first is the ``solution``)."""
+    golden = [str(a).strip() for a in answers if str(a).strip()]
+    if not golden:
+        raise ValueError(f"question without an answer: {question!r}")
+    question = question.strip()
+    if not question.endswith("?"):
+        question += "?"
+    return {
+        "messages": [{"role": "user", "content": question}],
+        "golden_answers": golden,
+        "solution": golden[0],
+    }
+
+
+def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A FlashRAG / Search-R1 record as an ms-swift row; ``ValueError`` when it has no question or answer."""
+    question = record.get("question")
+    if not question:
+        raise ValueError(f"record without a 'question': {dict(record)!r}")
+    answers = _answers(record)
+    return qa_row(str(question), [answers] if isinstance(answers, str) else answers)
+
+
+def load_qa(path: str | Path) -> list[dict[str, Any]]:
+    """Read ``.jsonl``, ``.json`` (a list) or ``.parquet`` QA records and convert every one.
+
+    Parquet needs pandas with pyarrow. A bad record raises ``ValueError`` naming the file and row.
+    """
+    path = Path(path).expanduser()
+    records = _read_records(path)
+    rows = []
+    for number, record in enumerate(records, start=1):
+        try:
+            rows.append(convert_qa_record(record))
+        except ValueError as exc:
+            raise ValueError(f"{path}: record {number}: {exc}") from None
+    return rows
+
+
+def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
+    """Write rows as UTF-8 JSONL, one row a line, keys in insertion order (so the files diff cleanly)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _answers(record: Mapping[str, Any]) -> Any:
+    for key in ("golden_answers", "answers", "answer", "solution"):
+        if record.get(key) is not None and len(record[key]) > 0:
+            return _plain(record[key])
+    target = ((record.get("reward_model") or {}).get("ground_truth") or {}).get("target")
+    if target is not None and len(target) > 0:
+        return _plain(target)
+    raise ValueError("record without 'golden_answers'")
+
+
+def _plain(value: Any) -> Any:
+    # Parquet hands back numpy arrays for list columns.
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def _read_records(path: Path) -> list[Mapping[str, Any]]:
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        return pd.read_parquet(path).to_dict(orient="records")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,0 +1,117 @@
+"""The agent loop, as pure decisions plus one short coroutine.
+
+Each assistant turn ends in one of three ways: it asked for tools (run them, append the observations as
+``tool`` messages, generate again), it answered (stop), or a limit was hit (stop, saying which). Keeping
+the decision in :func:`plan_turn`, a pure function, lets the ms-swift scheduler (which owns generation and
+calls us between turns), the server-mode coroutine and the evaluation CLI share one behaviour::
+
+    generate ─▶ plan_turn ─▶ tools ─▶ tool messages ─▶ generate ... ─▶ Trajectory
+
+Stop reasons: ``answer`` (a turn without tool calls), ``max_turns``, ``context`` (the next prompt would
+not fit ``max_length``), ``length`` (the turn was cut by the completion limit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..tools.executor import ToolExecutor, ToolRecord
+from ..tools.parsing import ToolCall, parse_tool_calls
+from ..trajectory import Trajectory
+
+Messages = list[dict[str, Any]]
+
+
+@dataclass
+class TurnPlan:
+    """What to do after an assistant turn: ``calls`` to run, or ``stop_reason`` to finish."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    stop_reason: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True when the trajectory ends with this turn."""
+        return self.stop_reason is not None
+
+
+def plan_turn(
+    response: str, turn: int, max_turns: int, max_calls_per_turn: int = 8, finish_reason: str | None = None
+) -> TurnPlan:
+    """Decide the next step from the assistant's text. ``turn`` counts from 1.
+
+    More than ``max_calls_per_turn`` calls: the extra ones are kept as error calls, so the model learns the
+    limit from the observation instead of silently losing them.
+    """
+    if finish_reason == "length":  # cut mid-turn: a half-written call must not run
+        return TurnPlan(stop_reason="length")
+    calls = parse_tool_calls(response)
+    if not calls:
+        return TurnPlan(stop_reason="answer")
+    if turn >= max_turns:
+        return TurnPlan(stop_reason="max_turns")
+    for extra in calls[max_calls_per_turn:]:
+        extra.error = f"too many tool calls in one turn (limit {max_calls_per_turn})"
+    return TurnPlan(calls=calls)
+
+
+def tool_messages(records: Sequence[ToolRecord]) -> Messages:
+    """One ``tool`` message per record, in call order (the chat template groups them for the model)."""
+    return [{"role": "tool", "content": record.observation} for record in records]
+
+
+def record_dicts(records: Sequence[ToolRecord], turn: int) -> list[dict[str, Any]]:
+    """Records as plain dicts tagged with their turn, for rollout infos and logs."""
+    return [{**record.to_dict(), "turn": turn} for record in records]
+
+
+@dataclass
+class Generation:
+    """One assistant turn produced by an engine."""
+
+    text: str
+    finish_reason: str | None = None
+
+
+Generate = Callable[[Messages], Awaitable[Generation]]
+
+
+async def run_episode(
+    messages: Messages,
+    generate: Generate,
+    executor: ToolExecutor,
+    max_turns: int,
+    max_calls_per_turn: int = 8,
+    fits: Callable[[Messages], bool] | None = None,
+    row: dict[str, Any] | None = None,
+) -> Trajectory:
+    """Run one trajectory to the end: generate, call tools, observe, repeat.
+
+    Args:
+        messages: the prompt (system prompt and tool schemas already in place).
+        generate: produces the next assistant turn for a conversation.
+        executor: runs tool calls (awaited without blocking the caller's loop).
+        max_turns: assistant turns allowed.
+        fits: whether a conversation still fits the context budget; ``None`` means always.
+        row: dataset fields carried into the trajectory for rewards.
+    """
+    messages = list(messages)
+    calls: list[dict[str, Any]] = []
+    turn = 0
+    while True:
+        turn += 1
+        out = await generate(messages)
+        messages.append({"role": "assistant", "content": out.text})
+        plan = plan_turn(out.text, turn, max_turns, max_calls_per_turn, out.finish_reason)
+        if plan.finished:
+            stop = plan.stop_reason
+            break
+        records = await executor.aexecute(plan.calls)
+        calls.extend(record_dicts(records, turn))
+        messages.extend(tool_messages(records))
+        if fits is not None and not fits(messages):
+            stop = "context"
+            break
+    return Trajectory(messages=messages, tool_calls=calls, turns=turn, stop_reason=stop or "", row=dict(row or {}))

@@ -1,0 +1,45 @@
+"""The trajectory log: every finished trajectory as one JSON line, for inspection after a run.
+
+Each line is :meth:`Trajectory.to_dict` plus ``step`` and ``time``. Lines are written with one ``write``
+call on a file opened in append mode, so several processes (ranks of a multi-GPU run) can share a file
+without interleaving inside a line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..trajectory import Trajectory
+
+
+class TrajectoryLog:
+    """Appends trajectories to a JSONL file, creating its folder on first use."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def write(self, trajectories: Sequence[Trajectory], step: int | None = None) -> None:
+        """Append one line per trajectory."""
+        if not trajectories:
+            return
+        now = time.time()
+        lines = "".join(
+            json.dumps({"step": step, "time": now, **t.to_dict()}, ensure_ascii=False, default=str) + "\n"
+            for t in trajectories
+        )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, lines.encode())
+        finally:
+            os.close(fd)
+
+
+def read_trajectories(path: str | Path) -> list[dict]:
+    """Every line of a trajectory log, parsed."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]

