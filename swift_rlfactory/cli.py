@@ -54,7 +54,7 @@ def _tools_call(args: argparse.Namespace) -> int:
             return 2
         for _ in range(args.repeat):
             record = env.executor.execute([ToolCall(name=args.name, arguments=arguments)])[0]
-            console.print(record.observation, markup=False, highlight=False)
+            console.print(record.observation, markup=False, highlight=False, soft_wrap=True)
             status = "hit" if record.cache_hit else "miss"
             console.print(f"[dim]latency {record.latency_s * 1000:.1f} ms · cache {status} · attempts {record.attempts}")
             if record.error:
