@@ -51,24 +51,24 @@ def token_f1(prediction: str, golds: list[str]) -> float:
     return best
 
 
-def em(trajectory: Trajectory, require_tag: bool = True) -> float:
-    """Exact match of the final answer. Without an ``<answer>`` tag it scores 0 unless ``require_tag`` is off."""
+def _graded_answer(trajectory: Trajectory, require_tag: bool) -> str | None:
+    """The text to grade: the ``<answer>`` content, or the whole reply when the tag is optional."""
     answer = extract_answer(trajectory.final_response)
-    if answer is None:
-        if require_tag:
-            return 0.0
+    if answer is None and not require_tag:
         answer = trajectory.final_response
-    return exact_match(answer, trajectory.golden_answers)
+    return answer
+
+
+def em(trajectory: Trajectory, require_tag: bool = True) -> float:
+    """Exact match of the final answer; without an ``<answer>`` tag it scores 0 unless ``require_tag`` is off."""
+    answer = _graded_answer(trajectory, require_tag)
+    return 0.0 if answer is None else exact_match(answer, trajectory.golden_answers)
 
 
 def f1(trajectory: Trajectory, require_tag: bool = True) -> float:
     """Token F1 of the final answer against the golden answers."""
-    answer = extract_answer(trajectory.final_response)
-    if answer is None:
-        if require_tag:
-            return 0.0
-        answer = trajectory.final_response
-    return token_f1(answer, trajectory.golden_answers)
+    answer = _graded_answer(trajectory, require_tag)
+    return 0.0 if answer is None else token_f1(answer, trajectory.golden_answers)
 
 
 def format_reward(trajectory: Trajectory) -> float:
