@@ -106,3 +106,20 @@ def test_cli_failures_exit_non_zero_with_a_clear_message(tmp_path):
 def test_cli_plugin_path_points_at_the_plugin():
     out = run_cli("plugin-path")
     assert out.returncode == 0 and out.stdout.strip().endswith("swift_rlfactory/plugin.py")
+
+
+def test_mcp_config_expands_environment_variables(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLF_TEST_TOKEN", "s3cret")
+    monkeypatch.setenv("RLF_TEST_PORT", "8123")
+    config = load_env_config(
+        write(
+            tmp_path,
+            "tools: {mcp: {mcpServers: {"
+            "remote: {url: 'http://127.0.0.1:${RLF_TEST_PORT}/mcp', headers: {Authorization: 'Bearer ${RLF_TEST_TOKEN}'}},"
+            "local: {command: python, args: [server.py, --port, '${RLF_TEST_PORT}']}}}}",
+        )
+    )
+    servers = config.mcp_servers().mcpServers
+    assert servers["remote"].url == "http://127.0.0.1:8123/mcp"
+    assert servers["remote"].headers == {"Authorization": "Bearer s3cret"}
+    assert servers["local"].args == ["server.py", "--port", "8123"]

@@ -36,7 +36,7 @@ from swift.rewards import AsyncORM, orms
 from swift.rollout import MultiTurnScheduler, multi_turns
 
 from ..env.environment import Environment
-from ..rollout.episode import plan_turn, record_dicts, tool_messages
+from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.log import TrajectoryLog
 from ..rollout.metrics import tool_metrics
 from ..tools.executor import ToolRecord
@@ -175,12 +175,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
             await self.on_trajectory_start([infer_request])
             episode = self.episodes[infer_request.uuid]
         env = RUN.env(episode.env_path)
-        limit = min(self.max_turns or math.inf, env.max_turns)
-        text = response_choice.message.content or ""
-        plan = plan_turn(
-            text, current_turn, limit, env.config.limits.max_calls_per_turn, response_choice.finish_reason
-        )
-        episode.tokens += len(response_choice.token_ids or [])
+        plan = self._plan(response_choice, current_turn, env, episode)
         if plan.finished:
             return self._finish(infer_request, episode, plan.stop_reason, current_turn)
         records = await env.executor.aexecute(plan.calls)
@@ -214,6 +209,18 @@ class RLFactoryScheduler(MultiTurnScheduler):
         return result
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _plan(self, response_choice, current_turn: int, env: Environment, episode: _Episode) -> TurnPlan:
+        """What this turn asks for, under the smaller of ``--max_turns`` and the environment's limit."""
+        episode.tokens += len(response_choice.token_ids or [])
+        limit = min(self.max_turns or math.inf, env.max_turns)
+        return plan_turn(
+            response_choice.message.content or "",
+            current_turn,
+            limit,
+            env.config.limits.max_calls_per_turn,
+            response_choice.finish_reason,
+        )
+
     def _finish(self, infer_request, episode: _Episode, stop_reason: str, turn: int) -> dict[str, Any]:
         self.episodes.pop(infer_request.uuid, None)
         messages = [

@@ -10,11 +10,13 @@ This is the format Claude Desktop, Cursor and RL-Factory use, so a user's existi
 A server with ``command`` is a stdio server (a subprocess we start and keep alive); one with ``url`` is
 remote, spoken to over streamable HTTP unless ``transport``/``type`` says ``sse``. ``sessions`` opens that
 many parallel client sessions, and calls go to the least loaded one. ``command: python`` means the Python
-running swift-rlfactory, so a server sees the same installed packages.
+running swift-rlfactory, so a server sees the same installed packages. ``${VAR}`` in any string is
+taken from the environment (for API keys in ``headers``, ports in ``url``, flags in ``args``).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -56,11 +58,21 @@ class McpServerConfig(BaseModel):
         return "sse" if self.transport == "sse" else "streamable-http"
 
     def resolved(self, base_dir: Path) -> McpServerConfig:
-        """A copy whose working directory defaults to ``base_dir`` (the environment file's folder)."""
-        if self.command is None:
-            return self
-        cwd = Path(self.cwd) if self.cwd else base_dir
-        return self.model_copy(update={"cwd": str(cwd if cwd.is_absolute() else (base_dir / cwd).resolve())})
+        """A copy with ``${VAR}`` expanded from the environment in every string field, and a working
+        directory that defaults to ``base_dir`` (the environment file's folder)."""
+        expand = os.path.expandvars
+        update: dict = {
+            "args": [expand(a) for a in self.args],
+            "env": {k: expand(v) for k, v in self.env.items()},
+            "headers": {k: expand(v) for k, v in self.headers.items()},
+        }
+        if self.url is not None:
+            update["url"] = expand(self.url)
+        if self.command is not None:
+            update["command"] = expand(self.command)
+            cwd = Path(expand(self.cwd)) if self.cwd else base_dir
+            update["cwd"] = str(cwd if cwd.is_absolute() else (base_dir / cwd).resolve())
+        return self.model_copy(update=update)
 
 
 class McpConfig(BaseModel):
