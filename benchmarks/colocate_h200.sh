@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Colocated-vLLM rollout benchmark on one H200: the synchronous baseline (tools run one by one inside
+# step(), as in ms-swift's example ToolCallScheduler) against the rlfactory scheduler, same GRPO config,
+# same seed, alternating, at a given tool latency. Qwen2.5-Coder-0.5B-Instruct, LoRA r16, 32 completions
+# per step (4 prompts x 8), <= 3 turns, MCP calculator whose every call sleeps LATENCY seconds.
+#   bash benchmarks/colocate_h200.sh LATENCY STEPS OUT_DIR        (after ../shared/gpu/README.md's setup)
+set -euo pipefail
+latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}
+source /tmp/device_env.sh >/dev/null
+export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_ENV=$PWD/benchmarks/envs/slow_calc/env.yaml
+export RLFACTORY_BENCH_LATENCY=$latency
+mkdir -p "$out" /tmp/bench
+python3 - <<'PY'
+import json, random
+rng = random.Random(0)
+with open("/tmp/bench/arith.jsonl", "w") as f:
+    for _ in range(2000):
+        a, b, c = rng.randint(10, 999), rng.randint(10, 999), rng.randint(2, 99)
+        f.write(json.dumps({"messages": [{"role": "user", "content": f"What is ({a} + {b}) * {c}?"}],
+                            "solution": str((a + b) * c)}) + "\n")
+PY
+for sched in sync_tools rlfactory; do
+  dir=/tmp/bench/$sched-$latency
+  rm -rf "$dir"
+  python3 -m swift.cli.rlhf --rlhf_type grpo \
+    --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
+    --dataset /tmp/bench/arith.jsonl --external_plugins benchmarks/baseline_plugin.py \
+    --multi_turn_scheduler "$sched" --max_turns 3 --reward_funcs rlfactory --callbacks rlfactory \
+    --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 --vllm_enforce_eager true \
+    --vllm_max_model_len 4096 --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
+    --torch_dtype bfloat16 --learning_rate 1e-4 --beta 0.0 --temperature 1.0 \
+    --num_generations 8 --per_device_train_batch_size 32 \
+    --max_completion_length 256 --max_length 2048 --max_steps "$steps" --logging_steps 1 --save_strategy no \
+    --output_dir "$dir" --add_version false --dataloader_num_workers 0 --dataset_num_proc 1 \
+    --report_to none --check_model false --seed 42 > "$out/$sched-$latency.log" 2>&1
+  cp "$dir/logging.jsonl" "$out/$sched-$latency.jsonl"
+done
+python3 benchmarks/summarize_colocate.py "$out"/*.jsonl
