@@ -16,6 +16,8 @@ setup(
     long_description_content_type="text/markdown",
     packages=find_packages(include=["swift_rlfactory", "swift_rlfactory.*"]),
     include_package_data=True,
+    # The calculator environment that `swift-rlfactory train` runs by default (examples/calculator links here).
+    package_data={"swift_rlfactory": ["envs/*/*.yaml", "envs/*/*.py"]},
     python_requires=">=3.11",
     install_requires=requirements,
     extras_require={

@@ -1,10 +1,13 @@
-"""``swift-rlfactory``: try tools before training, and find the ms-swift plugin.
+"""``swift-rlfactory``: train, evaluate, try tools before training, and find the ms-swift plugin.
 
+    swift-rlfactory train [--model M] [--env ENV.yaml] [-- SWIFT_RLHF_FLAGS]  # GRPO; no args: CPU demo
+    swift-rlfactory eval --env ENV.yaml --model M --dataset D --output DIR  # EM, F1, reward, pass@k
     swift-rlfactory tools list ENV.yaml                 # every tool and the schema the model sees
     swift-rlfactory tools call ENV.yaml NAME '{"a": 1}' # one real call: observation, latency, cache status
     swift-rlfactory plugin-path                         # the file to pass to --external_plugins
 
-Exit codes: 0 success, 1 the tool call failed, 2 the environment or the arguments are invalid.
+Exit codes: 0 success, 1 the tool call (or some eval episodes) failed, 2 the environment or the arguments
+are invalid.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def _tools_call(args: argparse.Namespace) -> int:
         errors.print(f"ARGUMENTS is not valid JSON: {exc}", markup=False)
         return 2
     if not isinstance(arguments, dict):
-        errors.print("ARGUMENTS must be a JSON object, e.g. '{\"query\": \"...\"}'", markup=False)
+        errors.print('ARGUMENTS must be a JSON object, e.g. \'{"query": "..."}\'', markup=False)
         return 2
     with Environment.load(args.env) as env:
         if args.name not in env.executor.tools:
@@ -56,7 +59,9 @@ def _tools_call(args: argparse.Namespace) -> int:
             record = env.executor.execute([ToolCall(name=args.name, arguments=arguments)])[0]
             console.print(record.observation, markup=False, highlight=False, soft_wrap=True)
             status = "hit" if record.cache_hit else "miss"
-            console.print(f"[dim]latency {record.latency_s * 1000:.1f} ms · cache {status} · attempts {record.attempts}")
+            console.print(
+                f"[dim]latency {record.latency_s * 1000:.1f} ms · cache {status} · attempts {record.attempts}"
+            )
             if record.error:
                 errors.print(f"tool call failed: {record.error}", markup=False)
                 return 1
@@ -66,6 +71,175 @@ def _tools_call(args: argparse.Namespace) -> int:
 def _plugin_path(_: argparse.Namespace) -> int:
     print(Path(__file__).with_name("plugin.py"))
     return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .train import TrainOptions, train
+
+    options = TrainOptions(
+        env=args.env,
+        dataset=args.dataset,
+        model=args.model,
+        model_type=args.model_type,
+        template=args.template,
+        use_vllm=args.use_vllm,
+        output_dir=args.output_dir,
+        steps=args.steps,
+        num_generations=args.num_generations,
+        batch_size=args.batch_size,
+        max_turns=args.max_turns,
+        max_completion_length=args.max_completion_length,
+        learning_rate=args.learning_rate,
+        seed=args.seed,
+        verbose=args.verbose,
+        dry_run=args.dry_run,
+        swift_args=args.swift_args,
+    )
+    return train(options, console)
+
+
+def _add_train_parser(sub: argparse._SubParsersAction) -> None:
+    from .models import DEFAULT_MODEL, MODELS
+    from .train import CPU, DEFAULT_ENV, GPU
+
+    def both(name: str) -> str:
+        cpu, gpu = getattr(CPU, name), getattr(GPU, name)
+        return (
+            f"default {cpu} on CPU, {gpu} with vLLM"
+            if gpu is not None
+            else f"default {cpu} on CPU, the env's with vLLM"
+        )
+
+    train = sub.add_parser(
+        "train",
+        help="GRPO-train a tool-using agent (no arguments: a CPU demo that needs no model hub)",
+        description="Run `swift rlhf --rlhf_type grpo` with the rlfactory plugin, print the reward per step "
+        "and a sample trajectory. Everything after `--` is passed to swift rlhf as is (later flags win).",
+        usage="swift-rlfactory train [options] [-- SWIFT_RLHF_FLAGS ...]",
+    )
+    known = ", ".join(f"{name} ({m.description})" for name, m in MODELS.items())
+    train.add_argument(
+        "--env", type=Path, default=DEFAULT_ENV, help="environment YAML (default: the bundled calculator)"
+    )
+    train.add_argument(
+        "--dataset", type=Path, help="ms-swift JSONL dataset (default: 256 generated arithmetic problems)"
+    )
+    train.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"a local folder, a hub id, or a bundled name: {known} (default {DEFAULT_MODEL})",
+    )
+    train.add_argument("--model-type", help="ms-swift --model_type (known for bundled models)")
+    train.add_argument("--template", help="ms-swift --template (known for bundled models)")
+    train.add_argument(
+        "--use-vllm", action=argparse.BooleanOptionalAction, default=None,
+        help="generate with colocated vLLM (default: if torch sees a GPU)",
+    )  # fmt: skip
+    train.add_argument(
+        "--output-dir", type=Path, default=Path("output/rlfactory"), help="runs go to OUTPUT_DIR/<timestamp>/"
+    )
+    train.add_argument("--steps", type=int, help=both("steps"))
+    train.add_argument(
+        "--num-generations", type=int, help=f"trajectories per prompt, {both('num_generations')}"
+    )
+    train.add_argument("--batch-size", type=int, help=f"trajectories per step, {both('batch_size')}")
+    train.add_argument("--max-turns", type=int, help=f"assistant turns per trajectory, {both('max_turns')}")
+    train.add_argument(
+        "--max-completion-length", type=int, help=f"tokens per turn, {both('max_completion_length')}"
+    )
+    train.add_argument("--learning-rate", type=float, help=both("learning_rate"))
+    train.add_argument(
+        "--seed", type=int, default=0, help="seeds the generated dataset and ms-swift (default 0)"
+    )
+    train.add_argument(
+        "-v", "--verbose", action="store_true", help="show ms-swift's output (always saved to swift.log)"
+    )
+    train.add_argument("--dry-run", action="store_true", help="print the swift rlhf command and stop")
+    train.set_defaults(func=_train)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .eval.command import EvalOptions, run_eval
+
+    try:
+        extra_body = json.loads(args.extra_body) if args.extra_body else None
+    except json.JSONDecodeError as exc:
+        errors.print(f"--extra-body is not valid JSON: {exc}", markup=False)
+        return 2
+    options = EvalOptions(
+        env=args.env,
+        dataset=args.dataset,
+        output=args.output,
+        model=args.model,
+        adapters=args.adapters,
+        model_type=args.model_type,
+        template=args.template,
+        engine=args.engine,
+        base_url=args.base_url,
+        served_model=args.served_model,
+        api_key=args.api_key,
+        tokenizer=args.tokenizer,
+        samples=args.samples,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        max_turns=args.max_turns,
+        max_length=args.max_length,
+        limit=args.limit,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        stop=args.stop or [],
+        extra_body=extra_body,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        tensor_parallel_size=args.tensor_parallel_size,
+    )
+    return run_eval(options, console)
+
+
+def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
+    ev = sub.add_parser(
+        "eval",
+        help="evaluate a model with the training agent loop: EM, F1, reward, tool use, pass@k",
+        description="Run every question (SAMPLES times) through the same agent loop, tools and rewards as "
+        "training, with a local model (ms-swift engines) or an OpenAI-compatible server. Resumable: episodes "
+        "already in OUTPUT/trajectories.jsonl are skipped.",
+    )
+    ev.add_argument("--env", type=Path, required=True, help="environment YAML (tools, limits, reward)")
+    ev.add_argument(
+        "--dataset",
+        type=Path,
+        required=True,
+        help="JSONL/JSON rows {messages, solution|golden_answers} or {question, golden_answers}; parquet",
+    )
+    ev.add_argument(
+        "--output", type=Path, required=True, help="folder for trajectories.jsonl and metrics.json"
+    )
+    local = ev.add_argument_group("a local model (ms-swift inference engine)")
+    local.add_argument("--model", help="model folder or hub id")
+    local.add_argument("--adapters", help="LoRA checkpoint folder (e.g. output/run/v0-.../checkpoint-100)")
+    local.add_argument("--model-type", help="ms-swift --model_type")
+    local.add_argument("--template", help="ms-swift --template (with --base-url: its system-prompt rules)")
+    local.add_argument("--engine", choices=["transformers", "vllm"], help="default: vllm if torch sees a GPU")
+    local.add_argument("--max-length", type=int, help="context budget in tokens (default: the model's)")
+    local.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM (default 0.9)")
+    local.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM (default 1)")
+    local.add_argument("--seed", type=int, default=0, help="seeds local sampling (default 0)")
+    served = ev.add_argument_group("a served model (OpenAI-compatible chat endpoint)")
+    served.add_argument("--base-url", help="API root, e.g. http://host:8000/v1")
+    served.add_argument("--served-model", help="the model name the server knows")
+    served.add_argument("--api-key", help="bearer token (default $OPENAI_API_KEY)")
+    served.add_argument("--tokenizer", help="tokenizer folder for exact observation truncation")
+    served.add_argument("--stop", action="append", help="extra stop string (repeatable; none by default)")
+    served.add_argument("--extra-body", help="JSON merged into each request, e.g. '{\"top_k\": 20}'")
+    run = ev.add_argument_group("sampling and scale")
+    run.add_argument("--samples", type=int, default=1, help="samples per question: k of pass@k (default 1)")
+    run.add_argument("--temperature", type=float, help="default 0 for one sample, 1.0 for several")
+    run.add_argument("--top-p", type=float, help="nucleus sampling (default: the model's)")
+    run.add_argument("--max-tokens", type=int, default=512, help="tokens per assistant turn (default 512)")
+    run.add_argument("--max-turns", type=int, help="turns per episode (default and cap: the env's)")
+    run.add_argument("--limit", type=int, help="only the first N questions")
+    run.add_argument("--concurrency", type=int, default=16, help="episodes in flight (default 16)")
+    ev.set_defaults(func=_eval)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,18 +260,34 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--repeat", type=int, default=1, help="call N times (shows the cache at work)")
     call.set_defaults(func=_tools_call)
 
-    sub.add_parser("plugin-path", help="print the file for --external_plugins").set_defaults(func=_plugin_path)
+    _add_train_parser(sub)
+    _add_eval_parser(sub)
+    sub.add_parser("plugin-path", help="print the file for --external_plugins").set_defaults(
+        func=_plugin_path
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    swift_args: list[str] = []
+    if "--" in argv:  # everything after `--` belongs to swift rlhf
+        cut = argv.index("--")
+        argv, swift_args = argv[:cut], argv[cut + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if swift_args and args.command != "train":
+        parser.error("only `train` takes flags after `--`")
+    args.swift_args = swift_args
     try:
         return args.func(args)
     except EnvConfigError as exc:
         errors.print(f"invalid environment: {exc}", markup=False)
         return 2
+    except KeyboardInterrupt:
+        errors.print("interrupted", markup=False)
+        return 130
     except Exception as exc:  # start-up failures (a server that won't start) read as one clear line
         errors.print(f"error: {type(exc).__name__}: {exc}", markup=False)
         return 2

@@ -22,6 +22,7 @@ The environment comes from ``RLFACTORY_ENV`` (a YAML path), or per dataset row f
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -41,6 +42,7 @@ from ..rollout.log import TrajectoryLog
 from ..rollout.metrics import tool_metrics
 from ..tools.executor import ToolRecord
 from ..trajectory import Trajectory
+from .swift_template import set_system_prompt, turn_end_id
 
 logger = logging.getLogger("swift_rlfactory")
 
@@ -77,6 +79,7 @@ class _Run:
         self.trainer: Any = None
         self.tokenizer: Any = None
         self._warned_no_callback = False
+        self._resolved: dict[str, str] = {}
 
     def env(self, path: str | None = None, start: bool = False) -> Environment:
         path = path or os.environ.get(ENV_VAR)
@@ -84,7 +87,9 @@ class _Run:
             raise ValueError(
                 f"no environment: set {ENV_VAR}=path/to/env.yaml (or give the dataset an 'env' column)"
             )
-        key = str(Path(path).expanduser().resolve())
+        key = self._resolved.get(path)
+        if key is None:  # resolve() costs syscalls, and this runs on every turn of every trajectory
+            key = self._resolved[path] = str(Path(path).expanduser().resolve())
         if key not in self.envs:
             self.envs[key] = Environment.load(key, count_tokens=self._count_tokens())
         env = self.envs[key]
@@ -159,13 +164,17 @@ class RLFactoryScheduler(MultiTurnScheduler):
         template - the exact text the template renders for a dataset ``tools`` column - and rows that
         already carry ``tools`` are left alone.
         """
+        prompt_tokens: dict[str, int] = {}  # GRPO repeats each prompt num_generations times: count it once
         for request in requests:
             env_path = (request.data_dict or {}).get("env")
             env = RUN.env(env_path, start=True)
             tools = None if request.tools else env.executor.schemas()
             self._set_system(request.messages, env.system_prompt, tools)
             episode = _Episode(env_path=env_path)
-            episode.tokens = self._prompt_tokens(request)
+            key = json.dumps([request.messages, request.tools], default=str)
+            if key not in prompt_tokens:
+                prompt_tokens[key] = self._prompt_tokens(request)
+            episode.tokens = prompt_tokens[key]
             self.episodes[request.uuid] = episode
 
     async def on_turn_end(self, infer_request, response_choice, current_turn: int) -> dict[str, Any]:
@@ -236,24 +245,10 @@ class RLFactoryScheduler(MultiTurnScheduler):
         }
         return {"done": True, "rollout_infos": {INFO_KEY: infos}}
 
-    def _set_system(self, messages: list[dict[str, Any]], prompt: str | None, tools: list[dict] | None) -> None:
-        template = self.template
-        default = getattr(getattr(template, "template_meta", None), "default_system", None)
-        system = None
-        if messages and messages[0].get("role") == "system":
-            system = messages.pop(0).get("content") or None
-        if system == default:
-            system = None
-        if prompt and system and prompt not in system:
-            system = f"{prompt}\n\n{system}"
-        elif prompt and not system:
-            system = prompt
-        system = system or default
-        if tools:
-            first_user = next((m for m in messages if m.get("role") == "user"), None)
-            system = template.agent_template._format_tools(tools, system, first_user)
-        if system:
-            messages.insert(0, {"role": "system", "content": system})
+    def _set_system(
+        self, messages: list[dict[str, Any]], prompt: str | None, tools: list[dict] | None
+    ) -> None:
+        set_system_prompt(messages, self.template, prompt, tools)
 
     def _prompt_tokens(self, request) -> int:
         tokenizer = self.tokenizer
@@ -276,12 +271,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
 
     def _find_turn_end_id(self) -> int | None:
         """The end-of-turn token that ChatML templates render again before a tool block, if any."""
-        tokenizer, template = self.tokenizer, self.template
-        chat_sep = getattr(getattr(template, "template_meta", None), "chat_sep", None) or []
-        first = chat_sep[0] if chat_sep and isinstance(chat_sep[0], str) else ""
-        if tokenizer is None or not first.startswith("<|im_end|>"):
-            return None
-        return tokenizer.convert_tokens_to_ids("<|im_end|>")
+        return turn_end_id(self.tokenizer, self.template)
 
 
 def _logprobs(choice) -> list[float]:
@@ -322,7 +312,9 @@ class RLFactoryReward(AsyncORM):
         self.log.write(trajectories, step=getattr(state, "global_step", None))
         metrics = tool_metrics(trajectories)
         for name in {k for t in trajectories for k in t.rewards if k != "total"}:
-            metrics[f"rlfactory/{name}"] = sum(t.rewards.get(name, 0.0) for t in trajectories) / len(trajectories)
+            metrics[f"rlfactory/{name}"] = sum(t.rewards.get(name, 0.0) for t in trajectories) / len(
+                trajectories
+            )
         RUN.log_metrics(metrics)
         return totals
 

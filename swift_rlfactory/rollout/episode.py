@@ -114,4 +114,6 @@ async def run_episode(
         if fits is not None and not fits(messages):
             stop = "context"
             break
-    return Trajectory(messages=messages, tool_calls=calls, turns=turn, stop_reason=stop or "", row=dict(row or {}))
+    return Trajectory(
+        messages=messages, tool_calls=calls, turns=turn, stop_reason=stop or "", row=dict(row or {})
+    )

@@ -1,0 +1,177 @@
+"""ms-swift's inference engines as the agent loop's policy, for evaluation.
+
+:class:`SwiftPolicy` loads a model (plus a LoRA adapter) in ms-swift's ``TransformersEngine`` or
+``VllmEngine`` and hands out one :class:`SwiftEpisode` per trajectory, whose ``generate`` is the
+:data:`~swift_rlfactory.rollout.episode.Generate` that :func:`~swift_rlfactory.rollout.episode.run_episode`
+drives. The prompt is the one training rollouts see, token for token:
+
+* the system prompt and tool schemas go into the system message through the same
+  :func:`~.swift_template.set_system_prompt` the scheduler uses;
+* earlier assistant turns are fed back as the ids the engine sampled (response prefix such as Qwen3's
+  empty think block included, the turn-end token dropped), as ms-swift's multi-turn driver does, rather
+  than as re-encoded text, which the template would strip of its think block and could tokenise
+  differently.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from swift.infer_engine import InferRequest, RequestConfig
+
+from ..rollout.episode import Generation, Messages
+from .swift_template import set_system_prompt, turn_end_id
+
+ENGINES = ("transformers", "vllm")
+
+
+class SwiftPolicy:
+    """A local model behind an ms-swift inference engine.
+
+    Args:
+        engine: a ``TransformersEngine`` or ``VllmEngine`` (the latter with ``use_async_engine=True``).
+        request_config: sampling settings applied to every turn (``return_details`` is forced on: the
+            sampled ids are what goes back into the history).
+        max_length: context budget in tokens for :meth:`SwiftEpisode.fits`; default the engine's.
+    """
+
+    def __init__(self, engine: Any, request_config: RequestConfig, max_length: int | None = None):
+        self.engine = engine
+        self.template = engine.template
+        self.tokenizer = self.template.tokenizer
+        request_config.return_details = True
+        self.request_config = request_config
+        self.max_length = max_length or getattr(engine, "max_model_len", None)
+        self.max_tokens = request_config.max_tokens or 0
+        self.prefix_ids = self._response_prefix_ids()
+        self.turn_end_id = turn_end_id(self.tokenizer, self.template)
+
+    @classmethod
+    def load(
+        cls,
+        model: str,
+        *,
+        engine: str = "transformers",
+        model_type: str | None = None,
+        template: str | None = None,
+        adapters: str | None = None,
+        temperature: float = 0.0,
+        top_p: float | None = None,
+        max_tokens: int = 512,
+        max_length: int | None = None,
+        concurrency: int = 32,
+        seed: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        tensor_parallel_size: int = 1,
+    ) -> SwiftPolicy:
+        """Load ``model`` (a folder or hub id) with an optional LoRA ``adapters`` folder in ``engine``."""
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
+        if seed is not None:
+            from swift.utils import seed_everything
+
+            seed_everything(seed)
+        lora = [adapters] if adapters else None
+        if engine == "vllm":
+            from swift.infer_engine import VllmEngine
+
+            infer_engine = VllmEngine(
+                model,
+                model_type=model_type,
+                template_type=template,
+                adapters=lora,
+                max_lora_rank=max(16, _lora_rank(adapters)),
+                use_async_engine=True,
+                max_model_len=max_length,
+                max_num_seqs=max(concurrency, 1),
+                gpu_memory_utilization=gpu_memory_utilization,
+                tensor_parallel_size=tensor_parallel_size,
+                seed=seed,
+            )
+        else:
+            from swift.infer_engine import TransformersEngine
+
+            # Requests with equal sampling settings are batched; one batch holds every episode in flight.
+            infer_engine = TransformersEngine(
+                model,
+                model_type=model_type,
+                template_type=template,
+                adapters=lora,
+                max_batch_size=concurrency,
+            )
+        config = RequestConfig(max_tokens=max_tokens, temperature=temperature, top_p=top_p)
+        return cls(infer_engine, config, max_length=max_length)
+
+    def render_prompt(
+        self, messages: Messages, system_prompt: str | None, tools: list[dict] | None
+    ) -> Messages:
+        """The first prompt of an episode: the row's messages with the system prompt and tools merged in."""
+        messages = [dict(m) for m in messages]
+        set_system_prompt(messages, self.template, system_prompt, tools)
+        return messages
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (exact observation truncation, as in training)."""
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def new_episode(self) -> SwiftEpisode:
+        """A fresh per-trajectory generator."""
+        return SwiftEpisode(self)
+
+    def _response_prefix_ids(self) -> list[int]:
+        # As MultiTurnScheduler.get_response_token_data: the prefix the template puts after the generation
+        # prompt (Qwen3's `<think>\n\n</think>\n\n`) belongs to the assistant turn's ids.
+        from swift.template import StdTemplateInputs
+
+        prefix = self.template._get_response_prefix(StdTemplateInputs(messages=[], chat_template_kwargs={}))
+        return list(self.tokenizer.encode(prefix, add_special_tokens=False)) if prefix else []
+
+
+class SwiftEpisode:
+    """One trajectory's generator: remembers the ids behind each assistant turn it produced.
+
+    Attributes:
+        tokens_used: prompt + completion tokens of the latest turn (the context in use), ``None`` before
+            the first turn.
+    """
+
+    def __init__(self, policy: SwiftPolicy):
+        self.policy = policy
+        self.tokens_used: int | None = None
+        self._ids: dict[str, list[int]] = {}
+
+    async def generate(self, messages: Messages) -> Generation:
+        """The next assistant turn of ``messages``."""
+        policy = self.policy
+        request = InferRequest(messages=[self._as_ids(m) for m in messages])
+        response = await policy.engine.infer_async(request, policy.request_config)
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        ids = list(choice.token_ids or [])
+        if ids and policy.turn_end_id is not None and ids[-1] == policy.turn_end_id:
+            ids = ids[
+                :-1
+            ]  # the template renders the turn end again before the tool block (see the scheduler)
+        self._ids[text] = policy.prefix_ids + ids
+        usage = response.usage
+        self.tokens_used = usage.prompt_tokens + usage.completion_tokens if usage else None
+        return Generation(text=text, finish_reason=choice.finish_reason)
+
+    def _as_ids(self, message: dict[str, Any]) -> dict[str, Any]:
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, str) and content in self._ids:
+            return {"role": "assistant", "content": list(self._ids[content])}
+        return dict(message)
+
+
+def _lora_rank(adapters: str | None) -> int:
+    """The LoRA rank in ``adapter_config.json`` (vLLM must be told the largest rank it will serve)."""
+    if not adapters:
+        return 0
+    config = Path(adapters) / "adapter_config.json"
+    try:
+        return int(json.loads(config.read_text()).get("r", 0))
+    except (OSError, ValueError):
+        return 0

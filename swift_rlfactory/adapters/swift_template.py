@@ -1,0 +1,83 @@
+"""How a conversation is put to an ms-swift template, shared by training rollouts and evaluation.
+
+Evaluation must show the model the prompt it was trained on, so the two decisions that shape that prompt
+live here once, used by the scheduler (:mod:`.swift`) and the inference adapter (:mod:`.swift_infer`):
+
+* :func:`set_system_prompt` - the environment's system prompt and tool schemas, rendered into the system
+  message by the template's own agent template (the text a dataset ``tools`` column would give);
+* :func:`turn_end_id` - the end-of-turn token to drop from a tool-calling turn's ids before they go back
+  into the history, because ChatML templates render it again before the tool block.
+
+``template`` is any object with ms-swift's ``template_meta`` and ``agent_template``: a
+:class:`swift.template.Template`, or :func:`template_by_name`'s stand-in for a model served elsewhere (no
+tokenizer needed). ms-swift is imported only inside :func:`template_by_name`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+TURN_END = "<|im_end|>"
+
+
+def set_system_prompt(
+    messages: list[dict[str, Any]], template: Any, prompt: str | None, tools: list[dict] | None
+) -> None:
+    """Merge ``prompt`` into the conversation's system message and render ``tools`` into it, in place.
+
+    A system message already in ``messages`` is kept after the environment's prompt; the template's
+    default system prompt is used only when neither exists. With ``tools`` the system text becomes the
+    agent template's ``# Tools`` block, exactly as the template renders a request's ``tools``.
+    """
+    default = getattr(getattr(template, "template_meta", None), "default_system", None)
+    system = None
+    if messages and messages[0].get("role") == "system":
+        system = messages.pop(0).get("content") or None
+    if system == default:
+        system = None
+    if prompt and system and prompt not in system:
+        system = f"{prompt}\n\n{system}"
+    elif prompt and not system:
+        system = prompt
+    system = system or default
+    if tools:
+        first_user = next((m for m in messages if m.get("role") == "user"), None)
+        system = template.agent_template._format_tools(tools, system, first_user)
+    if system:
+        messages.insert(0, {"role": "system", "content": system})
+
+
+def turn_end_id(tokenizer: Any, template: Any) -> int | None:
+    """The end-of-turn token that ChatML templates render again before a tool block, if any."""
+    chat_sep = getattr(getattr(template, "template_meta", None), "chat_sep", None) or []
+    first = chat_sep[0] if chat_sep and isinstance(chat_sep[0], str) else ""
+    if tokenizer is None or not first.startswith(TURN_END):
+        return None
+    return tokenizer.convert_tokens_to_ids(TURN_END)
+
+
+@dataclass
+class TemplateByName:
+    """What :func:`set_system_prompt` reads from a template, without loading a tokenizer."""
+
+    template_meta: Any
+    agent_template: Any
+
+
+def template_by_name(template_type: str | None) -> TemplateByName:
+    """The system-prompt rules of ms-swift template ``template_type`` (e.g. ``qwen3``).
+
+    ``None`` means hermes tool rendering (Qwen2.5, Qwen3) and no default system prompt. Meant for models
+    served elsewhere, whose own chat template renders everything but the system text we send.
+    """
+    from swift.agent_template import agent_template_map
+    from swift.template import TEMPLATE_MAPPING
+
+    if template_type is None:
+        return TemplateByName(template_meta=None, agent_template=agent_template_map["hermes"]())
+    if template_type not in TEMPLATE_MAPPING:
+        raise ValueError(f"unknown ms-swift template {template_type!r}")
+    meta = TEMPLATE_MAPPING[template_type]
+    name = meta.agent_template or "hermes"
+    return TemplateByName(template_meta=meta, agent_template=agent_template_map[name]())

@@ -1,0 +1,240 @@
+"""``swift-rlfactory eval``: options, the run, and what it prints and writes.
+
+Writes ``OUTPUT/trajectories.jsonl`` (one line per episode, appended as each finishes),
+``OUTPUT/metrics.json`` (see :mod:`.metrics`) and ``OUTPUT/eval_config.json`` (the settings that shape
+results; a resumed run must match them, so one folder never mixes two models).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from ..env.environment import Environment
+from .metrics import metrics_table, summarize
+from .runner import EvalLog, EvalRun, EvalTask, check_same_dataset, evaluate, load_rows, pending_tasks
+
+CONFIG_FILE = "eval_config.json"
+# Settings that change results: a resumed run must use the same ones.
+_RESULT_KEYS = (
+    "env", "dataset", "model", "adapters", "model_type", "template", "base_url", "served_model",
+    "temperature", "top_p", "max_tokens", "max_turns", "max_length", "stop", "extra_body",
+)  # fmt: skip
+
+
+@dataclass
+class EvalOptions:
+    """Everything ``swift-rlfactory eval`` takes; see ``swift-rlfactory eval --help``."""
+
+    env: Path
+    dataset: Path
+    output: Path
+    model: str | None = None
+    adapters: str | None = None
+    model_type: str | None = None
+    template: str | None = None
+    engine: str | None = None  # None: vllm when torch sees a GPU, else transformers
+    base_url: str | None = None
+    served_model: str | None = None
+    api_key: str | None = None
+    tokenizer: str | None = None
+    samples: int = 1
+    temperature: float | None = None  # None: 0 for one sample, 1 for several
+    top_p: float | None = None
+    max_tokens: int = 512
+    max_turns: int | None = None  # None: the environment's; never more than it
+    max_length: int | None = None
+    limit: int | None = None
+    concurrency: int = 16
+    seed: int | None = 0
+    stop: list[str] = field(default_factory=list)
+    extra_body: dict[str, Any] | None = None
+    gpu_memory_utilization: float = 0.9
+    tensor_parallel_size: int = 1
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` for contradictory or missing options."""
+        if (self.model is None) == (self.base_url is None):
+            raise ValueError("give exactly one of --model (a local model) or --base-url (a served one)")
+        if self.base_url and not self.served_model:
+            raise ValueError("--base-url needs --served-model (the name the server knows the model by)")
+        if self.base_url and (self.adapters or self.engine):
+            raise ValueError("--adapters and --engine apply to a local --model only")
+        if self.samples < 1 or self.concurrency < 1 or self.max_tokens < 1:
+            raise ValueError("--samples, --concurrency and --max-tokens must be at least 1")
+        if self.temperature is None:
+            self.temperature = 0.0 if self.samples == 1 else 1.0
+
+    def result_settings(self) -> dict[str, Any]:
+        """The settings that shape results, with paths made absolute."""
+        settings = {k: v for k, v in asdict(self).items() if k in _RESULT_KEYS}
+        for key in ("env", "dataset"):
+            settings[key] = str(Path(settings[key]).expanduser().resolve())
+        if self.model and Path(self.model).expanduser().exists():
+            settings["model"] = str(Path(self.model).expanduser().resolve())
+        if self.adapters:
+            settings["adapters"] = str(Path(self.adapters).expanduser().resolve())
+        return settings
+
+
+def run_eval(options: EvalOptions, console: Console) -> int:
+    """Run (or resume) an evaluation; 0 when every episode finished, 1 when some failed."""
+    options.validate()
+    rows = load_rows(options.dataset, options.limit)
+    if not rows:
+        raise ValueError(f"{options.dataset}: no rows")
+    env = Environment.load(options.env)  # a bad environment stops us before any model loads
+    # As in training, the environment's limit also applies: the smaller wins.
+    max_turns = min(options.max_turns or env.max_turns, env.max_turns)
+    out = Path(options.output)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = options.result_settings()
+    _check_settings(out / CONFIG_FILE, settings)
+
+    log = EvalLog(out / "trajectories.jsonl")
+    done = log.load()
+    check_same_dataset(done, rows, log.path)
+    tasks = pending_tasks(rows, options.samples, done)
+    total = len(rows) * options.samples
+    if total > len(tasks):
+        console.print(
+            f"resuming {out}: skipped {total - len(tasks)} of {total} episodes already in {log.path.name}"
+        )
+
+    failures: list[dict[str, Any]] = []
+    if tasks:
+        policy = _policy(options)
+        started = time.perf_counter()
+        with env:
+            count = getattr(policy, "count_tokens", None)
+            if count is not None:  # exact observation truncation, as the training adapter does
+                env.executor.count_tokens = count
+            run = _run_with_progress(tasks, policy, env, log, max_turns, options.concurrency, console)
+        failures = run.failures
+        console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
+
+    records = [r for (i, s), r in log.load().items() if i < len(rows) and s < options.samples]
+    metrics = summarize(records, options.samples)
+    metrics["failed_episodes"] = len(failures)
+    (out / "metrics.json").write_text(
+        json.dumps({**metrics, "config": settings, "time": time.time()}, indent=2, ensure_ascii=False) + "\n"
+    )
+    title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
+    console.print(metrics_table(metrics, title=title))
+    console.print(f"trajectories: {log.path}\nmetrics: {out / 'metrics.json'}")
+    if failures:
+        first = failures[0]
+        console.print(
+            f"[red]{len(failures)} episodes failed[/red] (first: question {first['index']} sample "
+            f"{first['sample']}: {first['error']}); run again with the same --output to retry them",
+            highlight=False,
+        )
+        return 1
+    return 0
+
+
+def _check_settings(path: Path, settings: dict[str, Any]) -> None:
+    if path.exists():
+        before = json.loads(path.read_text())
+        changed = {k: (before.get(k), v) for k, v in settings.items() if before.get(k) != v}
+        if changed:
+            detail = "; ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+            raise ValueError(
+                f"{path.parent} holds results of other settings ({detail}): use another --output"
+            )
+        return
+    path.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+
+
+def _policy(options: EvalOptions) -> Any:
+    if options.base_url:
+        from .openai_client import OpenAIChatPolicy
+
+        count_tokens = None
+        if options.tokenizer:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(options.tokenizer)
+            count_tokens = lambda text: len(tokenizer.encode(text, add_special_tokens=False))  # noqa: E731
+        return OpenAIChatPolicy(
+            options.base_url,
+            options.served_model,
+            api_key=options.api_key,
+            template=options.template,
+            temperature=options.temperature,
+            top_p=options.top_p,
+            max_tokens=options.max_tokens,
+            max_length=options.max_length,
+            stop=options.stop,
+            extra_body=options.extra_body,
+            count_tokens=count_tokens,
+            concurrency=options.concurrency,
+        )
+    from ..adapters.swift_infer import SwiftPolicy
+
+    engine = options.engine
+    if engine is None:
+        import torch
+
+        engine = "vllm" if torch.cuda.is_available() else "transformers"
+    return SwiftPolicy.load(
+        options.model,
+        engine=engine,
+        model_type=options.model_type,
+        template=options.template,
+        adapters=options.adapters,
+        temperature=options.temperature,
+        top_p=options.top_p,
+        max_tokens=options.max_tokens,
+        max_length=options.max_length,
+        concurrency=options.concurrency,
+        seed=options.seed,
+        gpu_memory_utilization=options.gpu_memory_utilization,
+        tensor_parallel_size=options.tensor_parallel_size,
+    )
+
+
+def _run_with_progress(
+    tasks: list[EvalTask],
+    policy: Any,
+    env: Environment,
+    log: EvalLog,
+    max_turns: int,
+    concurrency: int,
+    console: Console,
+) -> EvalRun:
+    progress = Progress(
+        TextColumn("episodes"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("EM {task.fields[em]:.3f}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    scores: list[float] = []
+    with progress:
+        bar = progress.add_task("episodes", total=len(tasks), em=0.0)
+
+        def on_done(record: dict[str, Any] | None) -> None:
+            if record is not None:
+                scores.append(record["metrics"]["em"])
+            progress.update(bar, advance=1, em=sum(scores) / len(scores) if scores else 0.0)
+
+        return asyncio.run(
+            evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)
+        )

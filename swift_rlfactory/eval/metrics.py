@@ -1,0 +1,96 @@
+"""Evaluation metrics from the records of ``trajectories.jsonl``: pure functions, easy to check by hand.
+
+* ``em`` / ``f1``: exact match and token F1 of the final ``<answer>`` against the golden answers
+  (:func:`swift_rlfactory.rewards.rules.em` / ``f1``), averaged over episodes;
+* ``reward``: the environment's weighted total, averaged; ``reward/<name>`` per component;
+* ``tool_calls``: calls per episode; ``tool_error_rate``: failed calls / calls (``None`` without calls);
+* ``pass@k`` with k = samples per question: the share of questions with at least one exact-match sample;
+  with k > 1 also ``pass@1``, the mean over questions of their samples' mean EM (the unbiased estimate
+  from k samples);
+* the training run's tool metrics (:func:`swift_rlfactory.rollout.metrics.tool_metrics`): turns, stop
+  reasons, tool latency and cache hits.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from ..rollout.metrics import tool_metrics
+from .runner import trajectory_from_record
+
+# tool_metrics keys that the headline metrics already report under their own names.
+_HEADLINE_DUPLICATES = {"tools/calls_per_trajectory", "tools/error_rate"}
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]:
+    """Metrics over finished episodes (records of :class:`~.runner.EvalLog`); ``samples`` is k of pass@k."""
+    if not records:
+        return {"questions": 0, "episodes": 0}
+    by_question: dict[int, list[float]] = defaultdict(list)
+    for record in records:
+        by_question[record["index"]].append(record["metrics"]["em"])
+    calls = sum(r["metrics"]["tool_calls"] for r in records)
+    errors = sum(r["metrics"]["tool_errors"] for r in records)
+    metrics: dict[str, Any] = {
+        "questions": len(by_question),
+        "episodes": len(records),
+        "samples": samples,
+        "em": _mean([r["metrics"]["em"] for r in records]),
+        "f1": _mean([r["metrics"]["f1"] for r in records]),
+        "reward": _mean([r["rewards"].get("total", 0.0) for r in records]),
+        "tool_calls": calls / len(records),
+        "tool_error_rate": errors / calls if calls else None,
+        f"pass@{samples}": _mean([float(any(em == 1.0 for em in ems)) for ems in by_question.values()]),
+    }
+    if samples > 1:
+        metrics["pass@1"] = _mean([_mean(ems) for ems in by_question.values()])
+    names = sorted({name for r in records for name in r["rewards"] if name != "total"})
+    for name in names:
+        metrics[f"reward/{name}"] = _mean([r["rewards"].get(name, 0.0) for r in records])
+    trajectories = [trajectory_from_record(r) for r in records]
+    metrics.update({k: v for k, v in tool_metrics(trajectories).items() if k not in _HEADLINE_DUPLICATES})
+    return metrics
+
+
+def metrics_table(metrics: dict[str, Any], title: str = "evaluation") -> Table:
+    """The metrics as a two-column rich table, headline numbers first."""
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    k = metrics.get("samples", 1)
+    headline = [
+        ("questions", "questions"),
+        ("episodes", "episodes"),
+        ("em", "EM"),
+        ("f1", "F1"),
+        ("reward", "reward (env total)"),
+        ("tool_calls", "tool calls / episode"),
+        ("tool_error_rate", "tool error rate"),
+        (f"pass@{k}", f"pass@{k}"),
+        ("pass@1", "pass@1 (mean EM over samples)"),
+    ]
+    shown = set()
+    for key, label in headline:
+        if key in metrics:
+            table.add_row(label, _format(metrics[key]))
+            shown.add(key)
+    for key, value in metrics.items():
+        if key not in shown and key != "samples":
+            table.add_row(key, _format(value), style="dim")
+    return table
+
+
+def _format(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)

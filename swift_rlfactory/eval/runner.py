@@ -1,0 +1,293 @@
+"""The evaluation loop: every (question, sample) through the training agent loop, resumably.
+
+One coroutine per episode, at most ``concurrency`` in flight, each the same
+:func:`~swift_rlfactory.rollout.episode.run_episode` that training's server mode runs, with the
+environment's executor, turn limits and reward spec::
+
+    dataset row ─▶ policy.render_prompt ─▶ run_episode(generate, env.executor) ─▶ Trajectory
+               ─▶ env.reward + em/f1 ─▶ one line of trajectories.jsonl
+
+The engine is behind a small :class:`Policy` protocol (ms-swift engines in
+:mod:`swift_rlfactory.adapters.swift_infer`, an OpenAI-compatible endpoint in :mod:`.openai_client`), so
+this module decides nothing about models. Each finished episode is appended at once, so a stopped run
+loses only the episodes in flight; :class:`EvalLog` reads back what is done and the next run skips it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..env.environment import Environment
+from ..retrieval.qa_data import convert_qa_record, load_qa
+from ..rewards import rules
+from ..rollout.episode import Generation, Messages, run_episode
+from ..trajectory import Trajectory
+
+logger = logging.getLogger(__name__)
+
+# Role markers and <tool_response> tags around each observation (as the training scheduler counts them).
+OBSERVATION_OVERHEAD = 12
+# Row fields that are the prompt, not data for rewards (as the training adapter leaves them out).
+_NOT_ROW = {"messages", "tools"}
+
+
+class EpisodeModel(Protocol):
+    """One trajectory's generator."""
+
+    tokens_used: int | None  # prompt + completion tokens of the latest turn, once known
+
+    async def generate(self, messages: Messages) -> Generation: ...
+
+
+class Policy(Protocol):
+    """What the evaluation loop needs from an inference backend."""
+
+    max_length: int | None  # context budget in tokens, or None for no check
+    max_tokens: int  # completion tokens allowed per turn, reserved when checking the budget
+
+    def render_prompt(
+        self, messages: Messages, system_prompt: str | None, tools: list[dict] | None
+    ) -> Messages: ...
+
+    def new_episode(self) -> EpisodeModel: ...
+
+
+@dataclass
+class EvalTask:
+    """One episode to run: sample ``sample`` of dataset row ``index``."""
+
+    index: int
+    sample: int
+    row: dict[str, Any]
+
+
+@dataclass
+class EvalRun:
+    """What one call of :func:`evaluate` did."""
+
+    ran: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+
+# -- data --------------------------------------------------------------------------------------------
+def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """Dataset rows as ms-swift rows, from ``.jsonl``, ``.json`` (a list) or Search-R1 ``.parquet``.
+
+    A row with ``messages`` is used as is (``solution`` / ``golden_answers`` hold the reference); a
+    FlashRAG / Search-R1 record ``{question, golden_answers}`` is converted by
+    :func:`~swift_rlfactory.retrieval.qa_data.convert_qa_record`.
+    """
+    path = Path(path).expanduser()
+    if path.suffix == ".parquet":
+        rows = load_qa(path)
+    else:
+        text = path.read_text(encoding="utf-8")
+        records = (
+            json.loads(text)
+            if path.suffix == ".json"
+            else [json.loads(x) for x in text.splitlines() if x.strip()]
+        )
+        rows = []
+        for number, record in enumerate(records, start=1):
+            try:
+                rows.append(record if "messages" in record else convert_qa_record(record))
+            except ValueError as exc:
+                raise ValueError(f"{path}: record {number}: {exc}") from None
+    return rows[:limit] if limit is not None else rows
+
+
+def question_of(row: dict[str, Any]) -> str:
+    """The last user message of a row: identifies the question in the log."""
+    for message in reversed(row.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return ""
+
+
+def row_tools(row: dict[str, Any]) -> list[dict] | None:
+    """A row's own ``tools`` column (a list, or JSON text), which training renders instead of the env's."""
+    tools = row.get("tools")
+    if isinstance(tools, str):
+        tools = json.loads(tools) if tools.strip() else None
+    return tools or None
+
+
+# -- the log -----------------------------------------------------------------------------------------
+class EvalLog:
+    """``trajectories.jsonl`` of an evaluation: one line per (question index, sample), in finishing order.
+
+    Each line is :meth:`Trajectory.to_dict` plus ``index``, ``sample``, ``question``, ``metrics``
+    (``em``, ``f1``, ``tool_calls``, ``tool_errors``) and ``time``.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def load(self) -> dict[tuple[int, int], dict[str, Any]]:
+        """Finished episodes by ``(index, sample)``. A line torn by a crash is cut off (and so re-run)."""
+        if not self.path.exists():
+            return {}
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+            logger.warning("%s: dropping an unfinished last line (it will be re-run)", self.path)
+            with open(self.path, "r+b") as f:
+                f.truncate(keep)
+            data = data[:keep]
+        done = {}
+        for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                done[(int(record["index"]), int(record["sample"]))] = record
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{self.path}:{number}: not an evaluation record ({exc})") from None
+        return done
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record as one line (one ``write``, so a crash tears at most the last line)."""
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+
+def check_same_dataset(
+    done: dict[tuple[int, int], dict[str, Any]], rows: list[dict[str, Any]], path: Path
+) -> None:
+    """Refuse to resume over a log whose questions differ from the dataset's at the same index."""
+    for (index, _), record in done.items():
+        if index < len(rows) and record.get("question") != question_of(rows[index]):
+            raise ValueError(
+                f"{path} holds question {index} as {record.get('question')!r}, but the dataset has "
+                f"{question_of(rows[index])!r}: use another --output for another dataset"
+            )
+
+
+def pending_tasks(
+    rows: list[dict[str, Any]], samples: int, done: Iterable[tuple[int, int]]
+) -> list[EvalTask]:
+    """Every (row, sample) not in ``done``, question by question."""
+    finished = set(done)
+    return [
+        EvalTask(index, sample, row)
+        for index, row in enumerate(rows)
+        for sample in range(samples)
+        if (index, sample) not in finished
+    ]
+
+
+def trajectory_from_record(record: dict[str, Any]) -> Trajectory:
+    """The :class:`Trajectory` stored in a log line."""
+    return Trajectory(**{f.name: record[f.name] for f in fields(Trajectory) if f.name in record})
+
+
+# -- the loop ----------------------------------------------------------------------------------------
+def context_check(policy: Policy, episode: EpisodeModel) -> Callable[[Messages], bool] | None:
+    """``fits`` for :func:`run_episode`: the latest turn's context plus the new observations, plus a full
+    completion, must stay within ``policy.max_length`` (the training scheduler's ``context`` rule)."""
+    if not policy.max_length:
+        return None
+    count = getattr(policy, "count_tokens", None) or (lambda text: len(text) // 3)
+
+    def fits(messages: Messages) -> bool:
+        if episode.tokens_used is None:
+            return True
+        new = 0
+        for message in reversed(messages):
+            if message.get("role") == "assistant":
+                break
+            new += count(str(message.get("content") or "")) + OBSERVATION_OVERHEAD
+        return episode.tokens_used + new + policy.max_tokens <= policy.max_length
+
+    return fits
+
+
+async def run_task(
+    task: EvalTask, policy: Policy, env: Environment, max_turns: int, tools: list[dict]
+) -> dict:
+    """Run one episode, score it, and return its log record."""
+    row = task.row
+    prompt = policy.render_prompt(list(row.get("messages") or []), env.system_prompt, row_tools(row) or tools)
+    episode = policy.new_episode()
+    trajectory = await run_episode(
+        prompt,
+        episode.generate,
+        env.executor,
+        max_turns,
+        env.config.limits.max_calls_per_turn,
+        fits=context_check(policy, episode),
+        row={k: v for k, v in row.items() if k not in _NOT_ROW},
+    )
+    await env.reward.ascore([trajectory])
+    metrics = {
+        "em": rules.em(trajectory),
+        "f1": rules.f1(trajectory),
+        "tool_calls": len(trajectory.tool_calls),
+        "tool_errors": sum(1 for c in trajectory.tool_calls if c.get("error")),
+    }
+    return {
+        "index": task.index,
+        "sample": task.sample,
+        "question": question_of(row),
+        **trajectory.to_dict(),
+        "metrics": metrics,
+        "time": time.time(),
+    }
+
+
+async def evaluate(
+    tasks: list[EvalTask],
+    policy: Policy,
+    env: Environment,
+    log: EvalLog,
+    *,
+    max_turns: int,
+    concurrency: int = 16,
+    on_done: Callable[[dict[str, Any] | None], None] | None = None,
+) -> EvalRun:
+    """Run ``tasks`` with at most ``concurrency`` episodes in flight, appending each record to ``log``.
+
+    An episode that raises (an unreachable server, a prompt over the engine's limit) is not logged, so
+    the next run retries it; it is returned in :attr:`EvalRun.failures` and ``on_done`` gets ``None``.
+    """
+    tools = env.tool_schemas()
+    run = EvalRun()
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(task: EvalTask) -> None:
+        async with gate:
+            try:
+                record = await run_task(task, policy, env, max_turns, tools)
+            except Exception as exc:
+                logger.debug("episode %s/%s failed", task.index, task.sample, exc_info=True)
+                run.failures.append(
+                    {"index": task.index, "sample": task.sample, "error": f"{type(exc).__name__}: {exc}"}
+                )
+                record = None
+            else:
+                log.append(record)
+                run.ran += 1
+            if on_done is not None:
+                on_done(record)
+
+    try:
+        await asyncio.gather(*(one(task) for task in tasks))
+    finally:
+        close = getattr(policy, "aclose", None)
+        if close is not None:
+            await close()
+    return run

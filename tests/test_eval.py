@@ -1,0 +1,362 @@
+"""The evaluation CLI: the training agent loop, tools and rewards on a test set, resumably.
+
+The end-to-end runs use the tiny Qwen3 of ``conftest.agent_model`` in ms-swift's ``TransformersEngine``
+(as subprocesses, like a user's shell), with real tool calls: ``add`` in-process and ``convert`` in a
+unit-converter MCP server. The served-model path talks HTTP to a FastAPI app on 127.0.0.1 that stands in
+for a remote GPU server with scripted replies. Every metric is recomputed here from the trajectories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI, Request  # module level: FastAPI resolves the string annotations here
+
+from swift_rlfactory.eval.metrics import summarize
+from swift_rlfactory.eval.runner import EvalLog, context_check, load_rows, pending_tasks
+from swift_rlfactory.rewards.rules import extract_answer, token_f1
+from swift_rlfactory.rollout.episode import Generation
+from swift_rlfactory.rollout.log import read_trajectories
+
+from .conftest import AGENT_ENV, AGENT_PAIRS, ROOT
+
+
+def write_dataset(path: Path, pairs: list[tuple[int, int]]) -> Path:
+    rows = [
+        {"messages": [{"role": "user", "content": f"What is {a} + {b}?"}], "solution": str(a + b)}
+        for a, b in pairs
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def eval_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
+    cmd = [sys.executable, "-m", "swift_rlfactory.cli", "eval", *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def local_runs(agent_model: Path, tmp_path_factory) -> dict[str, Any]:
+    """Two runs into one folder: the first two questions, then all four (which resumes)."""
+    work = tmp_path_factory.mktemp("eval")
+    dataset = write_dataset(work / "test.jsonl", AGENT_PAIRS)
+    out = work / "out"
+    common = [
+        "--env", str(AGENT_ENV), "--model", str(agent_model), "--model-type", "qwen3", "--template", "qwen3",
+        "--engine", "transformers", "--dataset", str(dataset), "--output", str(out),
+        "--samples", "2", "--temperature", "1.0", "--max-tokens", "96", "--concurrency", "8",
+    ]  # fmt: skip
+    started = time.perf_counter()
+    first = eval_cli(*common, "--limit", "2")
+    assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
+    after_first = (out / "trajectories.jsonl").read_text().splitlines()
+    second = eval_cli(*common)
+    assert second.returncode == 0, (second.stdout + second.stderr)[-4000:]
+    return {
+        "out": out,
+        "first": first,
+        "second": second,
+        "after_first": after_first,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def test_eval_runs_the_agent_loop_with_real_tools(local_runs: dict[str, Any], agent_model: Path):
+    out = local_runs["out"]
+    records = read_trajectories(out / "trajectories.jsonl")
+    assert sorted((r["index"], r["sample"]) for r in records) == [(i, s) for i in range(4) for s in range(2)]
+    executed = [c for r in records for c in r["tool_calls"] if c["error"] is None]
+    assert {"add", "convert"} <= {c["tool"] for c in executed}
+    for record in records:
+        (a, b) = AGENT_PAIRS[record["index"]]
+        assert record["question"] == f"What is {a} + {b}?"
+        observations = [m["content"] for m in record["messages"] if m["role"] == "tool"]
+        assert [c["observation"] for c in record["tool_calls"]] == observations
+        for call in record["tool_calls"]:
+            args = call["arguments"]
+            if call["tool"] == "add" and call["error"] is None:
+                assert call["observation"] == str(int(args["a"]) + int(args["b"]))
+            if (
+                call["tool"] == "convert"
+                and call["error"] is None
+                and (args["from_unit"], args["to_unit"]) == ("km", "m")
+            ):
+                assert float(call["observation"]) == float(args["value"]) * 1000  # the MCP server answered
+
+    # The system prompt is the one training renders: the HF chat template given the same tools agrees.
+    from transformers import AutoTokenizer
+
+    from swift_rlfactory.env.environment import Environment
+
+    with Environment.load(AGENT_ENV) as env:
+        tools, system = env.tool_schemas(), env.system_prompt
+    tokenizer = AutoTokenizer.from_pretrained(agent_model)
+    user = {"role": "user", "content": records[0]["question"]}
+    ours = tokenizer.apply_chat_template([records[0]["messages"][0], user], tokenize=False)
+    reference = tokenizer.apply_chat_template(
+        [{"role": "system", "content": system}, user], tools=tools, tokenize=False
+    )
+    assert ours == reference
+
+
+def test_eval_metrics_are_the_means_of_the_trajectories(local_runs: dict[str, Any]):
+    out = local_runs["out"]
+    records = read_trajectories(out / "trajectories.jsonl")
+    metrics = json.loads((out / "metrics.json").read_text())
+    em, f1, total, calls, errors = [], [], [], 0, 0
+    by_question: dict[int, list[float]] = {}
+    for r in records:
+        solution = r["row"]["solution"]
+        answer = (
+            extract_answer(r["messages"][-1]["content"]) if r["messages"][-1]["role"] == "assistant" else None
+        )
+        em.append(float(answer is not None and answer.strip() == solution))
+        f1.append(0.0 if answer is None else token_f1(answer, [solution]))
+        assert r["metrics"]["em"] == em[-1]
+        assert r["rewards"]["total"] == pytest.approx(
+            r["rewards"]["em"] + 0.2 * r["rewards"]["format"] + 0.1 * r["rewards"]["tool_use"]
+        )
+        total.append(r["rewards"]["total"])
+        calls += len(r["tool_calls"])
+        errors += sum(1 for c in r["tool_calls"] if c["error"])
+        by_question.setdefault(r["index"], []).append(em[-1])
+    assert metrics["questions"] == 4 and metrics["episodes"] == 8 and metrics["samples"] == 2
+    assert metrics["em"] == pytest.approx(sum(em) / 8)
+    assert metrics["f1"] == pytest.approx(sum(f1) / 8)
+    assert metrics["reward"] == pytest.approx(sum(total) / 8)
+    assert metrics["tool_calls"] == pytest.approx(calls / 8)
+    assert metrics["tool_error_rate"] == pytest.approx(errors / calls)
+    assert metrics["pass@2"] == pytest.approx(sum(max(v) for v in by_question.values()) / 4)
+    assert metrics["pass@1"] == pytest.approx(sum(sum(v) / 2 for v in by_question.values()) / 4)
+    assert metrics["failed_episodes"] == 0
+    assert "EM" in local_runs["second"].stdout and "pass@2" in local_runs["second"].stdout
+
+
+def test_eval_resumes_without_rerunning_finished_episodes(local_runs: dict[str, Any]):
+    first, second = local_runs["first"], local_runs["second"]
+    after_first = local_runs["after_first"]
+    assert len(after_first) == 4
+    assert sorted((json.loads(x)["index"], json.loads(x)["sample"]) for x in after_first) == [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]
+    assert "skipped" not in first.stdout
+    assert "skipped 4 of 8 episodes" in second.stdout
+    assert "ran 4 episodes" in second.stdout
+    lines = (local_runs["out"] / "trajectories.jsonl").read_text().splitlines()
+    assert len(lines) == 8 and lines[:4] == after_first  # the first two questions were not run again
+    print(f"two local eval runs: {local_runs['seconds']:.1f} s")
+
+
+def test_local_prompts_match_training_token_for_token(agent_model: Path):
+    """Every turn's prompt is the training rollout's: history assistant turns go back as sampled ids.
+
+    ``render_prompt`` reproduces ms-swift's rollout prompt token for token (tests/fixtures/README.md); text
+    history would differ, because the template strips the think block from re-encoded assistant turns.
+    """
+    import asyncio
+
+    from swift.infer_engine import InferRequest
+
+    from swift_rlfactory.adapters.swift_infer import SwiftPolicy
+    from swift_rlfactory.env.environment import Environment
+    from swift_rlfactory.rollout.episode import run_episode
+    from tests.fixtures.tiny_qwen3 import EMPTY_THINK, render_prompt
+
+    policy = SwiftPolicy.load(str(agent_model), model_type="qwen3", template="qwen3", max_tokens=96)
+    requests = []
+
+    async def episode(env: Environment):
+        model = policy.new_episode()
+
+        async def generate(messages):
+            requests.append([model._as_ids(m) for m in messages])
+            return await model.generate(messages)
+
+        prompt = policy.render_prompt(
+            [{"role": "user", "content": "What is 2 + 5?"}], env.system_prompt, tools
+        )
+        return await run_episode(prompt, generate, env.executor, env.max_turns)
+
+    with Environment.load(AGENT_ENV) as env:
+        tools = env.tool_schemas()
+        trajectory = asyncio.run(episode(env))
+        system = env.system_prompt
+    assert trajectory.turns >= 2 and trajectory.tool_calls  # a tool turn, then more
+    tokenizer, template = policy.tokenizer, policy.template
+    template.set_mode("transformers")
+    for request in requests:
+        ours = template.encode(InferRequest(messages=request), True)["input_ids"]
+        history = [
+            {**m, "content": m["content"].removeprefix(EMPTY_THINK)} if m["role"] == "assistant" else m
+            for m in trajectory.messages[1 : len(request)]
+        ]
+        reference = render_prompt(tokenizer, [{"role": "system", "content": system}, *history], tools)
+        assert ours == tokenizer.encode(reference, add_special_tokens=False)
+
+
+# -- a served model ------------------------------------------------------------------------------------
+class ScriptedServer:
+    """An OpenAI-compatible /v1/chat/completions on 127.0.0.1: a tool call, then the observation as the answer."""
+
+    def __init__(self) -> None:
+        import uvicorn
+
+        self.requests: list[dict[str, Any]] = []
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> dict[str, Any]:
+            body = await request.json()
+            self.requests.append(body)
+            last = body["messages"][-1]
+            if last["role"] == "user":
+                a, b = map(int, re.findall(r"\d+", last["content"]))
+                call = json.dumps({"name": "add", "arguments": {"a": a, "b": b}})
+                text = f"<tool_call>\n{call}\n</tool_call>"
+            else:
+                text = f"<answer>{last['content']}</answer>"  # 7 only if the tool really ran
+            return {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            }
+
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
+
+    def __enter__(self) -> ScriptedServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "scripted server did not start"
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.socket.close()
+
+
+def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
+    from swift_rlfactory.cli import main
+
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    out = tmp_path / "out"
+    with ScriptedServer() as server:
+        code = main([
+            "eval", "--env", str(AGENT_ENV), "--base-url", f"http://127.0.0.1:{server.port}/v1",
+            "--served-model", "scripted", "--api-key", "k", "--dataset", str(dataset), "--output", str(out),
+            "--samples", "2",
+        ])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    [record, _] = read_trajectories(out / "trajectories.jsonl")
+    assert [c["tool"] for c in record["tool_calls"]] == ["add"]
+    assert record["tool_calls"][0]["observation"] == "7" and record["tool_calls"][0]["error"] is None
+    assert record["messages"][-1]["content"] == "<answer>7</answer>"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["em"] == 1.0 and metrics["pass@2"] == 1.0 and metrics["pass@1"] == 1.0
+    assert metrics["tool_calls"] == 1.0 and metrics["tool_error_rate"] == 0.0
+
+    assert len(server.requests) == 4  # 2 samples x 2 turns, the samples concurrently
+    first = next(r for r in server.requests if r["messages"][-1]["role"] == "user")
+    second = next(r for r in server.requests if r["messages"][-1]["role"] == "tool")
+    assert "tools" not in first and "stop" not in first and first["model"] == "scripted"
+    assert first["temperature"] == 1.0  # several samples: sampled, not greedy
+    system = first["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("Use the tools, then answer")
+    assert "# Tools" in system["content"] and '"name": "add"' in system["content"]
+    assert second["messages"][-1] == {"role": "tool", "content": "7"}
+    assert "EM" in printed
+
+
+# -- pure parts ---------------------------------------------------------------------------------------
+def record(index: int, sample: int, em: float, calls: int = 1, errors: int = 0) -> dict[str, Any]:
+    return {
+        "index": index,
+        "sample": sample,
+        "messages": [],
+        "tool_calls": [{"error": "x" if i < errors else None, "latency_s": 0.1} for i in range(calls)],
+        "turns": 2,
+        "stop_reason": "answer",
+        "rewards": {"em": em, "total": em + 0.5},
+        "metrics": {"em": em, "f1": em, "tool_calls": calls, "tool_errors": errors},
+    }
+
+
+def test_summarize_pass_at_k():
+    records = [record(0, 0, 1.0), record(0, 1, 0.0), record(1, 0, 0.0, calls=2, errors=1), record(1, 1, 0.0)]
+    metrics = summarize(records, samples=2)
+    assert metrics["pass@2"] == 0.5 and metrics["pass@1"] == 0.25 and metrics["em"] == 0.25
+    assert metrics["reward"] == 0.75 and metrics["reward/em"] == 0.25
+    assert metrics["tool_calls"] == 1.25 and metrics["tool_error_rate"] == 0.2
+    single = summarize([record(0, 0, 1.0, calls=0), record(1, 0, 0.0, calls=0)], samples=1)
+    assert single["pass@1"] == 0.5 and "pass@2" not in single and single["tool_error_rate"] is None
+
+
+def test_eval_log_drops_a_torn_last_line(tmp_path: Path):
+    log = EvalLog(tmp_path / "trajectories.jsonl")
+    log.append(record(0, 0, 1.0))
+    with open(log.path, "a") as f:
+        f.write('{"index": 0, "sample": 1, "mess')  # killed mid-write
+    assert list(log.load()) == [(0, 0)]
+    log.append(record(0, 1, 0.0))
+    assert list(log.load()) == [(0, 0), (0, 1)]
+    rows = [{"messages": [{"role": "user", "content": "q"}]}] * 2
+    assert [(t.index, t.sample) for t in pending_tasks(rows, 2, log.load())] == [(1, 0), (1, 1)]
+
+
+def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(
+        json.dumps({"question": "who wrote hamlet", "golden_answers": ["Shakespeare", "William Shakespeare"]})
+        + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": "2+2?"}], "solution": "4"})
+        + "\n"
+    )
+    rows = load_rows(path)
+    assert rows[0]["messages"] == [{"role": "user", "content": "who wrote hamlet?"}]
+    assert rows[0]["golden_answers"] == ["Shakespeare", "William Shakespeare"]
+    assert rows[1]["solution"] == "4" and load_rows(path, limit=1) == rows[:1]
+
+
+def test_context_check_stops_before_the_budget():
+    class Policy:
+        max_length, max_tokens = 100, 20
+
+        @staticmethod
+        def count_tokens(text: str) -> int:
+            return len(text.split())
+
+    class Episode:
+        tokens_used = 60
+
+        async def generate(self, messages):
+            return Generation("")
+
+    fits = context_check(Policy(), Episode())
+    history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "call"}]
+    assert fits(history + [{"role": "tool", "content": "a b c"}])  # 60 + 3 + 12 + 20 = 95
+    assert not fits(history + [{"role": "tool", "content": "a b c d e f g h i"}])  # 60 + 9 + 12 + 20 = 101

@@ -1,0 +1,155 @@
+"""`swift-rlfactory train` without training: the dataset, the swift rlhf command, the progress lines, the report.
+
+The full run (fetching the 0.5B model and a few CPU GRPO steps) takes minutes; the e2e test of the plugin
+is tests/test_swift_rlhf.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from swift_rlfactory.cli import main
+from swift_rlfactory.models import DEFAULT_MODEL, MODELS, model_dir
+from swift_rlfactory.train import (
+    CPU,
+    DEFAULT_ENV,
+    GPU,
+    TrainOptions,
+    arithmetic_problems,
+    build_dataset,
+    format_step,
+    pick_trajectory,
+    plan_run,
+    read_steps,
+    render_trajectory,
+)
+
+
+def test_arithmetic_problems_are_seeded_and_correct(tmp_path: Path):
+    rows = arithmetic_problems(50, seed=3)
+    assert rows == arithmetic_problems(50, seed=3) and rows != arithmetic_problems(50, seed=4)
+    for row in rows:
+        [message] = row["messages"]
+        assert message["role"] == "user" and message["content"].startswith("What is ")
+        expression = message["content"].removeprefix("What is ").removesuffix("?")
+        assert set(expression) <= set("0123456789 +-*")
+        assert row["solution"] == str(eval(compile(ast.parse(expression, mode="eval"), "", "eval")))
+    path = build_dataset(tmp_path / "d" / "train.jsonl", n=5, seed=3)
+    assert [json.loads(line) for line in path.read_text().splitlines()] == rows[:5]
+
+
+def _plan(use_vllm: bool, **options):
+    model = options.pop("model_path", "/models/m")
+    opts = TrainOptions(**options)
+    return plan_run(opts, model, Path("/d/train.jsonl"), Path("/runs/r"), use_vllm=use_vllm, env_max_turns=3)
+
+
+def _flags(command: list[str]) -> dict[str, str]:
+    start = command.index("--rlhf_type")
+    return {command[i]: command[i + 1] for i in range(start, len(command) - 1) if command[i].startswith("--")}
+
+
+def test_cpu_command_runs_our_plugin_with_transformers_generation():
+    plan = _plan(False, model=DEFAULT_MODEL, model_path=str(model_dir(MODELS[DEFAULT_MODEL])))
+    flags = _flags(plan.command)
+    assert plan.command[1:3] == ["-m", "swift.cli.rlhf"]
+    assert flags["--model_type"] == "qwen2" and flags["--template"] == "qwen2_5"
+    assert flags["--use_vllm"] == "false" and "--vllm_mode" not in flags
+    assert flags["--external_plugins"].endswith("swift_rlfactory/plugin.py")
+    assert flags["--multi_turn_scheduler"] == flags["--reward_funcs"] == flags["--callbacks"] == "rlfactory"
+    assert flags["--max_turns"] == str(CPU.max_turns) and flags["--torch_dtype"] == "float32"
+    assert flags["--output_dir"] == "/runs/r" and flags["--add_version"] == "false"
+    assert plan.env_vars["RLFACTORY_ENV"] == str(DEFAULT_ENV) and plan.env_vars["HF_HUB_OFFLINE"] == "1"
+
+
+def test_gpu_command_uses_colocated_vllm_and_the_envs_turns():
+    plan = _plan(True, model="Qwen/Qwen3-4B", model_path="Qwen/Qwen3-4B", template="qwen3")
+    flags = _flags(plan.command)
+    assert (flags["--use_vllm"], flags["--vllm_mode"]) == ("true", "colocate")
+    assert flags["--vllm_max_model_len"] == flags["--max_length"] == str(GPU.max_length)
+    assert flags["--torch_dtype"] == "bfloat16" and flags["--max_turns"] == "3"
+    assert flags["--template"] == "qwen3" and "--model_type" not in flags
+    assert "HF_HUB_OFFLINE" not in plan.env_vars  # a hub id must be downloadable
+
+
+def test_flags_override_the_profile_and_pass_through_comes_last():
+    plan = _plan(
+        False, steps=7, num_generations=3, batch_size=8, max_turns=9, swift_args=["--output_dir", "/x"]
+    )
+    flags = _flags(plan.command)
+    assert flags["--max_steps"] == "7" and flags["--num_generations"] == "3"
+    assert flags["--per_device_train_batch_size"] == "6"  # whole groups only
+    assert flags["--max_turns"] == "3"  # never past the environment's limit
+    assert plan.command[-2:] == ["--output_dir", "/x"] and plan.run_dir == Path("/x")
+
+
+def test_only_train_takes_flags_after_double_dash(capsys):
+    try:
+        main(["plugin-path", "--", "--x"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "only `train`" in capsys.readouterr().err
+
+
+LOGGED = {
+    "loss": 0.0,
+    "tools/calls_per_trajectory": 0.75,
+    "turns": 1.75,
+    "rlfactory/tool_use": 0.75,
+    "rlfactory/em": 0.5,
+    "rlfactory/format": 0.5,
+    "reward": 0.675,
+    "reward_std": 0.5,
+    "step_time": 81.2,
+    "global_step/max_steps": "2/3",
+}
+
+
+def test_steps_are_read_from_logging_jsonl_and_printed_on_one_line(tmp_path: Path):
+    log = tmp_path / "logging.jsonl"
+    log.write_text(json.dumps(LOGGED) + "\n" + json.dumps({"train_runtime": 1.0}) + "\n" + '{"reward": 0.')
+    [record] = read_steps(log)  # the summary line and a half-written line are skipped
+    line = format_step(record)
+    assert line.startswith("step   2/3 · reward 0.675 ± 0.500 · em 0.50 format 0.50 tool_use 0.75")
+    assert "tool calls/traj 0.75" in line and line.endswith("81 s")
+    assert read_steps(tmp_path / "missing.jsonl") == []
+
+
+def _trajectory(step: int, total: float, calls: int) -> dict:
+    call = {"tool": "calculate", "arguments": {"expression": "37 * 12"}, "observation": "444", "error": None}
+    return {
+        "step": step,
+        "messages": [
+            {"role": "system", "content": "prompt"},
+            {"role": "user", "content": "What is 37 * 12?"},
+            *(
+                [{"role": "assistant", "content": "<tool_call>..."}, {"role": "tool", "content": "444"}]
+                * calls
+            ),
+            {"role": "assistant", "content": "<answer>444</answer>"},
+        ],
+        "tool_calls": [{**call, "turn": 1, "latency_s": 0.001}] * calls,
+        "stop_reason": "answer",
+        "row": {"solution": "444"},
+        "rewards": {"em": 1.0, "format": 1.0, "tool_use": float(calls > 0), "total": total},
+    }
+
+
+def test_the_sample_is_from_the_last_step_and_prefers_tool_use():
+    trajectories = [
+        _trajectory(0, 1.3, 1),
+        _trajectory(2, 1.2, 0),
+        _trajectory(2, 0.1, 1),
+        _trajectory(1, 1.3, 1),
+    ]
+    assert pick_trajectory(trajectories) is trajectories[2]
+    assert pick_trajectory([]) is None
+    console = Console(record=True, width=120)
+    console.print(render_trajectory(trajectories[3]))
+    text = console.export_text()
+    assert "step 2" in text and 'calculate({"expression": "37 * 12"}) → 444' in text
+    assert "<answer>444</answer>" in text and "solution   444" in text and "reward     1.30" in text
