@@ -1,49 +1,26 @@
-"""The baseline for rollout benchmarks: tools executed synchronously inside ``step()``.
+"""ms-swift plugin of the rollout benchmarks: ``rlfactory`` plus the baseline and a timing probe.
 
-This is the pattern of ms-swift's example ``ToolCallScheduler`` (and RL-Factory's ms-swift plugin): the
-driver calls ``step()`` for one trajectory after another, and each ``step()`` runs that trajectory's tool
-calls one at a time before returning. Everything else - prompt rendering, parsing, the tools themselves,
-the executor - is the ``rlfactory`` scheduler's, so a benchmark measures scheduling alone.
+    --external_plugins benchmarks/baseline_plugin.py \
+    --multi_turn_scheduler sync_tools|rlfactory --callbacks rlfactory rollout_probe
 
-    --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler sync_tools
+* ``--multi_turn_scheduler sync_tools``: :class:`baseline_scheduler.SyncToolScheduler`, tools run one by
+  one inside ``step()`` (ms-swift's example pattern); ``rlfactory`` stays registered as our plugin does it.
+* ``--callbacks rollout_probe``: :class:`rollout_probe.ProbeCallback`, per-step generation and tool-phase
+  times in ``<output_dir>/rollout_timeline.jsonl``, the same clocks for either scheduler.
+
+ms-swift imports this file with its folder first on ``sys.path``, which is how the two modules next to it
+are found.
 """
 
 from __future__ import annotations
 
+from baseline_scheduler import SyncToolScheduler
+from rollout_probe import ProbeCallback
+from swift.callbacks import callbacks_map
 from swift.rollout import multi_turns
 
-from swift_rlfactory.adapters.swift import RUN, RLFactoryScheduler
-from swift_rlfactory.plugin import register
-from swift_rlfactory.rollout.episode import record_dicts
-
-
-class SyncToolScheduler(RLFactoryScheduler):
-    """``rlfactory`` with its tool calls moved into ``step()`` and run one after another."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.planned: dict[str, list] = {}
-
-    async def on_turn_end(self, infer_request, response_choice, current_turn):
-        episode = self.episodes.get(infer_request.uuid)
-        if episode is None:
-            await self.on_trajectory_start([infer_request])
-            episode = self.episodes[infer_request.uuid]
-        env = RUN.env(episode.env_path)
-        plan = self._plan(response_choice, current_turn, env, episode)
-        if plan.finished:
-            return self._finish(infer_request, episode, plan.stop_reason, current_turn)
-        self.planned[infer_request.uuid] = plan.calls
-        return {"done": False}
-
-    def step(self, infer_request, response_choice, current_turn):
-        episode = self.episodes[infer_request.uuid]
-        env = RUN.env(episode.env_path)
-        records = [env.executor.execute([call])[0] for call in self.planned.pop(infer_request.uuid)]
-        episode.calls.extend(record_dicts(records, current_turn))
-        episode.pending = records
-        return super().step(infer_request, response_choice, current_turn)
-
+from swift_rlfactory.adapters.swift import register
 
 register()
 multi_turns["sync_tools"] = SyncToolScheduler
+callbacks_map["rollout_probe"] = ProbeCallback

@@ -46,8 +46,12 @@ def make_executor(backend: str, sessions: int) -> ToolExecutor:
         provider = PythonProvider([sleep])
     else:
         server = ROOT / "tests" / "servers" / "slow_server.py"
-        provider = McpProvider("slow", McpServerConfig(command=sys.executable, args=[str(server)], sessions=sessions))
-    return ToolExecutor([provider], Limits(max_concurrency=4096, call_timeout_s=600, max_output_tokens=None)).start()
+        provider = McpProvider(
+            "slow", McpServerConfig(command=sys.executable, args=[str(server)], sessions=sessions)
+        )
+    return ToolExecutor(
+        [provider], Limits(max_concurrency=4096, call_timeout_s=600, max_output_tokens=None)
+    ).start()
 
 
 def timed(executor: ToolExecutor, n: int, latency: float) -> float:
@@ -62,7 +66,9 @@ def timed(executor: ToolExecutor, n: int, latency: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backend", choices=["python", "mcp"], default="mcp")
     parser.add_argument("--sessions", type=int, default=4, help="MCP client sessions (server processes)")
     parser.add_argument("--calls", type=int, nargs="+", default=[64, 256, 1024])
@@ -80,9 +86,7 @@ def main() -> None:
         print(f"backend={args.backend} sessions={args.sessions if args.backend == 'mcp' else '-'}")
         print(header)
         for latency in args.latency:
-            per_call = statistics.median(
-                timed(executor, 1, latency) for _ in range(args.serial_sample)
-            )
+            per_call = statistics.median(timed(executor, 1, latency) for _ in range(args.serial_sample))
             for n in args.calls:
                 wall = statistics.median(timed(executor, n, latency) for _ in range(args.repeats))
                 serial = per_call * n

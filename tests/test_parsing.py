@@ -52,6 +52,32 @@ def test_unreadable_calls_become_errors_not_exceptions(body, message):
     assert call.error is not None and message in call.error
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "calculate", "arguments": {"expression": "37 * 12"}}',
+        '```json\n{\n  "name": "calculate",\n  "arguments": {\n    "expression": "37 * 12"\n  }\n}\n```',
+        '<think>\n\n</think>\n\n{"name": "calculate", "arguments": {"expression": "37 * 12"}}\n',
+    ],
+)
+def test_a_reply_that_is_only_a_call_object_is_a_call(text):
+    [call] = parse_tool_calls(text)  # hermes without its tags, as Qwen2.5-Coder-0.5B writes it
+    assert (call.name, call.arguments, call.error) == ("calculate", {"expression": "37 * 12"}, None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'The call would be {"name": "calculate", "arguments": {"expression": "1"}}',  # prose around it
+        '{"name": "calculate", "arguments": "1 + 2"}',  # arguments not an object
+        '{"answer": 444}',  # JSON, but not a call
+        "{'name': 'calculate', 'arguments': {}}",  # not strict JSON: only tagged blocks get repaired
+    ],
+)
+def test_other_text_with_json_is_not_a_call(text):
+    assert parse_tool_calls(text) == []
+
+
 def test_plain_answer_has_no_calls():
     assert parse_tool_calls("<answer>42</answer>") == []
     assert not has_tool_call("<answer>42</answer>")

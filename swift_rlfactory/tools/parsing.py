@@ -7,7 +7,8 @@ The default format is hermes, used by Qwen2.5 and Qwen3 chat templates::
     </tool_call>
 
 Small models write near-JSON (single quotes, trailing commas, a missing brace, a code fence around the
-object); ``json-repair`` fixes what it can. Whatever still cannot be read becomes a :class:`ToolCall` with
+object); ``json-repair`` fixes what it can. Some also drop the tags: a reply that is nothing but one valid
+call object, ``{"name": ..., "arguments": {...}}`` (fenced or not), counts as that call. Whatever still cannot be read becomes a :class:`ToolCall` with
 ``error`` set, which the executor turns into an observation the model sees, never an exception.
 
 Other ms-swift agent templates parse through the template itself (see ``adapters.swift``); this module is
@@ -25,6 +26,7 @@ import json_repair
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
 
 
 @dataclass
@@ -43,8 +45,36 @@ def has_tool_call(text: str) -> bool:
 
 
 def parse_tool_calls(text: str) -> list[ToolCall]:
-    """Every ``<tool_call>`` block in ``text`` (an unclosed last block counts: generation may stop at it)."""
-    return [parse_call_body(body) for body in _TOOL_CALL.findall(text)]
+    """Every ``<tool_call>`` block in ``text`` (an unclosed last block counts: generation may stop at it).
+
+    Without any block, a reply that is only a call object is that one call (see :func:`parse_bare_call`).
+    """
+    blocks = _TOOL_CALL.findall(text)
+    if blocks:
+        return [parse_call_body(body) for body in blocks]
+    bare = parse_bare_call(text)
+    return [bare] if bare is not None else []
+
+
+def parse_bare_call(text: str) -> ToolCall | None:
+    """The call in a reply that is nothing but ``{"name": ..., "arguments": {...}}``, else ``None``.
+
+    Small models (Qwen2.5-Coder-0.5B, for one) write the hermes call object without its ``<tool_call>``
+    tags, sometimes in a code fence. Only strict JSON with a string ``name`` and an object of
+    ``arguments`` (or ``parameters``) counts, so prose, answers and stray JSON stay what they are.
+    """
+    body = _FENCE.sub("", _THINK.sub("", text).strip()).strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
+        return None
+    if not isinstance(obj.get("arguments", obj.get("parameters")), dict):
+        return None
+    return ToolCall(name=obj["name"], arguments=obj.get("arguments", obj.get("parameters")), raw=text)
 
 
 def parse_call_body(body: str) -> ToolCall:
