@@ -162,7 +162,7 @@ class ProbeCallback(TrainerCallback):
     def __init__(self, args: Any, trainer: Any):
         super().__init__(args, trainer)
         self.clock: RolloutClock | None = None
-        self._step_start = 0.0
+        self._step_start = self._step_cpu = 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
         scheduler = getattr(self.trainer, "multi_turn_scheduler", None)
@@ -170,12 +170,19 @@ class ProbeCallback(TrainerCallback):
             self.clock = RolloutClock(scheduler)
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self._step_start = time.perf_counter()
+        self._step_start, self._step_cpu = time.perf_counter(), time.process_time()
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.clock is None:
             return
-        row = {"step": state.global_step, "step_wall_s": time.perf_counter() - self._step_start}
+        row = {
+            "step": state.global_step,
+            "step_wall_s": time.perf_counter() - self._step_start,
+            # CPU seconds of this process (all threads): on a shared machine, wall time that grows while
+            # this stays put is other processes' load, not this step's work.
+            "step_cpu_s": time.process_time() - self._step_cpu,
+            "load_avg_1m": os.getloadavg()[0],
+        }
         row.update(self.clock.take().to_dict())
         with open(os.path.join(args.output_dir, TIMELINE_FILE), "a") as f:
             f.write(json.dumps(row) + "\n")
