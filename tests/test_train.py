@@ -10,6 +10,7 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from swift_rlfactory.cli import main
@@ -88,11 +89,9 @@ def test_flags_override_the_profile_and_pass_through_comes_last():
 
 
 def test_only_train_takes_flags_after_double_dash(capsys):
-    try:
+    with pytest.raises(SystemExit) as exit_info:
         main(["plugin-path", "--", "--x"])
-    except SystemExit as exc:
-        assert exc.code == 2
-    assert "only `train`" in capsys.readouterr().err
+    assert exit_info.value.code == 2 and "only `train`" in capsys.readouterr().err
 
 
 LOGGED = {
