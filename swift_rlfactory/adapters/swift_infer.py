@@ -22,7 +22,7 @@ from typing import Any
 from swift.infer_engine import InferRequest, RequestConfig
 
 from ..rollout.episode import Generation, Messages
-from .swift_template import set_system_prompt, turn_end_id
+from .swift_template import turn_end_id, with_system_prompt
 
 ENGINES = ("transformers", "vllm")
 
@@ -108,9 +108,7 @@ class SwiftPolicy:
         self, messages: Messages, system_prompt: str | None, tools: list[dict] | None
     ) -> Messages:
         """The first prompt of an episode: the row's messages with the system prompt and tools merged in."""
-        messages = [dict(m) for m in messages]
-        set_system_prompt(messages, self.template, system_prompt, tools)
-        return messages
+        return with_system_prompt(messages, self.template, system_prompt, tools)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` (exact observation truncation, as in training)."""

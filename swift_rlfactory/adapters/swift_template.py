@@ -21,6 +21,15 @@ from typing import Any
 TURN_END = "<|im_end|>"
 
 
+def with_system_prompt(
+    messages: list[dict[str, Any]], template: Any, prompt: str | None, tools: list[dict] | None
+) -> list[dict[str, Any]]:
+    """A copy of ``messages`` with :func:`set_system_prompt` applied: an episode's first prompt."""
+    messages = [dict(m) for m in messages]
+    set_system_prompt(messages, template, prompt, tools)
+    return messages
+
+
 def set_system_prompt(
     messages: list[dict[str, Any]], template: Any, prompt: str | None, tools: list[dict] | None
 ) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from ..adapters.swift_template import TURN_END, set_system_prompt, template_by_name
+from ..adapters.swift_template import TURN_END, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
 
 # Responses worth asking again: rate limits and server-side trouble.
@@ -97,9 +97,7 @@ class OpenAIChatPolicy:
         self, messages: Messages, system_prompt: str | None, tools: list[dict] | None
     ) -> Messages:
         """The first prompt of an episode: the row's messages with the system prompt and tools merged in."""
-        messages = [dict(m) for m in messages]
-        set_system_prompt(messages, self.template, system_prompt, tools)
-        return messages
+        return with_system_prompt(messages, self.template, system_prompt, tools)
 
     def new_episode(self) -> OpenAIEpisode:
         """A fresh per-trajectory generator."""

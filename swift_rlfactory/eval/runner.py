@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
@@ -29,6 +28,7 @@ from ..env.environment import Environment
 from ..retrieval.qa_data import convert_qa_record, load_qa
 from ..rewards import rules
 from ..rollout.episode import Generation, Messages, run_episode
+from ..rollout.log import append_lines
 from ..trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -156,13 +156,7 @@ class EvalLog:
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record as one line (one ``write``, so a crash tears at most the last line)."""
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
+        append_lines(self.path, json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
 
 def check_same_dataset(

@@ -31,12 +31,18 @@ class TrajectoryLog:
             json.dumps({"step": step, "time": now, **t.to_dict()}, ensure_ascii=False, default=str) + "\n"
             for t in trajectories
         )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, lines.encode())
-        finally:
-            os.close(fd)
+        append_lines(self.path, lines)
+
+
+def append_lines(path: Path, text: str) -> None:
+    """Append ``text`` with one ``write`` on an ``O_APPEND`` file: writers never interleave inside it, and a
+    crash tears at most the last line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 def read_trajectories(path: str | Path) -> list[dict]:
