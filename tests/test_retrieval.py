@@ -104,6 +104,22 @@ def test_bm25_finds_articles_from_title_free_clues(bm25: BM25Retriever) -> None:
     assert bm25.search(["qwxzzy"], topk=3) == [[]]
 
 
+def test_bm25_keeps_jax_off_the_gpu(tmp_path: Path) -> None:
+    # bm25s warms JAX up at import; on a GPU machine JAX would then take 75% of the GPU from vLLM.
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from swift_rlfactory.retrieval.corpus import Passage\n"
+        "from swift_rlfactory.retrieval.index import BM25Retriever\n"
+        "BM25Retriever([Passage('a', 'Alpha', 'first letter')], cache_dir=Path(sys.argv[1]))\n"
+        "print(os.environ.get('JAX_PLATFORMS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "cpu"
+
+
 def test_bm25_index_is_cached_on_disk(wiki: list[Passage], bm25: BM25Retriever, cache_dir: Path) -> None:
     start = time.perf_counter()
     reloaded = BM25Retriever(wiki, cache_dir=cache_dir / "retrieval")
