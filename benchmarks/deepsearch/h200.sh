@@ -22,7 +22,7 @@ case "$phase" in
   train)  # resumable: run it again to continue from the last checkpoint
     last=$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1 || true)
     resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last")
-    OUTPUT=/tmp/ds timeout 560 bash examples/deepsearch/train.sh --save_steps 20 "${resume[@]}" \
+    OUTPUT=/tmp/ds timeout "${TRAIN_TIMEOUT:-560}" bash examples/deepsearch/train.sh --save_steps 20 "${resume[@]}" \
       > "$out/train-$(date +%s).log" 2>&1 || true
     for d in /tmp/ds/v*; do cp "$d/logging.jsonl" "$out/logging-$(basename "$d" | cut -d- -f1).jsonl"; done ;;
   eval-trained)

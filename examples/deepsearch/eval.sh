@@ -7,6 +7,6 @@ OUT=${1:?usage: eval.sh OUT_DIR}
 DATASET=${DATASET:-examples/deepsearch/data/test.jsonl}
 args=(--env examples/deepsearch/env.yaml --model "$MODEL" --model-type "${MODEL_TYPE:-qwen2}"
       --template "${TEMPLATE:-qwen2_5}" --engine "${ENGINE:-vllm}" --dataset "$DATASET" --output "$OUT"
-      --samples "${SAMPLES:-1}" --temperature "${TEMPERATURE:-0}" --max-tokens 256)
+      --samples "${SAMPLES:-1}" --temperature "${TEMPERATURE:-0}" --max-tokens 256 --max-length 4096 --concurrency 64)
 [ -n "${ADAPTERS:-}" ] && args+=(--adapters "$ADAPTERS")
 python3 -m swift_rlfactory.cli eval "${args[@]}"

@@ -8,7 +8,7 @@ MODEL=${MODEL:?set MODEL to a model folder or hub id}
 MODEL_TYPE=${MODEL_TYPE:-qwen2}
 TEMPLATE=${TEMPLATE:-qwen2_5}
 OUTPUT=${OUTPUT:-output/deepsearch}
-STEPS=${STEPS:-120}
+STEPS=${STEPS:-100}
 SWIFT=${SWIFT:-"python3 -m swift.cli.rlhf"}
 
 export RLFACTORY_ENV=${RLFACTORY_ENV:-examples/deepsearch/env.yaml}
@@ -19,11 +19,11 @@ $SWIFT --rlhf_type grpo \
   --multi_turn_scheduler rlfactory --max_turns 4 \
   --reward_funcs rlfactory --callbacks rlfactory \
   --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.35 \
-  --vllm_max_model_len 6144 --vllm_enforce_eager true \
+  --vllm_max_model_len 4096 --vllm_enforce_eager true \
   --tuner_type lora --lora_rank 32 --lora_alpha 64 --target_modules all-linear \
-  --torch_dtype bfloat16 --beta 0 --learning_rate 5e-5 --warmup_ratio 0.02 \
-  --temperature 1.0 --num_generations 8 --per_device_train_batch_size 32 \
-  --max_completion_length 256 --max_length 6144 \
-  --max_steps "$STEPS" --logging_steps 1 --save_steps 40 --save_total_limit 3 \
+  --torch_dtype bfloat16 --beta 0 --learning_rate 2e-5 --warmup_ratio 0.02 \
+  --temperature 1.0 --num_generations 8 --per_device_train_batch_size 8 --gradient_accumulation_steps 4 \
+  --max_completion_length 256 --max_length 4096 \
+  --max_steps "$STEPS" --logging_steps 1 --save_steps 20 --save_total_limit 3 \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 \
   --report_to none --check_model false --seed 42 "$@"
