@@ -22,9 +22,12 @@ case "$phase" in
   train)  # resumable: run it again to continue from the last checkpoint
     last=$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1 || true)
     resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last")
-    OUTPUT=/tmp/ds timeout "${TRAIN_TIMEOUT:-560}" bash examples/deepsearch/train.sh --save_steps 20 "${resume[@]}" \
+    copy_logs() { for d in /tmp/ds/v*; do cp "$d/logging.jsonl" "$out/logging-${d##*/}.jsonl" 2>/dev/null || true; done; }
+    # Copy the step logs every 15 s: a device command cut short (time limit, budget) still returns them.
+    (while sleep 15; do copy_logs; done) & copier=$!
+    OUTPUT=/tmp/ds timeout "${TRAIN_TIMEOUT:-560}" bash examples/deepsearch/train.sh "${resume[@]}" \
       > "$out/train-$(date +%s).log" 2>&1 || true
-    for d in /tmp/ds/v*; do cp "$d/logging.jsonl" "$out/logging-$(basename "$d" | cut -d- -f1).jsonl"; done ;;
+    kill "$copier"; copy_logs ;;
   eval-trained)
     ckpt=$(ls -d /tmp/ds/v*/checkpoint-* | sort -t- -k2 -n | tail -1)
     echo "$ckpt" > "$out/checkpoint.txt"
