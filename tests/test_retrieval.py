@@ -250,6 +250,59 @@ def test_data_builder_is_deterministic_and_matches_the_committed_test_set(
     assert len(holdout) == 40 and {row["hops"] for row in holdout} == {1, 2}
 
 
+@pytest.fixture(scope="module")
+def build_sft() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("deepsearch_build_sft", EXAMPLE / "build_sft.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_warm_start_episodes_read_their_answer_off_a_real_search(
+    build_sft: ModuleType,
+    bm25: BM25Retriever,
+    cache_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from swift_rlfactory.tools.parsing import parse_tool_calls
+
+    monkeypatch.setenv("RLFACTORY_CACHE", str(cache_dir))  # the MCP server reuses the module's BM25 index
+    (tmp_path / "env.yaml").write_text((EXAMPLE / "env.yaml").read_text())
+    train = read_jsonl(EXAMPLE / "data" / "train.jsonl")
+    unanswerable = {
+        **train[0],
+        "solution": "No Such Article",
+        "golden_answers": ["No Such Article"],
+        "messages": [{"role": "user", "content": "What is the article this corpus does not hold?"}],
+    }
+    rows = [*train[:60], unanswerable]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "sft.jsonl"
+    build_sft.main(
+        ["--env", str(tmp_path / "env.yaml"), "--dataset", str(tmp_path / "rows.jsonl"), "--out", str(out)]
+    )
+
+    episodes = read_jsonl(out)
+    by_question = {e["messages"][1]["content"]: e["messages"] for e in episodes}
+    assert len(episodes) >= 42 and unanswerable["messages"][0]["content"] not in by_question
+    assert any(len(m) == 7 for m in by_question.values())  # some kept two-search episodes
+    for row in rows[:-1]:
+        messages = by_question.get(row["messages"][0]["content"])
+        if messages is None:
+            continue
+        system, calls, tools = messages[0]["content"], messages[2:-1:2], messages[3:-1:2]
+        assert system.startswith("You answer questions by searching") and '"name": "search"' in system
+        assert messages[-1] == {"role": "assistant", "content": f"<answer>{row['solution']}</answer>"}
+        assert {m["role"] for m in calls} == {"assistant"} and {m["role"] for m in tools} == {"tool"}
+        queries = [parse_tool_calls(m["content"])[0].arguments["query"] for m in calls]
+        assert all(row["solution"] not in q for q in queries)  # queries come from the question, not the gold
+        assert f'(Title: "{row["solution"]}")' in tools[-1]["content"]  # read off the last observation
+        if row["hops"] == 2:
+            assert len(queries) == 2 and f'(Title: "{row["support"][0]}")' in tools[0]["content"]
+
+
 def test_committed_splits_are_disjoint_and_in_ms_swift_format(build_data: ModuleType) -> None:
     splits = {name: read_jsonl(EXAMPLE / "data" / f"{name}.jsonl") for name in ("train", "test")}
     assert [len(rows) for rows in splits.values()] == [2000, 300]

@@ -1,0 +1,137 @@
+"""Warm-start data for DeepSearch: scripted search trajectories, written as ms-swift SFT rows.
+
+Why: a 0.5B model given only the system prompt almost never calls ``search`` (1 malformed call in 12
+episodes, see benchmarks/deepsearch/README.md), so GRPO's groups hold no trajectory that searched and
+answered right, and there is nothing to reinforce. A short SFT on demonstrations of the protocol fixes the
+format; GRPO then learns the part demonstrations cannot teach well (which query, which passage).
+
+Each train question becomes a scripted episode run against the environment's REAL tool (the MCP search
+server of ``env.yaml``, through the same executor, cache and observation truncation as training):
+
+* single-hop - search the question's keywords; if the answer's article is not among the passages, search
+  again with its first five keywords (a demonstration of re-searching);
+* two-hop - search the keywords of the clue after "... of the thing that", read the bridge article's
+  title from the passages, then search the answer's description plus that title.
+
+An episode is kept only when the answer's article came back in a passage, and it ends with
+``<answer>TITLE</answer>``: every demonstrated answer is read off an observation, never invented. Queries
+are built from the question text alone; the gold title is used only to check the passages. Rows carry the
+environment's system prompt with the tool schemas rendered by the template's own agent template - the
+exact system text the ``rlfactory`` scheduler puts in front of every rollout - and ``tool`` messages
+exactly as the scheduler appends them, so SFT and GRPO see one prompt format::
+
+    python examples/deepsearch/build_sft.py --out /tmp/sft.jsonl          # from data/train.jsonl
+    swift sft --dataset /tmp/sft.jsonl --tuner_type lora ...              # benchmarks/deepsearch/h200.sh
+
+Only the train split is used; test and holdout answers never appear (build_data.py splits by answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from bm25s.stopwords import STOPWORDS_EN
+
+from swift_rlfactory.adapters.swift_template import template_by_name, with_system_prompt
+from swift_rlfactory.env.environment import Environment
+from swift_rlfactory.eval.runner import load_rows, question_of
+from swift_rlfactory.rollout.episode import tool_messages
+from swift_rlfactory.tools.parsing import ToolCall
+
+HERE = Path(__file__).parent
+STOPWORDS = frozenset(STOPWORDS_EN) | {"what", "who", "which", "from", "its", "were"}
+MAX_QUERY_WORDS = 10
+_WORD = re.compile(r"[\w'-]+")
+_TWO_HOP = re.compile(
+    r"^Which (?P<description>.+?) is mentioned in the encyclopedia summary of the \w+ that (?P<clue>.+?)\??$"
+)
+_TITLE = re.compile(r'Doc \d+\(Title: "(?P<title>[^"]*)"\)')
+
+
+def keywords(text: str, limit: int = MAX_QUERY_WORDS) -> str:
+    """The first ``limit`` non-stopwords of ``text``, in order: a BM25 query a model can learn to write."""
+    words = [w for w in _WORD.findall(text) if w.lower() not in STOPWORDS]
+    return " ".join(words[:limit])
+
+
+def call_text(query: str) -> str:
+    """An assistant turn that calls ``search``, in the exact format the system prompt asks for."""
+    body = json.dumps({"name": "search", "arguments": {"query": query}}, ensure_ascii=False)
+    return f"<tool_call>\n{body}\n</tool_call>"
+
+
+def titles(observation: str) -> list[str]:
+    """The article titles of a search observation, best first."""
+    return [m["title"] for m in _TITLE.finditer(observation)]
+
+
+class Demonstrator:
+    """Runs scripted episodes against a started environment's executor."""
+
+    def __init__(self, env: Environment):
+        self.env = env
+
+    def search(self, query: str) -> tuple[list[dict[str, Any]], list[str]]:
+        """One search turn: the assistant message, its tool message(s), and the titles that came back."""
+        records = self.env.executor.execute([ToolCall("search", {"query": query})])
+        turn = [{"role": "assistant", "content": call_text(query)}, *tool_messages(records)]
+        return turn, [t for r in records if r.ok for t in titles(r.observation)]
+
+    def episode(self, row: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The scripted conversation after the user turn, or ``None`` when the answer was never retrieved."""
+        question, answer = question_of(row), row["solution"]
+        two_hop = _TWO_HOP.match(question) if row.get("hops") == 2 else None
+        if two_hop:
+            first, found = self.search(keywords(two_hop["clue"]))
+            bridge = row["support"][0]
+            if bridge not in found:
+                return None
+            second, found = self.search(f"{keywords(two_hop['description'], 6)} {bridge}")
+            turns = first + second
+        else:
+            turns, found = self.search(keywords(question))
+            if answer not in found:
+                retry, found = self.search(keywords(question, 5))
+                turns += retry
+        if answer not in found:
+            return None
+        return [*turns, {"role": "assistant", "content": f"<answer>{answer}</answer>"}]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Write one SFT row per train question whose scripted episode retrieved the answer."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--env", type=Path, default=HERE / "env.yaml")
+    parser.add_argument("--dataset", type=Path, default=HERE / "data" / "train.jsonl")
+    parser.add_argument("--template", default="qwen2_5", help="ms-swift template of the model to train")
+    parser.add_argument("--limit", type=int, help="use only the first N questions")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    template = template_by_name(args.template)
+    rows = load_rows(args.dataset, args.limit)
+    kept = searches = 0
+    with Environment.load(args.env) as env:
+        system = with_system_prompt([], template, env.system_prompt, env.tool_schemas())
+        demonstrator = Demonstrator(env)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with args.out.open("w", encoding="utf-8") as out:
+            for row in rows:
+                turns = demonstrator.episode(row)
+                if turns is None:
+                    continue
+                user = {"role": "user", "content": question_of(row)}
+                out.write(json.dumps({"messages": [*system, user, *turns]}, ensure_ascii=False) + "\n")
+                kept += 1
+                searches += sum(m["role"] == "tool" for m in turns)
+    print(f"{kept}/{len(rows)} questions kept, {searches / max(kept, 1):.2f} searches each -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
