@@ -483,6 +483,16 @@ def render_trajectory(trajectory: dict) -> Panel:
     return Panel(lines, title=title, title_align="left")
 
 
+def last_checkpoint(run_dir: Path) -> Path | None:
+    """The run's latest LoRA checkpoint folder, by step number (``checkpoint-100`` after ``checkpoint-80``)."""
+    steps: dict[int, Path] = {}
+    for adapter in run_dir.glob("checkpoint-*/adapter_model.safetensors"):
+        step = adapter.parent.name.removeprefix("checkpoint-")
+        if step.isdigit():
+            steps[int(step)] = adapter.parent
+    return steps[max(steps)] if steps else None
+
+
 def _print_summary(run_dir: Path, elapsed: float, console: Console) -> None:
     steps = read_steps(run_dir / "logging.jsonl")
     if len(steps) > 1:
@@ -499,7 +509,7 @@ def _print_summary(run_dir: Path, elapsed: float, console: Console) -> None:
         if sample is not None:
             console.print(render_trajectory(sample))
         console.print(f"{len(trajectories)} trajectories in {trajectories_path}")
-    adapters = sorted(run_dir.glob("checkpoint-*/adapter_model.safetensors"))
-    if adapters:
-        console.print(f"LoRA adapter: {adapters[-1].parent}")
+    adapter = last_checkpoint(run_dir)
+    if adapter is not None:
+        console.print(f"LoRA adapter: {adapter}")
     console.print(f"[bold green]done[/] in {elapsed:.0f} s")

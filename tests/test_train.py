@@ -23,6 +23,7 @@ from swift_rlfactory.train import (
     arithmetic_problems,
     build_dataset,
     format_step,
+    last_checkpoint,
     pick_trajectory,
     plan_run,
     read_steps,
@@ -136,6 +137,15 @@ def _trajectory(step: int, total: float, calls: int) -> dict:
         "row": {"solution": "444"},
         "rewards": {"em": 1.0, "format": 1.0, "tool_use": float(calls > 0), "total": total},
     }
+
+
+def test_last_checkpoint_is_the_highest_step_not_the_last_name(tmp_path: Path):
+    assert last_checkpoint(tmp_path) is None
+    for step in (20, 80, 100):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "adapter_model.safetensors").touch()
+    (tmp_path / "checkpoint-120").mkdir()  # being written: no adapter yet
+    assert last_checkpoint(tmp_path) == tmp_path / "checkpoint-100"
 
 
 def test_the_sample_is_from_the_last_step_and_prefers_tool_use():

@@ -32,7 +32,7 @@ case "$phase" in
     cp /tmp/sft/v*/logging.jsonl "$out/logging-sft.jsonl" ;;
   eval-sft) evaluate sft /tmp/qwen05-sft ;;
   train)  # resumable: run it again to continue from the last checkpoint
-    last=$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1 || true)
+    last=$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -V | tail -1 || true)
     resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last")
     copy_logs() { for d in /tmp/ds/v*; do cp "$d/logging.jsonl" "$out/logging-${d##*/}.jsonl" 2>/dev/null || true; done; }
     # Copy the step logs every 15 s: a device command cut short (time limit, budget) still returns them.
@@ -41,7 +41,7 @@ case "$phase" in
       > "$out/train-$(date +%s).log" 2>&1 || true
     kill "$copier"; copy_logs ;;
   eval-trained)
-    ckpt=$(ls -d /tmp/ds/v*/checkpoint-* | sort -t- -k2 -n | tail -1)
+    ckpt=$(ls -d /tmp/ds/v*/checkpoint-* | sort -V | tail -1)
     echo "$ckpt" > "$out/checkpoint.txt"
     evaluate trained /tmp/qwen05-sft "$ckpt" ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;

@@ -18,6 +18,6 @@ $SWIFT.sft --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" --
   --torch_dtype bfloat16 --learning_rate 1e-4 --warmup_ratio 0.05 --num_train_epochs 2 \
   --per_device_train_batch_size 16 --max_length 4096 --logging_steps 5 --save_only_model true \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 --report_to none --seed 42 "$@"
-ckpt=$(ls -d "$OUTPUT"/v*/checkpoint-* | sort -t- -k2 -n | tail -1)
+ckpt=$(ls -d "$OUTPUT"/v*/checkpoint-* | sort -V | tail -1)
 $SWIFT.export --adapters "$ckpt" --merge_lora true --output_dir "$OUTPUT/merged"
 echo "merged $ckpt -> $OUTPUT/merged"
