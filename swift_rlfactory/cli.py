@@ -242,6 +242,32 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     ev.set_defaults(func=_eval)
 
 
+def _select(args: argparse.Namespace) -> int:
+    from .eval.select import select
+
+    kept, scored = select(args.eval, args.dataset, args.out, args.metric, args.low, args.high)
+    console.print(
+        f"{kept} of {scored} scored questions have a {args.metric} rate in ({args.low:g}, {args.high:g}) -> {args.out}"
+    )
+    return 0 if kept else 1
+
+
+def _add_select_parser(sub: argparse._SubParsersAction) -> None:
+    sel = sub.add_parser(
+        "select",
+        help="keep the questions an evaluation sometimes solved (GRPO data with a learning signal)",
+        description="Read an `eval` run (several samples per question) and write the dataset rows whose mean "
+        "metric over samples lies strictly between --low and --high: the groups GRPO gets a gradient from.",
+    )
+    sel.add_argument("--eval", type=Path, required=True, help="the eval run's --output folder")
+    sel.add_argument("--dataset", type=Path, required=True, help="the dataset that run evaluated")
+    sel.add_argument("--out", type=Path, required=True, help="JSONL file for the kept rows")
+    sel.add_argument("--metric", default="em", help="episode metric to average (default em)")
+    sel.add_argument("--low", type=float, default=0.0, help="keep rates above this (default 0)")
+    sel.add_argument("--high", type=float, default=1.0, help="keep rates below this (default 1)")
+    sel.set_defaults(func=_select)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(prog="swift-rlfactory", description=__doc__.split("\n\n")[0])
@@ -262,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_train_parser(sub)
     _add_eval_parser(sub)
+    _add_select_parser(sub)
     sub.add_parser("plugin-path", help="print the file for --external_plugins").set_defaults(
         func=_plugin_path
     )

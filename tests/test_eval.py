@@ -292,6 +292,43 @@ def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
     assert "EM" in printed
 
 
+def test_select_keeps_the_questions_an_eval_run_sometimes_solved(local_runs: dict[str, Any], capsys):
+    from swift_rlfactory.cli import main
+
+    out, dataset = local_runs["out"], local_runs["out"].parent / "test.jsonl"
+    rates: dict[str, list[float]] = {}
+    for line in read_trajectories(out / "trajectories.jsonl"):
+        rates.setdefault(line["question"], []).append(line["metrics"]["em"])
+    mixed = [q for q, ems in rates.items() if 0 < sum(ems) / len(ems) < 1]
+    code = main(["select", "--eval", str(out), "--dataset", str(dataset), "--out", str(out / "grpo.jsonl")])
+    assert code == (0 if mixed else 1), capsys.readouterr().out
+    kept = [row["messages"][0]["content"] for row in load_rows(out / "grpo.jsonl")]
+    assert sorted(kept) == sorted(mixed)
+
+
+def test_select_filters_by_solve_rate_and_refuses_another_dataset(tmp_path: Path):
+    from swift_rlfactory.eval.select import select
+
+    rows = [{"messages": [{"role": "user", "content": f"q{i}"}], "solution": "a"} for i in range(4)]
+    dataset = tmp_path / "pool.jsonl"
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    log = EvalLog(tmp_path / "run" / "trajectories.jsonl")
+    log.path.parent.mkdir()
+    for index, ems in enumerate([(1.0, 1.0), (1.0, 0.0), (0.0, 0.0)]):  # q3 was never scored
+        for sample, em in enumerate(ems):
+            log.append({**record(index, sample, em), "question": f"q{index}"})
+    assert select(tmp_path / "run", dataset, tmp_path / "grpo.jsonl") == (1, 3)
+    assert load_rows(tmp_path / "grpo.jsonl") == [rows[1]]
+    assert select(tmp_path / "run", dataset, tmp_path / "all.jsonl", low=-1, high=2) == (3, 3)
+
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**rows[0], "messages": [{"role": "user", "content": "x"}]}) + "\n")
+    with pytest.raises(ValueError, match="use another --output"):
+        select(tmp_path / "run", other, tmp_path / "x.jsonl")
+    with pytest.raises(ValueError, match="no metric 'reward'"):
+        select(tmp_path / "run", dataset, tmp_path / "x.jsonl", metric="reward")
+
+
 # -- pure parts ---------------------------------------------------------------------------------------
 def record(index: int, sample: int, em: float, calls: int = 1, errors: int = 0) -> dict[str, Any]:
     return {

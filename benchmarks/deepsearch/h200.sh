@@ -2,8 +2,11 @@
 # The committed DeepSearch run on one H200, phase by phase (each phase is one device command of < 10 min;
 # /tmp persists between them while the machine stays warm). From the repository root, after the GPU kit
 # of ../shared/gpu/README.md is installed (/tmp/site, /tmp/qwen05):
-#   bash benchmarks/deepsearch/h200.sh prepare|eval-base|sft|eval-sft|train|eval-trained  OUT_DIR
+#   bash benchmarks/deepsearch/h200.sh prepare|eval-base|sft|eval-sft|select|train|eval-trained  OUT_DIR
 # The recipe is base -> warm-start SFT (sft.sh, merged into /tmp/qwen05-sft) -> GRPO from the SFT model.
+# The train split is cut in two: SFT demonstrations from the first 1,000 questions; GRPO on those of the
+# other 1,000 that the SFT model solves in some but not all of 4 samples (`swift-rlfactory select`), the
+# only groups GRPO gets a gradient from.
 # Each eval phase scores the test split and the never-committed holdout questions.
 set -euo pipefail
 phase=${1:?phase}; out=${2:?out dir}
@@ -22,22 +25,31 @@ evaluate() {  # NAME MODEL [ADAPTERS]: test split and holdout, logs and metrics 
   done
 }
 case "$phase" in
-  prepare)  # the held-out questions (never committed) and the BM25 index
+  prepare)  # the held-out questions (never committed), the SFT/GRPO halves of train, the BM25 index
     python3 examples/deepsearch/build_data.py --holdout 300 --train 0 --test 0 --out /tmp/holdout
+    mkdir -p /tmp/split
+    head -n 1000 examples/deepsearch/data/train.jsonl > /tmp/split/sft.jsonl
+    tail -n +1001 examples/deepsearch/data/train.jsonl > /tmp/split/pool.jsonl
     python3 -m swift_rlfactory.retrieval.server build --backend bm25 ;;
   eval-base) evaluate base /tmp/qwen05 ;;
   sft)
-    OUTPUT=/tmp/sft bash examples/deepsearch/sft.sh > "$out/sft.log" 2>&1
+    DATASET=/tmp/split/sft.jsonl OUTPUT=/tmp/sft bash examples/deepsearch/sft.sh > "$out/sft.log" 2>&1
     rm -rf /tmp/qwen05-sft && mv /tmp/sft/merged /tmp/qwen05-sft
     cp /tmp/sft/v*/logging.jsonl "$out/logging-sft.jsonl" ;;
   eval-sft) evaluate sft /tmp/qwen05-sft ;;
+  select)  # GRPO's questions: the pool questions the SFT model solves sometimes
+    MODEL=/tmp/qwen05-sft DATASET=/tmp/split/pool.jsonl SAMPLES=4 TEMPERATURE=1.0 \
+      bash examples/deepsearch/eval.sh /tmp/eval-pool > "$out/eval-pool.log" 2>&1
+    cp /tmp/eval-pool/metrics.json "$out/eval-pool.json"
+    python3 -m swift_rlfactory.cli select --eval /tmp/eval-pool --dataset /tmp/split/pool.jsonl \
+      --out /tmp/split/grpo.jsonl | tee "$out/select.log" ;;
   train)  # resumable: run it again to continue from the last checkpoint
     last=$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -V | tail -1 || true)
     resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last")
     copy_logs() { for d in /tmp/ds/v*; do cp "$d/logging.jsonl" "$out/logging-${d##*/}.jsonl" 2>/dev/null || true; done; }
     # Copy the step logs every 15 s: a device command cut short (time limit, budget) still returns them.
     (while sleep 15; do copy_logs; done) & copier=$!
-    MODEL=/tmp/qwen05-sft OUTPUT=/tmp/ds timeout "${TRAIN_TIMEOUT:-560}" bash examples/deepsearch/train.sh "${resume[@]}" \
+    MODEL=/tmp/qwen05-sft DATASET=/tmp/split/grpo.jsonl OUTPUT=/tmp/ds timeout "${TRAIN_TIMEOUT:-560}" bash examples/deepsearch/train.sh "${resume[@]}" \
       > "$out/train-$(date +%s).log" 2>&1 || true
     kill "$copier"; copy_logs ;;
   eval-trained)

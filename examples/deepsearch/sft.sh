@@ -9,9 +9,10 @@ MODEL=${MODEL:?set MODEL to a model folder or hub id}
 MODEL_TYPE=${MODEL_TYPE:-qwen2}
 TEMPLATE=${TEMPLATE:-qwen2_5}
 OUTPUT=${OUTPUT:-output/deepsearch-sft}
+DATASET=${DATASET:-examples/deepsearch/data/train.jsonl}
 SWIFT=${SWIFT:-"python3 -m swift.cli"}
 
-python3 examples/deepsearch/build_sft.py --template "$TEMPLATE" --out "$OUTPUT/sft.jsonl"
+python3 examples/deepsearch/build_sft.py --dataset "$DATASET" --template "$TEMPLATE" --out "$OUTPUT/sft.jsonl"
 $SWIFT.sft --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" --check_model false \
   --dataset "$OUTPUT/sft.jsonl" \
   --tuner_type lora --lora_rank 32 --lora_alpha 64 --target_modules all-linear \

@@ -9,12 +9,13 @@ MODEL_TYPE=${MODEL_TYPE:-qwen2}
 TEMPLATE=${TEMPLATE:-qwen2_5}
 OUTPUT=${OUTPUT:-output/deepsearch}
 STEPS=${STEPS:-100}
+DATASET=${DATASET:-examples/deepsearch/data/train.jsonl}
 SWIFT=${SWIFT:-"python3 -m swift.cli.rlhf"}
 
 export RLFACTORY_ENV=${RLFACTORY_ENV:-examples/deepsearch/env.yaml}
 $SWIFT --rlhf_type grpo \
   --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" \
-  --dataset examples/deepsearch/data/train.jsonl \
+  --dataset "$DATASET" \
   --external_plugins swift_rlfactory/plugin.py \
   --multi_turn_scheduler rlfactory --max_turns 4 \
   --reward_funcs rlfactory --callbacks rlfactory \
