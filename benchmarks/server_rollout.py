@@ -1,0 +1,206 @@
+"""Server mode: how much tool time hides behind generation when every trajectory is its own coroutine.
+
+``swift rollout --multi_turn_scheduler rlfactory`` serves a GRPO batch by awaiting ``scheduler.run()`` for
+every trajectory at once on one event loop (ms-swift's ``MultiTurnScheduler.async_infer``). A trajectory
+that waits for a tool yields the loop, so the engine keeps generating for the others: tool time overlaps
+generation instead of adding to it. This script drives exactly that ``run()`` with a real engine, on the same
+prompts, for both schedulers of ``rollout.py`` and each tool latency, alternating:
+
+* **a: ``sync_tools``** runs its calls inside ``step()``, a plain function: in server mode it blocks the event
+  loop, so generation of every other trajectory stops while one trajectory's tools run;
+* **b: ``rlfactory``** awaits its calls in ``on_turn_end``.
+
+Generation is greedy, so both schedulers and every latency see the same trajectories (checked: same number of
+calls). Reported per run: wall time of the whole batch, its ratio to the same scheduler's 0 s wall time (the
+issue's target: within 1.15x at 0.5 s), and the **hidden share** of tool time,
+``1 - (wall - wall at 0 s) / (sum of all call latencies)``: 1 when tools cost no wall time at all, 0 when
+every call's latency was added to the batch's time.
+
+CPU (the tiny test model, ms-swift's transformers engine batching up to ``--max-batch`` requests)::
+
+    python benchmarks/server_rollout.py --device cpu --out benchmarks/results/server-cpu
+
+GPU (the vLLM async engine that ``swift rollout`` uses; /tmp/qwen05 from ../shared/gpu/README.md)::
+
+    python benchmarks/server_rollout.py --device gpu --model /tmp/qwen05 --model-type qwen2 \\
+        --template qwen2_5 --trajectories 256 --out benchmarks/results/server-h200
+
+This measures the rollout side only; ``swift rollout`` + ``swift rlhf --vllm_mode server`` on two GPUs adds
+weight sync and the HTTP hop, not tool scheduling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent))
+
+from rollout import ROOT, TASKS, Task, machine, tiny_agent_model, use_latency  # noqa: E402
+
+
+def load_engine(args: argparse.Namespace) -> Any:
+    """The engine ``swift rollout`` would use on this device (vLLM async on GPU, transformers on CPU)."""
+    from swift_rlfactory.adapters.swift_infer import SwiftPolicy
+
+    policy = SwiftPolicy.load(
+        str(args.model),
+        engine="vllm" if args.device == "gpu" else "transformers",
+        model_type=args.model_type,
+        template=args.template,
+        max_tokens=args.max_tokens,
+        max_length=4096,
+        concurrency=args.max_batch,
+        seed=0,
+        gpu_memory_utilization=0.5,
+    )
+    return policy.engine
+
+
+def run_batch(scheduler_cls: type, engine: Any, task: Task, n: int, max_turns: int, max_tokens: int) -> dict:
+    """``n`` trajectories through ``scheduler.run()`` at once, as ``swift rollout`` serves a batch."""
+    from swift.infer_engine.protocol import RequestConfig, RolloutInferRequest
+
+    scheduler = scheduler_cls(infer_engine=engine, max_turns=max_turns)
+    requests = [
+        RolloutInferRequest(messages=[dict(m) for m in row["messages"]], uuid=f"srv-{i}")
+        for i, row in enumerate(task.rows(n))
+    ]
+    config = RequestConfig(max_tokens=max_tokens, temperature=0.0, return_details=True)
+
+    async def serve() -> list:
+        return await asyncio.gather(*(scheduler.run(r, config) for r in requests))
+
+    started = time.perf_counter()
+    outputs = asyncio.run(serve())
+    wall = time.perf_counter() - started
+    calls = [c for o in outputs for c in o.rollout_infos["rlfactory"]["tool_calls"]]
+    tokens = sum(len(ids) for o in outputs for ids in o.response_token_ids)
+    return {
+        "wall_s": wall,
+        "calls": len(calls),
+        "call_errors": sum(c["error"] is not None for c in calls),
+        "tool_s": sum(c["latency_s"] for c in calls),
+        "turns": sum(o.rollout_infos["num_turns"] for o in outputs),
+        "tokens": tokens,
+    }
+
+
+def add_ratios(rows: list[dict[str, Any]]) -> None:
+    """Wall time over the same scheduler's zero-latency wall time, and the hidden share of tool time."""
+    zero = {r["scheduler"]: r for r in rows if r["latency_s"] == 0}
+    for row in rows:
+        base = zero.get(row["scheduler"])
+        if base is None or row["latency_s"] == 0:
+            continue
+        row["x_zero_latency"] = row["wall_s"] / base["wall_s"]
+        row["hidden_share"] = 1 - (row["wall_s"] - base["wall_s"]) / row["tool_s"] if row["tool_s"] else None
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The table of ``server.md``."""
+    lines = [
+        f"# Server-mode rollout ({doc['device']})",
+        "",
+        f"Command: `{doc['command']}`  ",
+        f"Machine: {json.dumps(doc['machine'])}  ",
+        f"{doc['trajectories']} trajectories at once, greedy, engine batch {doc['max_batch']}, "
+        f"measured {doc['started']}, {doc.get('elapsed_s', '?')} s",
+        "",
+        "| latency s | scheduler | wall s | x 0 s wall | tool time s (sum of calls) | hidden share | calls | turns "
+        "| tokens/s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in doc["rows"]:
+        x = f"{r['x_zero_latency']:.2f}" if "x_zero_latency" in r else "-"
+        hidden = f"{r['hidden_share']:.2f}" if r.get("hidden_share") is not None else "-"
+        lines.append(
+            f"| {r['latency_s']:g} | {r['scheduler']} | {r['wall_s']:.2f} | {x} | {r['tool_s']:.1f} | {hidden} "
+            f"| {r['calls']} | {r['turns']} | {r['tokens'] / r['wall_s']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure each latency with both schedulers, alternating their order, and write server.json/.md."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", choices=["cpu", "gpu"], required=True)
+    p.add_argument("--model", type=Path, help="cpu: the tiny test model (built if needed)")
+    p.add_argument("--model-type", help="cpu: qwen3")
+    p.add_argument("--template", help="cpu: qwen3")
+    p.add_argument("--task", choices=sorted(TASKS), help="cpu: agent, gpu: calc")
+    p.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.5, 2.0])
+    p.add_argument("--trajectories", type=int, default=32, help="trajectories served at once")
+    p.add_argument("--max-batch", type=int, help="engine batch / vLLM max_num_seqs (cpu: 8, gpu: 256)")
+    p.add_argument("--max-turns", type=int, default=3)
+    p.add_argument("--max-tokens", type=int, default=96)
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args(argv)
+    cpu = args.device == "cpu"
+    args.task = args.task or ("agent" if cpu else "calc")
+    args.model_type = args.model_type or ("qwen3" if cpu else None)
+    args.template = args.template or ("qwen3" if cpu else None)
+    args.max_batch = args.max_batch or (8 if cpu else 256)
+    if 0.0 not in args.latencies:
+        p.error("--latencies must include 0: the ratios are to the zero-latency run")
+    if cpu and args.model is None:
+        args.model = tiny_agent_model()
+
+    from baseline_scheduler import SyncToolScheduler
+
+    from swift_rlfactory.adapters.swift import RLFactoryScheduler
+
+    schedulers = {"sync_tools": SyncToolScheduler, "rlfactory": RLFactoryScheduler}
+    task = TASKS[args.task]
+    started = time.monotonic()
+    doc: dict[str, Any] = {
+        "device": args.device,
+        "command": shlex.join(
+            ["python", "benchmarks/server_rollout.py", *(sys.argv[1:] if argv is None else argv)]
+        ),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine(),
+        "task": task.name,
+        "env": str(task.env.relative_to(ROOT)),
+        "trajectories": args.trajectories,
+        "max_batch": args.max_batch,
+        "rows": [],
+    }
+    use_latency(0.0, task)
+    engine = load_engine(args)
+    run_batch(
+        RLFactoryScheduler, engine, task, min(8, args.trajectories), args.max_turns, args.max_tokens
+    )  # warm-up
+    for i, latency in enumerate(args.latencies):
+        use_latency(latency, task)
+        order = list(schedulers) if i % 2 == 0 else list(reversed(schedulers))
+        for name in order:
+            row = run_batch(
+                schedulers[name], engine, task, args.trajectories, args.max_turns, args.max_tokens
+            )
+            doc["rows"].append({"latency_s": latency, "scheduler": name, **row})
+            print(
+                f"[server] latency {latency:g} s, {name}: {row['wall_s']:.2f} s, {row['calls']} calls",
+                flush=True,
+            )
+    doc["rows"].sort(key=lambda r: (r["latency_s"], r["scheduler"]))
+    add_ratios(doc["rows"])
+    calls = {r["calls"] for r in doc["rows"]}
+    doc["same_workload"] = len(calls) == 1 and not any(r["call_errors"] for r in doc["rows"])
+    doc["elapsed_s"] = round(time.monotonic() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "server.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (args.out / "server.md").write_text(markdown(doc))
+    print((args.out / "server.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
