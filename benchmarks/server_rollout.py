@@ -191,15 +191,22 @@ def main(argv: list[str] | None = None) -> None:
                 f"[server] latency {latency:g} s, {name}: {row['wall_s']:.2f} s, {row['calls']} calls",
                 flush=True,
             )
+            write_report(
+                doc, args.out, started
+            )  # after every run: a cut-short command keeps what it measured
+    print((args.out / "server.md").read_text())
+
+
+def write_report(doc: dict[str, Any], out: Path, started: float) -> None:
+    """Ratios, the same-workload check and ``server.json``/``server.md`` from the rows so far."""
     doc["rows"].sort(key=lambda r: (r["latency_s"], r["scheduler"]))
     add_ratios(doc["rows"])
     calls = {r["calls"] for r in doc["rows"]}
     doc["same_workload"] = len(calls) == 1 and not any(r["call_errors"] for r in doc["rows"])
     doc["elapsed_s"] = round(time.monotonic() - started, 1)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "server.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (args.out / "server.md").write_text(markdown(doc))
-    print((args.out / "server.md").read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "server.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "server.md").write_text(markdown(doc))
 
 
 if __name__ == "__main__":
