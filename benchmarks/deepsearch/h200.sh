@@ -38,7 +38,8 @@ case "$phase" in
     cp /tmp/sft/v*/logging.jsonl "$out/logging-sft.jsonl" ;;
   eval-sft) evaluate sft /tmp/qwen05-sft ;;
   select)  # GRPO's questions: the pool questions the SFT model solves sometimes
-    MODEL=/tmp/qwen05-sft DATASET=/tmp/split/pool.jsonl SAMPLES=4 TEMPERATURE=1.0 \
+    # 600 of the pool's 1,000 questions x 4 samples: ~2,400 episodes, a few minutes of device time.
+    MODEL=/tmp/qwen05-sft DATASET=/tmp/split/pool.jsonl SAMPLES=4 TEMPERATURE=1.0 LIMIT=600 CONCURRENCY=128 \
       bash examples/deepsearch/eval.sh /tmp/eval-pool > "$out/eval-pool.log" 2>&1
     cp /tmp/eval-pool/metrics.json "$out/eval-pool.json"
     python3 -m swift_rlfactory.cli select --eval /tmp/eval-pool --dataset /tmp/split/pool.jsonl \
