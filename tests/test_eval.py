@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request  # module level: FastAPI resolves the string annotations here
 
-from swift_rlfactory.eval.metrics import summarize
+from swift_rlfactory.eval.metrics import summarize, summarize_groups
 from swift_rlfactory.eval.runner import EvalLog, context_check, load_rows, pending_tasks
 from swift_rlfactory.rewards.rules import extract_answer, token_f1
 from swift_rlfactory.rollout.episode import Generation
@@ -268,10 +268,11 @@ def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
         code = main([
             "eval", "--env", str(AGENT_ENV), "--base-url", f"http://127.0.0.1:{server.port}/v1",
             "--served-model", "scripted", "--api-key", "k", "--dataset", str(dataset), "--output", str(out),
-            "--samples", "2",
+            "--samples", "2", "--group-by", "solution",
         ])  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
+    assert "by solution" in printed
     [record, _] = read_trajectories(out / "trajectories.jsonl")
     assert [c["tool"] for c in record["tool_calls"]] == ["add"]
     assert record["tool_calls"][0]["observation"] == "7" and record["tool_calls"][0]["error"] is None
@@ -279,6 +280,7 @@ def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["em"] == 1.0 and metrics["pass@2"] == 1.0 and metrics["pass@1"] == 1.0
     assert metrics["tool_calls"] == 1.0 and metrics["tool_error_rate"] == 0.0
+    assert metrics["by_solution"] == {"7": {k: metrics[k] for k in metrics["by_solution"]["7"]}}
 
     assert len(server.requests) == 4  # 2 samples x 2 turns, the samples concurrently
     first = next(r for r in server.requests if r["messages"][-1]["role"] == "user")
@@ -329,6 +331,18 @@ def test_select_filters_by_solve_rate_and_refuses_another_dataset(tmp_path: Path
         select(tmp_path / "run", dataset, tmp_path / "x.jsonl", metric="reward")
 
 
+def test_eval_refuses_a_group_by_column_no_row_has(tmp_path: Path, capsys):
+    from swift_rlfactory.cli import main
+
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    code = main([
+        "eval", "--env", str(AGENT_ENV), "--base-url", "http://127.0.0.1:9/v1", "--served-model", "m",
+        "--dataset", str(dataset), "--output", str(tmp_path / "out"), "--group-by", "hops",
+    ])  # fmt: skip
+    assert code == 2 and "--group-by hops: no row of" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
 # -- pure parts ---------------------------------------------------------------------------------------
 def record(index: int, sample: int, em: float, calls: int = 1, errors: int = 0) -> dict[str, Any]:
     return {
@@ -351,6 +365,17 @@ def test_summarize_pass_at_k():
     assert metrics["tool_calls"] == 1.25 and metrics["tool_error_rate"] == 0.2
     single = summarize([record(0, 0, 1.0, calls=0), record(1, 0, 0.0, calls=0)], samples=1)
     assert single["pass@1"] == 0.5 and "pass@2" not in single and single["tool_error_rate"] is None
+
+
+def test_summarize_groups_splits_by_a_dataset_column():
+    rows = [{"hops": 1}, {"hops": 2}, {"hops": 1}, {}]
+    records = [record(0, 0, 1.0), record(0, 1, 1.0), record(1, 0, 0.0, calls=2), record(1, 1, 1.0, calls=2)]
+    records += [record(2, 0, 0.0), record(2, 1, 0.0), record(3, 0, 1.0, calls=0), record(3, 1, 1.0, calls=0)]
+    groups = summarize_groups(records, rows, "hops", samples=2)
+    assert list(groups) == ["1", "2", "None"]
+    assert groups["1"]["questions"] == 2 and groups["1"]["em"] == 0.5 and groups["1"]["pass@2"] == 0.5
+    assert groups["2"]["em"] == 0.5 and groups["2"]["tool_calls"] == 2.0 and groups["2"]["pass@2"] == 1.0
+    assert groups["None"]["em"] == 1.0 and groups["None"]["tool_calls"] == 0.0
 
 
 def test_eval_log_drops_a_torn_last_line(tmp_path: Path):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Evaluate a model (optionally with a LoRA adapter) on the DeepSearch test split. From the repository root:
 #   MODEL=/path/to/model [ADAPTERS=output/deepsearch/v0-.../checkpoint-120] bash examples/deepsearch/eval.sh OUT_DIR
-# Optional: DATASET, SAMPLES, TEMPERATURE, LIMIT (first N questions), CONCURRENCY (episodes in flight).
+# Optional: DATASET, SAMPLES, TEMPERATURE, LIMIT (first N questions), CONCURRENCY (episodes in flight),
+# GROUP_BY (default hops: single- vs two-hop scores; set GROUP_BY= for data without that column, e.g. NQ).
 set -euo pipefail
 MODEL=${MODEL:?set MODEL}
 OUT=${1:?usage: eval.sh OUT_DIR}
@@ -11,4 +12,6 @@ args=(--env examples/deepsearch/env.yaml --model "$MODEL" --model-type "${MODEL_
       --samples "${SAMPLES:-1}" --temperature "${TEMPERATURE:-0}" --max-tokens 256 --max-length 4096 --concurrency "${CONCURRENCY:-64}")
 [ -n "${ADAPTERS:-}" ] && args+=(--adapters "$ADAPTERS")
 [ -n "${LIMIT:-}" ] && args+=(--limit "$LIMIT")
+GROUP_BY=${GROUP_BY-hops}
+[ -n "$GROUP_BY" ] && args+=(--group-by "$GROUP_BY")
 python3 -m swift_rlfactory.cli eval "${args[@]}"

@@ -25,7 +25,7 @@ from rich.progress import (
 )
 
 from ..env.environment import Environment
-from .metrics import metrics_table, summarize
+from .metrics import groups_table, metrics_table, summarize, summarize_groups
 from .runner import EvalLog, EvalRun, EvalTask, check_same_dataset, evaluate, load_rows, pending_tasks
 
 CONFIG_FILE = "eval_config.json"
@@ -59,6 +59,7 @@ class EvalOptions:
     max_turns: int | None = None  # None: the environment's; never more than it
     max_length: int | None = None
     limit: int | None = None
+    group_by: str | None = None  # a dataset column: metrics per value of it too
     concurrency: int = 16
     seed: int | None = 0
     stop: list[str] = field(default_factory=list)
@@ -97,6 +98,8 @@ def run_eval(options: EvalOptions, console: Console) -> int:
     rows = load_rows(options.dataset, options.limit)
     if not rows:
         raise ValueError(f"{options.dataset}: no rows")
+    if options.group_by and not any(options.group_by in row for row in rows):
+        raise ValueError(f"--group-by {options.group_by}: no row of {options.dataset} has that column")
     env = Environment.load(options.env)  # a bad environment stops us before any model loads
     # As in training, the environment's limit also applies: the smaller wins.
     max_turns = min(options.max_turns or env.max_turns, env.max_turns)
@@ -130,11 +133,16 @@ def run_eval(options: EvalOptions, console: Console) -> int:
     records = [r for (i, s), r in log.load().items() if i < len(rows) and s < options.samples]
     metrics = summarize(records, options.samples)
     metrics["failed_episodes"] = len(failures)
+    groups = summarize_groups(records, rows, options.group_by, options.samples) if options.group_by else None
+    if groups:
+        metrics[f"by_{options.group_by}"] = groups
     (out / "metrics.json").write_text(
         json.dumps({**metrics, "config": settings, "time": time.time()}, indent=2, ensure_ascii=False) + "\n"
     )
     title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
     console.print(metrics_table(metrics, title=title))
+    if groups:
+        console.print(groups_table(groups, options.group_by))
     console.print(f"trajectories: {log.path}\nmetrics: {out / 'metrics.json'}")
     if failures:
         first = failures[0]

@@ -8,7 +8,9 @@
   with k > 1 also ``pass@1``, the mean over questions of their samples' mean EM (the unbiased estimate
   from k samples);
 * the training run's tool metrics (:func:`swift_rlfactory.rollout.metrics.tool_metrics`): turns, stop
-  reasons, tool latency and cache hits.
+  reasons, tool latency and cache hits;
+* with a dataset column to group by (:func:`summarize_groups`, e.g. DeepSearch's ``hops``), the headline
+  metrics per value of that column, so a gain or a loss can be placed (single-hop vs two-hop questions).
 """
 
 from __future__ import annotations
@@ -60,6 +62,33 @@ def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]
     return metrics
 
 
+def summarize_groups(
+    records: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], column: str, samples: int
+) -> dict[str, dict[str, Any]]:
+    """Headline metrics of the episodes of each value of dataset column ``column`` (``"None"`` if absent)."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[str(rows[record["index"]].get(column))].append(record)
+    keep = {"questions", "episodes", "em", "f1", "reward", "tool_calls", f"pass@{samples}"}
+    return {
+        value: {k: v for k, v in summarize(group, samples).items() if k in keep}
+        for value, group in sorted(groups.items())
+    }
+
+
+def groups_table(groups: dict[str, dict[str, Any]], column: str) -> Table:
+    """One row per group value: questions, EM, F1, reward, tool calls."""
+    table = Table(title=f"by {column}", show_header=True, header_style="bold")
+    for name in (column, "questions", "EM", "F1", "reward", "tool calls / episode"):
+        table.add_column(name, justify="left" if name == column else "right")
+    for value, m in groups.items():
+        table.add_row(
+            value, str(m["questions"]), _format(m["em"]), _format(m["f1"]), _format(m["reward"]),
+            _format(m["tool_calls"]),
+        )  # fmt: skip
+    return table
+
+
 def metrics_table(metrics: dict[str, Any], title: str = "evaluation") -> Table:
     """The metrics as a two-column rich table, headline numbers first."""
     table = Table(title=title, show_header=True, header_style="bold")
@@ -83,7 +112,7 @@ def metrics_table(metrics: dict[str, Any], title: str = "evaluation") -> Table:
             table.add_row(label, _format(metrics[key]))
             shown.add(key)
     for key, value in metrics.items():
-        if key not in shown and key != "samples":
+        if key not in shown and key != "samples" and not key.startswith("by_"):
             table.add_row(key, _format(value), style="dim")
     return table
 
