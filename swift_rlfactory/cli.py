@@ -186,7 +186,7 @@ def _eval(args: argparse.Namespace) -> int:
         max_turns=args.max_turns,
         max_length=args.max_length,
         limit=args.limit,
-        group_by=args.group_by,
+        group_by=args.group_by or [],
         concurrency=args.concurrency,
         seed=args.seed,
         stop=args.stop or [],
@@ -239,7 +239,11 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--max-tokens", type=int, default=512, help="tokens per assistant turn (default 512)")
     run.add_argument("--max-turns", type=int, help="turns per episode (default and cap: the env's)")
     run.add_argument("--limit", type=int, help="only the first N questions")
-    run.add_argument("--group-by", help="also report metrics per value of this dataset column (e.g. hops)")
+    run.add_argument(
+        "--group-by",
+        action="append",
+        help="also report metrics per value of this dataset column (e.g. hops; repeatable)",
+    )
     run.add_argument("--concurrency", type=int, default=16, help="episodes in flight (default 16)")
     ev.set_defaults(func=_eval)
 

@@ -15,18 +15,21 @@ export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
 export MODEL=/tmp/qwen05 MODEL_TYPE=qwen2 TEMPLATE=qwen2_5 ENGINE=vllm
 mkdir -p "$out"
 
-evaluate() {  # NAME MODEL [ADAPTERS]: test split and holdout, logs and metrics into OUT
-  local name=$1 split dataset
-  for split in test holdout; do
-    dataset=examples/deepsearch/data/test.jsonl; [ "$split" = holdout ] && dataset=/tmp/holdout/holdout.jsonl
-    MODEL=$2 ADAPTERS=${3:-} DATASET=$dataset bash examples/deepsearch/eval.sh "/tmp/eval-$name-$split" \
-      > "$out/eval-$name-$split.log" 2>&1
-    cp "/tmp/eval-$name-$split/metrics.json" "$out/eval-$name-$split.json"
-  done
+evaluate() {  # NAME MODEL [ADAPTERS]: test + holdout in one run (one vLLM start-up), scored per split and hops
+  MODEL=$2 ADAPTERS=${3:-} DATASET=/tmp/eval-sets.jsonl GROUP_BY="split hops" \
+    bash examples/deepsearch/eval.sh "/tmp/eval-$1" > "$out/eval-$1.log" 2>&1
+  cp "/tmp/eval-$1/metrics.json" "$out/eval-$1.json"  # by_split: test and holdout; by_hops: 1 and 2
 }
 case "$phase" in
   prepare)  # the held-out questions (never committed), the SFT/GRPO halves of train, the BM25 index
     python3 examples/deepsearch/build_data.py --holdout 300 --train 0 --test 0 --out /tmp/holdout
+    python3 - <<'PY'  # the evaluation set: test and holdout rows, each tagged with its split
+import json
+with open("/tmp/eval-sets.jsonl", "w") as out:
+    for split, path in (("test", "examples/deepsearch/data/test.jsonl"), ("holdout", "/tmp/holdout/holdout.jsonl")):
+        for line in open(path):
+            out.write(json.dumps({**json.loads(line), "split": split}) + "\n")
+PY
     mkdir -p /tmp/split
     head -n 1000 examples/deepsearch/data/train.jsonl > /tmp/split/sft.jsonl
     tail -n +1001 examples/deepsearch/data/train.jsonl > /tmp/split/pool.jsonl

@@ -59,7 +59,7 @@ class EvalOptions:
     max_turns: int | None = None  # None: the environment's; never more than it
     max_length: int | None = None
     limit: int | None = None
-    group_by: str | None = None  # a dataset column: metrics per value of it too
+    group_by: list[str] = field(default_factory=list)  # dataset columns: metrics per value of each too
     concurrency: int = 16
     seed: int | None = 0
     stop: list[str] = field(default_factory=list)
@@ -98,8 +98,9 @@ def run_eval(options: EvalOptions, console: Console) -> int:
     rows = load_rows(options.dataset, options.limit)
     if not rows:
         raise ValueError(f"{options.dataset}: no rows")
-    if options.group_by and not any(options.group_by in row for row in rows):
-        raise ValueError(f"--group-by {options.group_by}: no row of {options.dataset} has that column")
+    for column in options.group_by:
+        if not any(column in row for row in rows):
+            raise ValueError(f"--group-by {column}: no row of {options.dataset} has that column")
     env = Environment.load(options.env)  # a bad environment stops us before any model loads
     # As in training, the environment's limit also applies: the smaller wins.
     max_turns = min(options.max_turns or env.max_turns, env.max_turns)
@@ -133,16 +134,15 @@ def run_eval(options: EvalOptions, console: Console) -> int:
     records = [r for (i, s), r in log.load().items() if i < len(rows) and s < options.samples]
     metrics = summarize(records, options.samples)
     metrics["failed_episodes"] = len(failures)
-    groups = summarize_groups(records, rows, options.group_by, options.samples) if options.group_by else None
-    if groups:
-        metrics[f"by_{options.group_by}"] = groups
+    groups = {column: summarize_groups(records, rows, column, options.samples) for column in options.group_by}
+    metrics.update({f"by_{column}": by_value for column, by_value in groups.items()})
     (out / "metrics.json").write_text(
         json.dumps({**metrics, "config": settings, "time": time.time()}, indent=2, ensure_ascii=False) + "\n"
     )
     title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
     console.print(metrics_table(metrics, title=title))
-    if groups:
-        console.print(groups_table(groups, options.group_by))
+    for column, by_value in groups.items():
+        console.print(groups_table(by_value, column))
     console.print(f"trajectories: {log.path}\nmetrics: {out / 'metrics.json'}")
     if failures:
         first = failures[0]
