@@ -578,13 +578,15 @@ def _fmt(v: Any, spec: str = ".2f") -> str:
     return format(v, spec) if isinstance(v, float | int) and not isinstance(v, bool) else str(v)
 
 
+def report_header(title: str, doc: dict[str, Any]) -> list[str]:
+    """A report's first lines: its title, the command that made it and the machine it ran on."""
+    return [f"# {title}", "", f"Command: `{doc['command']}`  ", f"Machine: {json.dumps(doc['machine'])}  "]
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """The tables of ``rollout.md``."""
     lines = [
-        f"# Rollout benchmark ({doc['device']})",
-        "",
-        f"Command: `{doc['command']}`  ",
-        f"Machine: {json.dumps(doc['machine'])}  ",
+        *report_header(f"Rollout benchmark ({doc['device']})", doc),
         f"Measured: {doc['started']} - {doc.get('finished', 'unfinished')}, {doc.get('elapsed_s', '?')} s",
         "",
     ]
@@ -680,14 +682,29 @@ def tiny_agent_model(build: bool = True) -> Path:
     return build_tiny_qwen3(CACHE / "tiny-agent", tokenizer_dir, sft_examples=examples, seed=0)
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command line; defaults depend on ``--device``."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The device, model and task options (shared with ``server_rollout.py``)."""
     p.add_argument("--device", choices=["cpu", "gpu"], required=True)
     p.add_argument("--model", type=Path, help="cpu: the tiny test model (built if needed)")
     p.add_argument("--model-type", help="ms-swift --model_type (cpu: qwen3)")
     p.add_argument("--template", help="ms-swift --template (cpu: qwen3)")
     p.add_argument("--task", choices=sorted(TASKS), help="cpu: agent, gpu: calc")
+
+
+def resolve_model_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """CPU defaults to the tiny test model's type, template and task; GPU needs the model named."""
+    cpu = args.device == "cpu"
+    args.task = args.task or ("agent" if cpu else "calc")
+    args.model_type = args.model_type or ("qwen3" if cpu else None)
+    args.template = args.template or ("qwen3" if cpu else None)
+    if not cpu and not (args.model and args.model_type and args.template):
+        p.error("--device gpu needs --model, --model-type and --template")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command line; defaults depend on ``--device``."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_arguments(p)
     p.add_argument("--sections", nargs="+", choices=["tool-phase", "grpo"], default=["tool-phase", "grpo"])
     p.add_argument(
         "--latencies", type=float, nargs="+", help="GRPO tool latencies, s (cpu: 0 0.5 2, gpu: 0 0.1 0.5 2)"
@@ -712,12 +729,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--dry-run", action="store_true", help="print the GRPO commands and exit")
     args = p.parse_args(argv)
+    resolve_model_arguments(p, args)
     cpu = args.device == "cpu"
-    args.task = args.task or ("agent" if cpu else "calc")
-    args.model_type = args.model_type or ("qwen3" if cpu else None)
-    args.template = args.template or ("qwen3" if cpu else None)
-    if not cpu and not (args.model and args.model_type and args.template):
-        p.error("--device gpu needs --model, --model-type and --template")
     # On CPU a 0.1 s latency is lost in the step-to-step noise of a shared box (the tool phase shows it).
     args.latencies = args.latencies or ([0.0, 0.5, 2.0] if cpu else [0.0, 0.1, 0.5, 2.0])
     if 0.0 not in args.latencies or 0.0 not in args.phase_latencies:

@@ -44,7 +44,17 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
-from rollout import ROOT, TASKS, Task, machine, tiny_agent_model, use_latency  # noqa: E402
+from rollout import (  # noqa: E402
+    ROOT,
+    TASKS,
+    Task,
+    add_model_arguments,
+    machine,
+    report_header,
+    resolve_model_arguments,
+    tiny_agent_model,
+    use_latency,
+)
 
 
 def load_engine(args: argparse.Namespace) -> Any:
@@ -108,10 +118,7 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
 def markdown(doc: dict[str, Any]) -> str:
     """The table of ``server.md``."""
     lines = [
-        f"# Server-mode rollout ({doc['device']})",
-        "",
-        f"Command: `{doc['command']}`  ",
-        f"Machine: {json.dumps(doc['machine'])}  ",
+        *report_header(f"Server-mode rollout ({doc['device']})", doc),
         f"{doc['trajectories']} trajectories at once, greedy, engine batch {doc['max_batch']}, "
         f"measured {doc['started']}, {doc.get('elapsed_s', '?')} s",
         "",
@@ -132,11 +139,7 @@ def markdown(doc: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Measure each latency with both schedulers, alternating their order, and write server.json/.md."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", choices=["cpu", "gpu"], required=True)
-    p.add_argument("--model", type=Path, help="cpu: the tiny test model (built if needed)")
-    p.add_argument("--model-type", help="cpu: qwen3")
-    p.add_argument("--template", help="cpu: qwen3")
-    p.add_argument("--task", choices=sorted(TASKS), help="cpu: agent, gpu: calc")
+    add_model_arguments(p)
     p.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.5, 2.0])
     p.add_argument("--trajectories", type=int, default=32, help="trajectories served at once")
     p.add_argument("--max-batch", type=int, help="engine batch / vLLM max_num_seqs (cpu: 8, gpu: 256)")
@@ -144,10 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
+    resolve_model_arguments(p, args)
     cpu = args.device == "cpu"
-    args.task = args.task or ("agent" if cpu else "calc")
-    args.model_type = args.model_type or ("qwen3" if cpu else None)
-    args.template = args.template or ("qwen3" if cpu else None)
     args.max_batch = args.max_batch or (8 if cpu else 256)
     if 0.0 not in args.latencies:
         p.error("--latencies must include 0: the ratios are to the zero-latency run")
