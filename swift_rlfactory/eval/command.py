@@ -135,9 +135,10 @@ def run_eval(options: EvalOptions, console: Console) -> int:
     metrics = summarize(records, options.samples)
     metrics["failed_episodes"] = len(failures)
     groups = {column: summarize_groups(records, rows, column, options.samples) for column in options.group_by}
-    metrics.update({f"by_{column}": by_value for column, by_value in groups.items()})
+    by = {f"by_{column}": by_value for column, by_value in groups.items()}
     (out / "metrics.json").write_text(
-        json.dumps({**metrics, "config": settings, "time": time.time()}, indent=2, ensure_ascii=False) + "\n"
+        json.dumps({**metrics, **by, "config": settings, "time": time.time()}, indent=2, ensure_ascii=False)
+        + "\n"
     )
     title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
     console.print(metrics_table(metrics, title=title))

@@ -112,7 +112,7 @@ def metrics_table(metrics: dict[str, Any], title: str = "evaluation") -> Table:
             table.add_row(label, _format(metrics[key]))
             shown.add(key)
     for key, value in metrics.items():
-        if key not in shown and key != "samples" and not key.startswith("by_"):
+        if key not in shown and key != "samples":
             table.add_row(key, _format(value), style="dim")
     return table
 
