@@ -48,12 +48,15 @@ PY
     python3 -m swift_rlfactory.cli select --eval /tmp/eval-pool --dataset /tmp/split/pool.jsonl \
       --out /tmp/split/grpo.jsonl | tee "$out/select.log" ;;
   train)  # resumable: run it again to continue from the last checkpoint
+    # Resuming restores the LoRA weights and the step count but not the optimizer: on the H200, loading the
+    # saved fused-AdamW state crashed the first step after a resume ("params, grads, exp_avgs, and
+    # exp_avg_sqs must have same dtype, device, and layout", results/2026-12-01-select-grpo/train-resume.log).
     last=$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -V | tail -1 || true)
-    resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last")
+    resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
     copy_logs() { for d in /tmp/ds/v*; do cp "$d/logging.jsonl" "$out/logging-${d##*/}.jsonl" 2>/dev/null || true; done; }
     # Copy the step logs every 15 s: a device command cut short (time limit, budget) still returns them.
     (while sleep 15; do copy_logs; done) & copier=$!
-    MODEL=/tmp/qwen05-sft DATASET=/tmp/split/grpo.jsonl OUTPUT=/tmp/ds timeout "${TRAIN_TIMEOUT:-560}" bash examples/deepsearch/train.sh "${resume[@]}" \
+    MODEL=/tmp/qwen05-sft DATASET=/tmp/split/grpo.jsonl OUTPUT=/tmp/ds timeout "${TRAIN_TIMEOUT:-580}" bash examples/deepsearch/train.sh "${resume[@]}" \
       > "$out/train-$(date +%s).log" 2>&1 || true
     kill "$copier"; copy_logs ;;
   eval-trained)

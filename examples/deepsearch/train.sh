@@ -25,6 +25,6 @@ $SWIFT --rlhf_type grpo \
   --torch_dtype bfloat16 --beta 0 --learning_rate 2e-5 --warmup_ratio 0.02 \
   --temperature 1.0 --num_generations 8 --per_device_train_batch_size 8 --gradient_accumulation_steps 4 \
   --max_completion_length 256 --max_length 4096 \
-  --max_steps "$STEPS" --logging_steps 1 --save_steps 20 --save_total_limit 3 \
+  --max_steps "$STEPS" --logging_steps 1 --save_steps 10 --save_total_limit 3 \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 \
   --report_to none --check_model false --seed 42 "$@"
