@@ -75,8 +75,15 @@ def load_engine(args: argparse.Namespace) -> Any:
     return policy.engine
 
 
-def run_batch(scheduler_cls: type, engine: Any, task: Task, n: int, max_turns: int, max_tokens: int) -> dict:
-    """``n`` trajectories through ``scheduler.run()`` at once, as ``swift rollout`` serves a batch."""
+async def run_batch(
+    scheduler_cls: type, engine: Any, task: Task, n: int, max_turns: int, max_tokens: int
+) -> dict:
+    """``n`` trajectories through ``scheduler.run()`` at once, as ``swift rollout`` serves a batch.
+
+    Awaited on the one event loop of the whole benchmark: vLLM's async engine binds its output handler to the
+    loop of its first request, so a batch on a second loop (a second ``asyncio.run``) never gets its outputs.
+    ``swift rollout`` likewise serves every batch from one uvicorn loop.
+    """
     from swift.infer_engine.protocol import RequestConfig, RolloutInferRequest
 
     scheduler = scheduler_cls(infer_engine=engine, max_turns=max_turns)
@@ -86,11 +93,8 @@ def run_batch(scheduler_cls: type, engine: Any, task: Task, n: int, max_turns: i
     ]
     config = RequestConfig(max_tokens=max_tokens, temperature=0.0, return_details=True)
 
-    async def serve() -> list:
-        return await asyncio.gather(*(scheduler.run(r, config) for r in requests))
-
     started = time.perf_counter()
-    outputs = asyncio.run(serve())
+    outputs = await asyncio.gather(*(scheduler.run(r, config) for r in requests))
     wall = time.perf_counter() - started
     calls = [c for o in outputs for c in o.rollout_infos["rlfactory"]["tool_calls"]]
     tokens = sum(len(ids) for o in outputs for ids in o.response_token_ids)
@@ -177,14 +181,27 @@ def main(argv: list[str] | None = None) -> None:
     }
     use_latency(0.0, task)
     engine = load_engine(args)
-    run_batch(
-        RLFactoryScheduler, engine, task, min(8, args.trajectories), args.max_turns, args.max_tokens
-    )  # warm-up
+    asyncio.run(measure(args, engine, task, schedulers, doc, started))
+    print((args.out / "server.md").read_text())
+
+
+async def measure(
+    args: argparse.Namespace,
+    engine: Any,
+    task: Task,
+    schedulers: dict[str, type],
+    doc: dict[str, Any],
+    started: float,
+) -> None:
+    """A warm-up batch, then each latency with both schedulers, alternating which goes first."""
+    await run_batch(
+        schedulers["rlfactory"], engine, task, min(8, args.trajectories), args.max_turns, args.max_tokens
+    )
     for i, latency in enumerate(args.latencies):
         use_latency(latency, task)
         order = list(schedulers) if i % 2 == 0 else list(reversed(schedulers))
         for name in order:
-            row = run_batch(
+            row = await run_batch(
                 schedulers[name], engine, task, args.trajectories, args.max_turns, args.max_tokens
             )
             doc["rows"].append({"latency_s": latency, "scheduler": name, **row})
@@ -195,7 +212,6 @@ def main(argv: list[str] | None = None) -> None:
             write_report(
                 doc, args.out, started
             )  # after every run: a cut-short command keeps what it measured
-    print((args.out / "server.md").read_text())
 
 
 def write_report(doc: dict[str, Any], out: Path, started: float) -> None:
