@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Server-mode GRPO on two GPUs: `swift rollout` on GPU 0 serves generation and runs the tools, `swift rlhf
+# --vllm_mode server` trains on GPU 1. The same GRPO configuration as colocate_h200.sh (Qwen2.5-Coder-0.5B,
+# LoRA r16, 32 completions per step, <= 3 turns, MCP calculator sleeping LATENCY s per call, seed 42), once
+# with each scheduler, back to back. The issue's server-mode target compares the rlfactory median step at
+# 0.5 s with the one at 0 s (within 1.15x): run this script at both latencies.
+#   bash benchmarks/server_h200x2.sh LATENCY STEPS OUT_DIR     (nvidia-h200-x2, after ../shared/gpu/README.md)
+#   python benchmarks/summarize_colocate.py OUT_DIR/*.jsonl
+set -euo pipefail
+latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}
+source /tmp/device_env.sh >/dev/null
+export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_ENV=$PWD/benchmarks/envs/slow_calc/env.yaml
+export RLFACTORY_BENCH_LATENCY=$latency
+mkdir -p "$out" /tmp/bench
+python3 - <<'PY'
+import json, random
+rng = random.Random(0)
+with open("/tmp/bench/arith.jsonl", "w") as f:
+    for _ in range(2000):
+        a, b, c = rng.randint(10, 999), rng.randint(10, 999), rng.randint(2, 99)
+        f.write(json.dumps({"messages": [{"role": "user", "content": f"What is ({a} + {b}) * {c}?"}],
+                            "solution": str((a + b) * c)}) + "\n")
+PY
+server=
+stop_server() { [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null; server=; }
+trap stop_server EXIT
+for sched in sync_tools rlfactory; do
+  dir=/tmp/bench/server-$sched-$latency
+  rm -rf "$dir"
+  # The scheduler (and so every tool call) lives in the rollout server; the trainer only scores and learns.
+  CUDA_VISIBLE_DEVICES=0 python3 -m swift.cli.rollout \
+    --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
+    --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler "$sched" --max_turns 3 \
+    --vllm_gpu_memory_utilization 0.8 --vllm_max_model_len 4096 --vllm_enforce_eager true \
+    --port 8000 > "$out/rollout-$sched-$latency.log" 2>&1 &
+  server=$!
+  CUDA_VISIBLE_DEVICES=1 python3 -m swift.cli.rlhf --rlhf_type grpo \
+    --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
+    --dataset /tmp/bench/arith.jsonl --external_plugins benchmarks/baseline_plugin.py \
+    --reward_funcs rlfactory --callbacks rlfactory \
+    --use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 --vllm_server_port 8000 \
+    --vllm_server_timeout 600 --vllm_server_pass_dataset true \
+    --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
+    --torch_dtype bfloat16 --learning_rate 1e-4 --beta 0.0 --temperature 1.0 \
+    --num_generations 8 --per_device_train_batch_size 32 \
+    --max_completion_length 256 --max_length 2048 --max_steps "$steps" --logging_steps 1 --save_strategy no \
+    --output_dir "$dir" --add_version false --dataloader_num_workers 0 --dataset_num_proc 1 \
+    --report_to none --check_model false --seed 42 > "$out/$sched-$latency.log" 2>&1
+  cp "$dir/logging.jsonl" "$out/$sched-$latency.jsonl"
+  stop_server
+done
+python3 benchmarks/summarize_colocate.py "$out"/*.jsonl
