@@ -22,7 +22,10 @@ with open("/tmp/bench/arith.jsonl", "w") as f:
                             "solution": str((a + b) * c)}) + "\n")
 PY
 server=
-stop_server() { [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null; server=; }
+stop_server() {  # by PID: the server's exit status (killed) must not end the script under set -e
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  server=
+}
 trap stop_server EXIT
 for sched in sync_tools rlfactory; do
   dir=/tmp/bench/server-$sched-$latency
