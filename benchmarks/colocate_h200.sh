@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Colocated-vLLM rollout benchmark on one H200: the synchronous baseline (tools run one by one inside
-# step(), as in ms-swift's example ToolCallScheduler) against the rlfactory scheduler, same GRPO config,
-# same seed, alternating, at a given tool latency. Qwen2.5-Coder-0.5B-Instruct, LoRA r16, 32 completions
-# per step (4 prompts x 8), <= 3 turns, MCP calculator whose every call sleeps LATENCY seconds.
-#   bash benchmarks/colocate_h200.sh LATENCY STEPS OUT_DIR        (after ../shared/gpu/README.md's setup)
+# GRPO rollout benchmark on H200s: the synchronous baseline (tools run one by one inside step(), as in
+# ms-swift's example ToolCallScheduler) against the rlfactory scheduler, same GRPO config, same seed, run back
+# to back at a given tool latency. Qwen2.5-Coder-0.5B-Instruct, LoRA r16, 32 completions per step
+# (4 prompts x 8), <= 3 turns, MCP calculator whose every call sleeps LATENCY seconds.
+#   bash benchmarks/colocate_h200.sh LATENCY STEPS OUT_DIR [server]     (after ../shared/gpu/README.md's setup)
+# MODE colocate (default, one GPU): vLLM inside the trainer. MODE server (two GPUs): `swift rollout` on
+# GPU 0 generates and runs the tools (the scheduler lives there), `swift rlhf --vllm_mode server` trains on
+# GPU 1; the server-mode target compares rlfactory's median step at 0.5 s with the one at 0 s.
 set -euo pipefail
-latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}
+latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}; mode=${4:-colocate}
 source /tmp/device_env.sh >/dev/null
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_ENV=$PWD/benchmarks/envs/slow_calc/env.yaml
 export RLFACTORY_BENCH_LATENCY=$latency
@@ -19,20 +22,45 @@ with open("/tmp/bench/arith.jsonl", "w") as f:
         f.write(json.dumps({"messages": [{"role": "user", "content": f"What is ({a} + {b}) * {c}?"}],
                             "solution": str((a + b) * c)}) + "\n")
 PY
+server=
+stop_server() {  # by PID: the server's exit status (killed) must not end the script under set -e
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  server=
+}
+trap stop_server EXIT
 for sched in sync_tools rlfactory; do
-  dir=/tmp/bench/$sched-$latency
+  case "$mode" in
+    colocate)
+      name=$sched-$latency
+      rollout=(--multi_turn_scheduler "$sched" --max_turns 3
+               --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 --vllm_enforce_eager true
+               --vllm_max_model_len 4096) ;;
+    server)
+      name=server-$sched-$latency
+      CUDA_VISIBLE_DEVICES=0 python3 -m swift.cli.rollout \
+        --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
+        --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler "$sched" --max_turns 3 \
+        --vllm_gpu_memory_utilization 0.8 --vllm_max_model_len 4096 --vllm_enforce_eager true \
+        --port 8000 > "$out/rollout-$name.log" 2>&1 &
+      server=$!
+      export CUDA_VISIBLE_DEVICES=1
+      rollout=(--use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 --vllm_server_port 8000
+               --vllm_server_timeout 600 --vllm_server_pass_dataset true) ;;
+    *) echo "unknown mode $mode (colocate or server)" >&2; exit 2 ;;
+  esac
+  dir=/tmp/bench/$name
   rm -rf "$dir"
   python3 -m swift.cli.rlhf --rlhf_type grpo \
     --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
     --dataset /tmp/bench/arith.jsonl --external_plugins benchmarks/baseline_plugin.py \
-    --multi_turn_scheduler "$sched" --max_turns 3 --reward_funcs rlfactory --callbacks rlfactory \
-    --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 --vllm_enforce_eager true \
-    --vllm_max_model_len 4096 --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
+    --reward_funcs rlfactory --callbacks rlfactory "${rollout[@]}" \
+    --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
     --torch_dtype bfloat16 --learning_rate 1e-4 --beta 0.0 --temperature 1.0 \
     --num_generations 8 --per_device_train_batch_size 32 \
     --max_completion_length 256 --max_length 2048 --max_steps "$steps" --logging_steps 1 --save_strategy no \
     --output_dir "$dir" --add_version false --dataloader_num_workers 0 --dataset_num_proc 1 \
-    --report_to none --check_model false --seed 42 > "$out/$sched-$latency.log" 2>&1
-  cp "$dir/logging.jsonl" "$out/$sched-$latency.jsonl"
+    --report_to none --check_model false --seed 42 > "$out/$name.log" 2>&1
+  cp "$dir/logging.jsonl" "$out/$name.jsonl"
+  stop_server
 done
 python3 benchmarks/summarize_colocate.py "$out"/*.jsonl

@@ -2,7 +2,10 @@
 
     python benchmarks/summarize_colocate.py benchmarks/results/h200-colocate/*.jsonl
 
-File names are ``<scheduler>-<latency>.jsonl``. The first step (vLLM warm-up, compilation) is skipped.
+File names are ``<scheduler>-<latency>.jsonl``, or ``server-<scheduler>-<latency>.jsonl`` for the two-GPU
+server-mode runs (``colocate_h200.sh ... server``). The first step (vLLM warm-up, compilation) is skipped.
+**speed-up** is the baseline's median step over ``rlfactory``'s at the same latency and mode; **x 0 s** is a
+run's median step over the same scheduler's at zero latency (the server-mode target: within 1.15x at 0.5 s).
 """
 
 from __future__ import annotations
@@ -30,18 +33,20 @@ def main() -> None:
         path = Path(name)
         sched, _, latency = path.stem.rpartition("-")
         results[(sched, latency)] = median_step(path)
-    print("| latency s | scheduler | median step s | steps | tool calls / traj | reward | speed-up |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| latency s | scheduler | median step s | steps | tool calls / traj | reward | speed-up | x 0 s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for (sched, latency), (median, n, means) in sorted(
         results.items(), key=lambda kv: (float(kv[0][1]), kv[0][0])
     ):
-        base = results.get(("sync_tools", latency))
-        speedup = f"{base[0] / median:.2f}x" if base and sched != "sync_tools" else ""
+        base = results.get((sched.replace("rlfactory", "sync_tools"), latency))
+        speedup = f"{base[0] / median:.2f}x" if base and "rlfactory" in sched else ""
+        zero = next((r for (s, lat), r in results.items() if s == sched and float(lat) == 0), None)
+        x_zero = f"{median / zero[0]:.2f}" if zero and float(latency) != 0 else ""
         calls = means.get("tools/calls_per_trajectory", float("nan"))
         print(
-            f"| {latency} | {sched} | {median:.2f} | {n} | {calls:.2f} | {means.get('reward', float('nan')):.3f} | {speedup} |"
+            f"| {latency} | {sched} | {median:.2f} | {n} | {calls:.2f} | {means.get('reward', float('nan')):.3f} "
+            f"| {speedup} | {x_zero} |"
         )
-
 
 if __name__ == "__main__":
     main()
