@@ -48,5 +48,6 @@ def main() -> None:
             f"| {speedup} | {x_zero} |"
         )
 
+
 if __name__ == "__main__":
     main()
