@@ -3,10 +3,12 @@
 # ms-swift's example ToolCallScheduler) against the rlfactory scheduler, same GRPO config, same seed, run back
 # to back at a given tool latency. Qwen2.5-Coder-0.5B-Instruct, LoRA r16, 32 completions per step
 # (4 prompts x 8), <= 3 turns, MCP calculator whose every call sleeps LATENCY seconds.
-#   bash benchmarks/colocate_h200.sh LATENCY STEPS OUT_DIR [server]     (after ../shared/gpu/README.md's setup)
+#   bash benchmarks/colocate_h200.sh LATENCY STEPS OUT_DIR [MODE]     (after ../shared/gpu/README.md's setup)
 # MODE colocate (default, one GPU): vLLM inside the trainer. MODE server (two GPUs): `swift rollout` on
 # GPU 0 generates and runs the tools (the scheduler lives there), `swift rlhf --vllm_mode server` trains on
 # GPU 1; the server-mode target compares rlfactory's median step at 0.5 s with the one at 0 s.
+# MODE server-async: the same with `--async_generate true`, the rollout of step n+1 (tools included) runs
+# while step n trains, one step off-policy: the way tool time can hide behind training as well.
 set -euo pipefail
 latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}; mode=${4:-colocate}
 source /tmp/device_env.sh >/dev/null
@@ -35,8 +37,8 @@ for sched in sync_tools rlfactory; do
       rollout=(--multi_turn_scheduler "$sched" --max_turns 3
                --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 --vllm_enforce_eager true
                --vllm_max_model_len 4096) ;;
-    server)
-      name=server-$sched-$latency
+    server|server-async)
+      name=$mode-$sched-$latency
       CUDA_VISIBLE_DEVICES=0 python3 -m swift.cli.rollout \
         --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
         --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler "$sched" --max_turns 3 \
@@ -45,8 +47,9 @@ for sched in sync_tools rlfactory; do
       server=$!
       export CUDA_VISIBLE_DEVICES=1
       rollout=(--use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 --vllm_server_port 8000
-               --vllm_server_timeout 600 --vllm_server_pass_dataset true) ;;
-    *) echo "unknown mode $mode (colocate or server)" >&2; exit 2 ;;
+               --vllm_server_timeout 600 --vllm_server_pass_dataset true)
+      [ "$mode" = server-async ] && rollout+=(--async_generate true) ;;
+    *) echo "unknown mode $mode (colocate, server or server-async)" >&2; exit 2 ;;
   esac
   dir=/tmp/bench/$name
   rm -rf "$dir"

@@ -2,8 +2,8 @@
 
     python benchmarks/summarize_colocate.py benchmarks/results/h200-colocate/*.jsonl
 
-File names are ``<scheduler>-<latency>.jsonl``, or ``server-<scheduler>-<latency>.jsonl`` for the two-GPU
-server-mode runs (``colocate_h200.sh ... server``). The first step (vLLM warm-up, compilation) is skipped.
+File names are ``<scheduler>-<latency>.jsonl``, or ``<mode>-<scheduler>-<latency>.jsonl`` for the two-GPU
+server-mode runs (``colocate_h200.sh ... server|server-async``). The first step (vLLM warm-up, compilation) is skipped.
 **speed-up** is the baseline's median step over ``rlfactory``'s at the same latency and mode; **x 0 s** is a
 run's median step over the same scheduler's at zero latency (the server-mode target: within 1.15x at 0.5 s).
 """
