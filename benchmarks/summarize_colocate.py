@@ -35,13 +35,13 @@ def main() -> None:
         results[(sched, latency)] = median_step(path)
     print("| latency s | scheduler | median step s | steps | tool calls / traj | reward | speed-up | x 0 s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    zero = {sched: result for (sched, latency), result in results.items() if float(latency) == 0}
     for (sched, latency), (median, n, means) in sorted(
         results.items(), key=lambda kv: (float(kv[0][1]), kv[0][0])
     ):
         base = results.get((sched.replace("rlfactory", "sync_tools"), latency))
         speedup = f"{base[0] / median:.2f}x" if base and "rlfactory" in sched else ""
-        zero = next((r for (s, lat), r in results.items() if s == sched and float(lat) == 0), None)
-        x_zero = f"{median / zero[0]:.2f}" if zero and float(latency) != 0 else ""
+        x_zero = f"{median / zero[sched][0]:.2f}" if sched in zero and float(latency) != 0 else ""
         calls = means.get("tools/calls_per_trajectory", float("nan"))
         print(
             f"| {latency} | {sched} | {median:.2f} | {n} | {calls:.2f} | {means.get('reward', float('nan')):.3f} "
