@@ -20,6 +20,9 @@ evaluate() {  # NAME MODEL [ADAPTERS]: test + holdout in one run (one vLLM start
     bash examples/deepsearch/eval.sh "/tmp/eval-$1" > "$out/eval-$1.log" 2>&1
   cp "/tmp/eval-$1/metrics.json" "$out/eval-$1.json"  # by_split: test and holdout; by_hops: 1 and 2
 }
+last_checkpoint() {  # the GRPO run's highest step (sort -V: checkpoint-100 after checkpoint-80)
+  ls -d /tmp/ds/v*/checkpoint-* | sort -V | tail -1
+}
 case "$phase" in
   prepare)  # the held-out questions (never committed), the SFT/GRPO halves of train, the BM25 index
     python3 examples/deepsearch/build_data.py --holdout 300 --train 0 --test 0 --out /tmp/holdout
@@ -51,7 +54,7 @@ PY
     # Resuming restores the LoRA weights and the step count but not the optimizer: on the H200, loading the
     # saved fused-AdamW state crashed the first step after a resume ("params, grads, exp_avgs, and
     # exp_avg_sqs must have same dtype, device, and layout", results/2026-12-01-select-grpo/train-resume.log).
-    last=$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -V | tail -1 || true)
+    last=$(last_checkpoint 2>/dev/null || true)
     resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
     copy_logs() { for d in /tmp/ds/v*; do cp "$d/logging.jsonl" "$out/logging-${d##*/}.jsonl" 2>/dev/null || true; done; }
     # Copy the step logs every 15 s: a device command cut short (time limit, budget) still returns them.
@@ -60,7 +63,7 @@ PY
       > "$out/train-$(date +%s).log" 2>&1 || true
     kill "$copier"; copy_logs ;;
   eval-trained)
-    ckpt=$(ls -d /tmp/ds/v*/checkpoint-* | sort -V | tail -1)
+    ckpt=$(last_checkpoint)
     echo "$ckpt" > "$out/checkpoint.txt"
     evaluate trained /tmp/qwen05-sft "$ckpt" ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
