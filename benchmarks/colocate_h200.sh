@@ -4,11 +4,17 @@
 # to back at a given tool latency. Qwen2.5-Coder-0.5B-Instruct, LoRA r16, 32 completions per step
 # (4 prompts x 8), <= 3 turns, MCP calculator whose every call sleeps LATENCY seconds.
 #   bash benchmarks/colocate_h200.sh LATENCY STEPS OUT_DIR [MODE]     (after ../shared/gpu/README.md's setup)
+# SCHEDULERS (default "sync_tools rlfactory") picks the schedulers, in order. LEARNING_RATE (default 1e-4):
+# 0 freezes the policy, so every latency sees the same mix of tool calls (with learning, runs at different
+# latencies can drift apart, e.g. to a policy that stops calling the tool and makes the latency moot).
 # MODE colocate (default, one GPU): vLLM inside the trainer. MODE server (two GPUs): `swift rollout` on
 # GPU 0 generates and runs the tools (the scheduler lives there), `swift rlhf --vllm_mode server` trains on
 # GPU 1; the issue's server-mode target compares rlfactory's median step at 0.5 s with the one at 0 s.
 # MODE server-async: the same with `--async_generate true`, the rollout of step n+1 (tools included) runs
 # while step n trains, one step off-policy: the way tool time can hide behind training as well.
+# SERVER_GPUS (default "0 1": rollout GPU, trainer GPU). "0 0" runs both on one GPU: the rollout server gets
+# 0.35 of its memory, and the two processes get different NCCL_HOSTIDs, so NCCL's weight-sync communicator
+# takes them for two hosts (it refuses two ranks on one device of one host) and talks over loopback sockets.
 set -euo pipefail
 latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}; mode=${4:-colocate}
 source /tmp/device_env.sh >/dev/null
@@ -30,7 +36,14 @@ stop_server() {  # by PID: the server's exit status (killed) must not end the sc
   server=
 }
 trap stop_server EXIT
-for sched in sync_tools rlfactory; do
+read -r rollout_gpu train_gpu <<< "${SERVER_GPUS:-0 1}"
+rollout_mem=0.8 rollout_env=() train_env=()
+if [ "$rollout_gpu" = "$train_gpu" ]; then
+  rollout_mem=0.35
+  export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_MNNVL_ENABLE=0
+  rollout_env=(NCCL_HOSTID=rlfactory-rollout) train_env=(NCCL_HOSTID=rlfactory-trainer)
+fi
+for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
   case "$mode" in
     colocate)
       name=$sched-$latency
@@ -39,13 +52,13 @@ for sched in sync_tools rlfactory; do
                --vllm_max_model_len 4096) ;;
     server|server-async)
       name=$mode-$sched-$latency
-      CUDA_VISIBLE_DEVICES=0 python3 -m swift.cli.rollout \
+      env "${rollout_env[@]}" CUDA_VISIBLE_DEVICES="$rollout_gpu" python3 -m swift.cli.rollout \
         --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
         --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler "$sched" --max_turns 3 \
-        --vllm_gpu_memory_utilization 0.8 --vllm_max_model_len 4096 --vllm_enforce_eager true \
+        --vllm_gpu_memory_utilization "$rollout_mem" --vllm_max_model_len 4096 --vllm_enforce_eager true \
         --port 8000 > "$out/rollout-$name.log" 2>&1 &
       server=$!
-      export CUDA_VISIBLE_DEVICES=1
+      export CUDA_VISIBLE_DEVICES=$train_gpu
       rollout=(--use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 --vllm_server_port 8000
                --vllm_server_timeout 600 --vllm_server_pass_dataset true)
       [ "$mode" = server-async ] && rollout+=(--async_generate true) ;;
@@ -53,12 +66,12 @@ for sched in sync_tools rlfactory; do
   esac
   dir=/tmp/bench/$name
   rm -rf "$dir"
-  python3 -m swift.cli.rlhf --rlhf_type grpo \
+  env "${train_env[@]}" python3 -m swift.cli.rlhf --rlhf_type grpo \
     --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
     --dataset /tmp/bench/arith.jsonl --external_plugins benchmarks/baseline_plugin.py \
     --reward_funcs rlfactory --callbacks rlfactory "${rollout[@]}" \
     --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
-    --torch_dtype bfloat16 --learning_rate 1e-4 --beta 0.0 --temperature 1.0 \
+    --torch_dtype bfloat16 --learning_rate "${LEARNING_RATE:-1e-4}" --beta 0.0 --temperature 1.0 \
     --num_generations 8 --per_device_train_batch_size 32 \
     --max_completion_length 256 --max_length 2048 --max_steps "$steps" --logging_steps 1 --save_strategy no \
     --output_dir "$dir" --add_version false --dataloader_num_workers 0 --dataset_num_proc 1 \
