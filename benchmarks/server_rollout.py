@@ -130,6 +130,11 @@ def markdown(doc: dict[str, Any]) -> str:
         "| tokens/s |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    if not doc["tools_called"]:
+        lines[-2:-2] = [
+            "**No run called a tool: there was no tool time to hide, and the ratios say nothing about it.**",
+            "",
+        ]
     for r in doc["rows"]:
         x = f"{r['x_zero_latency']:.2f}" if "x_zero_latency" in r else "-"
         hidden = f"{r['hidden_share']:.2f}" if r.get("hidden_share") is not None else "-"
@@ -183,6 +188,8 @@ def main(argv: list[str] | None = None) -> None:
     engine = load_engine(args)
     asyncio.run(measure(args, engine, task, schedulers, doc, started))
     print((args.out / "server.md").read_text())
+    if not doc["tools_called"]:
+        sys.exit("no tool calls in any run: use a model and prompts that call the tools (see server.md)")
 
 
 async def measure(
@@ -219,7 +226,10 @@ def write_report(doc: dict[str, Any], out: Path, started: float) -> None:
     doc["rows"].sort(key=lambda r: (r["latency_s"], r["scheduler"]))
     add_ratios(doc["rows"])
     calls = {r["calls"] for r in doc["rows"]}
-    doc["same_workload"] = len(calls) == 1 and not any(r["call_errors"] for r in doc["rows"])
+    doc["tools_called"] = any(calls)
+    doc["same_workload"] = (
+        doc["tools_called"] and len(calls) == 1 and not any(r["call_errors"] for r in doc["rows"])
+    )
     doc["elapsed_s"] = round(time.monotonic() - started, 1)
     out.mkdir(parents=True, exist_ok=True)
     (out / "server.json").write_text(json.dumps(doc, indent=1) + "\n")
