@@ -94,6 +94,8 @@ def test_rewards_were_computed(grpo_run: Path):
     train_logs = [entry for entry in logs if "reward" in entry]
     assert train_logs and all("tools/calls_per_trajectory" in entry for entry in train_logs)
     assert any(entry["tools/calls_per_trajectory"] > 0 for entry in train_logs)
+    for entry in train_logs:  # a step with calls has a chain of at least one tool turn, one without has none
+        assert (entry["tools/max_tool_turns"] > 0) == (entry["tools/calls_per_trajectory"] > 0)
 
 
 def test_lora_adapter_was_saved(grpo_run: Path):
