@@ -143,3 +143,32 @@ def test_search_budget_charges_searches_beyond_the_rows_hops():
         assert score(env, one, 1) == 1.0 and score(env, one, 2) == 0.5 and score(env, one, 3) == 0.0
         assert score(env, two, 2) == 1.0 and score(env, two, 3) == 0.5
         assert score(env, one, 0) == 0.0  # answering without searching earns no tool reward
+
+
+@pytest.mark.timeout(60)
+def test_search_hit_scores_each_search_turn_by_whether_the_answers_article_came_back():
+    import asyncio
+
+    from swift_rlfactory.rollout.episode import Generation, run_episode
+
+    row = next(r for r in split("test") if r["hops"] == 1)
+    hit = build_sft.call_text(row["solution"])  # the answer's own title as the query: BM25 brings it back
+    miss = build_sft.call_text("zzzz qqqq")  # no article holds these words
+
+    def turns(env: Environment, calls: list[str]) -> tuple[list[float], float]:
+        replies = iter([*calls, f"<answer>{row['solution']}</answer>"])
+
+        async def generate(messages):
+            return Generation(next(replies))
+
+        prompt = [{"role": "system", "content": env.system_prompt}, *row["messages"]]
+        trajectory = asyncio.run(run_episode(prompt, generate, env.executor, env.max_turns, row=row))
+        env.reward.score([trajectory])
+        name = "search_hit.py:search_hit"
+        return trajectory.turn_rewards[name], trajectory.rewards[name]
+
+    with Environment.load(ROOT / "examples" / "deepsearch" / "env_grpo.yaml") as env:
+        assert env.config.credit.mode == "trajectory"
+        assert turns(env, [hit]) == ([1.0, 0.0], 0.5)  # the answer turn makes no call: no_call = 0
+        assert turns(env, [miss, hit]) == ([0.0, 1.0, 0.0], pytest.approx(1 / 3))
+        assert turns(env, []) == ([0.0], 0.0)

@@ -10,13 +10,18 @@
 #   eval-sft       SFT model on the eval set                                                           ~3 min
 #   select         the other 1,000 x 4 samples at T=1; the mixed ones, at most PER_STRATUM (25) per
 #                  (hops, family): every family trained on, none dominating                           ~4 min
-#   train          GRPO from the SFT model (ENV_FILE: env_budget.yaml, BETA: 0.04, saves every 20
-#                  steps); stops at TRAIN_TIMEOUT (540 s) - run it again to resume                    ~9 min a call
+#   train          GRPO from the SFT model (ENV_FILE: env_grpo.yaml = env_budget.yaml + the per-turn
+#                  search_hit reward, trajectory credit; BETA: 0.04, saves every 20 steps); stops at
+#                  TRAIN_TIMEOUT (540 s) - run it again to resume                                     ~9 min a call
 #   validate       every saved checkpoint not scored yet on data/val.jsonl (greedy) until
 #                  EVAL_BUDGET (480 s); writes the best one's path (best EM, earliest on ties)         ~1.5 min a checkpoint
 #   eval-trained   the best checkpoint on validation (else the last) on the eval set                  ~3 min
 #   credit-train MODE / credit-eval MODE (MODE = trajectory | turn): item 4 of issue 15, the same data,
-#                  seed and steps from the SFT model with `credit: {mode: MODE}` in the environment   ~9 / ~3 min
+#                  seed and steps from the SFT model with env_grpo.yaml's `credit:` set to MODE; the
+#                  trajectory arm is the train phase's own run (/tmp/ds), credit-eval scores each arm's
+#                  last checkpoint                                                                    ~9 / ~3 min
+# Knobs for sharing the GPU between phases (benchmarks/issue15/pipeline.sh runs several at once):
+# VLLM_UTIL, MICRO_BATCH, GRAD_ACC (train.sh, sft.sh) and GPU_UTIL (eval.sh), passed through the environment.
 # The recipe is base -> warm-start SFT (sft.sh, merged into /tmp/qwen05-sft) -> GRPO from the SFT model.
 # The train split is cut in two: SFT demonstrations from the first 1,000 questions; GRPO on those of the
 # other 1,000 that the SFT model solves in some but not all of 4 samples (`swift-rlfactory select`), the
@@ -88,12 +93,13 @@ PY
       --out /tmp/split/grpo.jsonl --stratify hops,family --per-stratum "${PER_STRATUM:-25}" | tee "$out/select.log"
     python3 -c "import json,collections; r=[json.loads(l) for l in open('/tmp/split/grpo.jsonl')]; print(collections.Counter((x['hops'], x['family']) for x in r))" \
       | tee -a "$out/select.log" ;;
-  train) train_grpo /tmp/ds "${ENV_FILE:-examples/deepsearch/env_budget.yaml}" ;;
+  train) train_grpo /tmp/ds "${ENV_FILE:-examples/deepsearch/env_grpo.yaml}" ;;
   validate)  # score saved checkpoints on the validation split; the best one's path -> /tmp/ds-best.txt
     mkdir -p /tmp/val; start=$(date +%s)
-    for ckpt in $(ls -d /tmp/ds/v*/checkpoint-* | sort -V); do
+    for ckpt in $(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -V); do
       step=${ckpt##*-}
       [ -f "/tmp/val/step-$step.json" ] && continue
+      [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (validate runs beside train)
       [ $(( $(date +%s) - start )) -lt "${EVAL_BUDGET:-480}" ] || { echo "budget spent: run validate again"; break; }
       MODEL=/tmp/qwen05-sft ADAPTERS=$ckpt DATASET=examples/deepsearch/data/val.jsonl GROUP_BY="hops family" \
         bash examples/deepsearch/eval.sh "/tmp/eval-val-$step" >> "$out/validate.log" 2>&1
@@ -102,6 +108,8 @@ PY
     done
     python3 - "$out" <<'PY'  # the best checkpoint: highest validation EM, the earliest step on ties
 import json, pathlib, sys
+if not list(pathlib.Path("/tmp/val").glob("step-*.json")):
+    sys.exit(print("no checkpoint scored yet"))
 scores = sorted((json.loads(p.read_text()) for p in pathlib.Path("/tmp/val").glob("step-*.json")), key=lambda s: s["step"])
 best = max(scores, key=lambda s: (s["em"], -s["step"]))
 for s in scores:
@@ -116,21 +124,23 @@ PY
     evaluate trained /tmp/qwen05-sft "$ckpt" ;;
   credit-train|credit-eval)  # MODE in $3: trajectory or turn; same data (grpo.jsonl), seed 42 and STEPS
     mode=${3:?credit mode: trajectory or turn}
-    env_file=/tmp/env-credit-$mode.yaml
-    python3 - "$mode" "$env_file" <<'PY'  # env_budget.yaml plus `credit:`
+    run=/tmp/ds-credit-$mode; env_file=/tmp/env-credit-$mode.yaml
+    [ "$mode" = trajectory ] && run=/tmp/ds  # env_grpo.yaml is trajectory credit: the train phase's run
+    python3 - "$mode" "$env_file" <<'PY'  # env_grpo.yaml with `credit: {mode: MODE}`
 import os, sys, yaml
 mode, path = sys.argv[1:]
-budget = os.path.abspath("examples/deepsearch/search_budget.py")  # the file is written to /tmp: absolute paths
-config = yaml.safe_load(open("examples/deepsearch/env_budget.yaml"))
-config["credit"] = {"mode": mode}  # turn: the defaults of env/config.py's CreditConfig (gamma 0.95, turn_weight 1)
-config["reward"] = [{**t, "name": f"{budget}:search_budget"} if t["name"].startswith("search_budget") else t for t in config["reward"]]
-config["reward"].append({"name": "turn_tool_success", "weight": 0.1})  # a per-turn term for turn credit to use
+config = yaml.safe_load(open("examples/deepsearch/env_grpo.yaml"))
+config["credit"] = {**config.get("credit", {}), "mode": mode}
+for term in config["reward"]:  # the file is written to /tmp: reward files beside env_grpo.yaml by absolute path
+    file, sep, func = term["name"].partition(".py:")
+    if sep:
+        term["name"] = f"{os.path.abspath('examples/deepsearch/' + file)}.py:{func}"
 yaml.safe_dump(config, open(path, "w"), sort_keys=False)
 PY
     if [ "$phase" = credit-train ]; then
-      STEPS=${STEPS:-100} train_grpo "/tmp/ds-credit-$mode" "$env_file"
+      STEPS=${STEPS:-100} train_grpo "$run" "$env_file"
     else
-      ckpt=$(last_checkpoint "/tmp/ds-credit-$mode"); echo "$ckpt" > "$out/checkpoint-credit-$mode.txt"
+      ckpt=$(last_checkpoint "$run"); echo "$ckpt" > "$out/checkpoint-credit-$mode.txt"
       evaluate "credit-$mode" /tmp/qwen05-sft "$ckpt"
     fi ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;

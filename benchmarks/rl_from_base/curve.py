@@ -1,11 +1,13 @@
-"""Learning curve of GRPO from the base model: held-out accuracy and tool calls per checkpoint.
+"""Learning curve of GRPO from the base model: accuracy and tool calls per checkpoint, per split.
 
     python benchmarks/rl_from_base/curve.py EVAL_DIR [--out DIR] [--log logging-v0-*.jsonl]
 
-Reads every ``eval-step-<N>.json`` in EVAL_DIR (``metrics.json`` of ``swift-rlfactory eval`` on the
-held-out split; step 0 is the base model) and writes ``curve.json`` (one row per step), ``curve.md`` (the
-same as a table, with the change against step 0) and ``curve.png`` (held-out EM and tool calls per
-question against the step; with ``--log``, the training reward of ms-swift's ``logging.jsonl`` too).
+Reads every ``eval-step-<N>.json`` in EVAL_DIR (``metrics.json`` of ``swift-rlfactory eval``; step 0 is
+the base model) and writes ``curve.json`` (one row per step), ``curve.md`` (the same as a table, with the
+change against step 0) and ``curve.png`` (EM and tool calls per question against the step; with
+``--log``, the sampled training EM of ms-swift's ``logging.jsonl`` too). An eval grouped by ``split``
+(``heldout`` and ``ood`` in ``h200.sh``) gets one column and one line per split: the in-distribution
+held-out problems and the OOD ones are never averaged together.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def curve_rows(eval_dir: Path) -> list[dict[str, Any]]:
             continue
         metrics = json.loads(path.read_text())
         families = {name: group["em"] for name, group in (metrics.get("by_family") or {}).items()}
+        splits = metrics.get("by_split") or {"all": metrics}
         rows.append(
             {
                 "step": int(found[1]),
@@ -36,18 +39,35 @@ def curve_rows(eval_dir: Path) -> list[dict[str, Any]]:
                 "tool_calls": metrics["tool_calls"],
                 "tool_error_rate": metrics.get("tool_error_rate"),
                 "em_by_family": families,
+                "by_split": {
+                    name: {"questions": g["questions"], "em": g["em"], "tool_calls": g["tool_calls"]}
+                    for name, g in splits.items()
+                },
             }
         )
     return sorted(rows, key=lambda r: r["step"])
 
 
+def _splits(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted({name for row in rows for name in row["by_split"]})
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: step, held-out EM, its change against step 0, tool calls per question."""
-    base = rows[0]["em"] if rows and rows[0]["step"] == 0 else None
-    lines = ["| step | held-out EM | change vs base | tool calls / question |", "| --- | --- | --- | --- |"]
+    """Markdown: per step and split, EM, its change against step 0 and tool calls per question."""
+    splits = _splits(rows)
+    base = rows[0]["by_split"] if rows and rows[0]["step"] == 0 else {}
+    head = ["step"] + [f"{s} {c}" for s in splits for c in ("EM", "change vs base", "tool calls / question")]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in rows:
-        change = "" if base is None else f"{row['em'] - base:+.3f}"
-        lines.append(f"| {row['step']} | {row['em']:.3f} | {change} | {row['tool_calls']:.2f} |")
+        cells = [str(row["step"])]
+        for name in splits:
+            group = row["by_split"].get(name)
+            if group is None:
+                cells += ["", "", ""]
+                continue
+            change = f"{group['em'] - base[name]['em']:+.3f}" if name in base else ""
+            cells += [f"{group['em']:.3f}", change, f"{group['tool_calls']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -59,8 +79,15 @@ def plot(rows: list[dict[str, Any]], out: Path, log: Path | None) -> None:
     import matplotlib.pyplot as plt
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    steps = [r["step"] for r in rows]
-    top.plot(steps, [r["em"] for r in rows], "o-", label="held-out EM (greedy)")
+    for name in _splits(rows):
+        points = [(r["step"], r["by_split"][name]) for r in rows if name in r["by_split"]]
+        top.plot([s for s, _ in points], [g["em"] for _, g in points], "o-", label=f"{name} EM (greedy)")
+        bottom.plot(
+            [s for s, _ in points],
+            [g["tool_calls"] for _, g in points],
+            "o-",
+            label=f"{name}: tool calls / question",
+        )
     if log is not None:
         logged = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
         logged = [r for r in logged if "reward" in r]
@@ -70,7 +97,6 @@ def plot(rows: list[dict[str, Any]], out: Path, log: Path | None) -> None:
             alpha=0.4,
             label="training EM (sampled, per step)",
         )
-    bottom.plot(steps, [r["tool_calls"] for r in rows], "o-", label="tool calls / held-out question")
     top.set_ylabel("exact match")
     bottom.set_xlabel("GRPO step")
     for ax in (top, bottom):

@@ -3,13 +3,14 @@
 # (examples/arithmetic/), Qwen2.5-Coder-0.5B-Instruct on one H200. Each phase is one device command of
 # < 10 min; /tmp persists between them while the machine stays warm. From the repository root, after the
 # GPU kit of ../shared/gpu/README.md is installed (/tmp/site, /tmp/qwen05):
-#   [ENV_FILE=examples/arithmetic/env_hint.yaml] bash benchmarks/rl_from_base/h200.sh eval-base|train|eval-checkpoints|curve  OUT_DIR
+#   [ENV_FILE=examples/arithmetic/env.yaml] bash benchmarks/rl_from_base/h200.sh eval-base|train|eval-checkpoints|curve  OUT_DIR
 #
-#   eval-base         base model, greedy, 300 held-out problems                         ~1.5 min
+#   eval-base         base model, greedy, 300 held-out + 200 OOD problems               ~1.5 min
 #   train             GRPO up to STEPS (200), checkpoint every 25 steps; stops itself
 #                     at TRAIN_TIMEOUT (540 s) - run it again to resume                  ~9 min a call, 2 calls
 #   eval-checkpoints  every STRIDE-th (50) saved checkpoint not scored yet, greedy,
 #                     until EVAL_BUDGET (500 s) is spent - rerun, or STRIDE=25, for more  ~1.3 min a checkpoint
+#   (VLLM_UTIL, MICRO_BATCH, GRAD_ACC for train.sh and EVAL_UTIL (0.5) for the evals let phases share the GPU)
 #   curve             learning curve: OUT/curve.png, curve.md, curve.json from every eval  seconds
 #
 # Every eval writes OUT/eval-<name>.json (metrics.json of the eval CLI: em, tool_calls per question, by
@@ -21,22 +22,29 @@ set -euo pipefail
 phase=${1:?phase}; out=${2:?out dir}
 source /tmp/device_env.sh >/dev/null
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
-HELDOUT=examples/arithmetic/data/heldout.jsonl
-ENV_FILE=${ENV_FILE:-examples/arithmetic/env.yaml}  # or env_hint.yaml: the result repeats the protocol
+# One eval set, one engine start-up: the 300 held-out problems (our templates, never trained on) and the
+# OOD problems (data/ood.jsonl: GSM-Symbolic word problems, phrased unlike any template), `split` naming each.
+EVAL_SET=/tmp/arith-eval-set.jsonl
+python3 examples/deepsearch/eval_sets.py "$EVAL_SET.$$" examples/arithmetic/data/heldout.jsonl \
+  $( [ -f examples/arithmetic/data/ood.jsonl ] && echo examples/arithmetic/data/ood.jsonl ) > /dev/null
+mv "$EVAL_SET.$$" "$EVAL_SET"  # atomic: phases running side by side never read a half-written file
+# env_hint.yaml: the calculator's result repeats the protocol's last step, so the base model answers after
+# the tool (EM 0.62 on CPU) - the signal GRPO needs; env.yaml, the bare calculator: base EM 0.00.
+ENV_FILE=${ENV_FILE:-examples/arithmetic/env_hint.yaml}
 tag=$(basename "$ENV_FILE" .yaml)
 RUN=/tmp/arith-$tag EVALS=/tmp/arith-evals-$tag
 mkdir -p "$out" "$EVALS"
 
-evaluate() {  # NAME [ADAPTERS]: greedy on the held-out split, scored per family
+evaluate() {  # NAME [ADAPTERS]: greedy on the held-out and OOD splits, scored per split, family and steps
   local args=(--env "$ENV_FILE" --model /tmp/qwen05 --model-type qwen2 --template qwen2_5
-              --engine vllm --dataset "$HELDOUT" --output "/tmp/eval-arith-$tag-$1" --samples 1 --temperature 0
-              --max-tokens 192 --max-length 2048 --concurrency 128 --group-by family --group-by steps
-              --gpu-memory-utilization 0.5)
+              --engine vllm --dataset "$EVAL_SET" --output "/tmp/eval-arith-$tag-$1" --samples 1 --temperature 0
+              --max-tokens 192 --max-length 2048 --concurrency 128 --group-by split --group-by family --group-by steps
+              --gpu-memory-utilization "${EVAL_UTIL:-0.5}")
   [ -n "${2:-}" ] && args+=(--adapters "$2")
   python3 -m swift_rlfactory.cli eval "${args[@]}" >> "$out/eval.log" 2>&1
   cp "/tmp/eval-arith-$tag-$1/metrics.json" "$EVALS/eval-$1.json"
   cp "$EVALS/eval-$1.json" "$out/"
-  python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(sys.argv[2], 'em', round(m['em'],3), 'tool calls/question', round(m['tool_calls'],2))" \
+  python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(sys.argv[2], *(f\"{k} em {g['em']:.3f} tool calls/question {g['tool_calls']:.2f}\" for k, g in m['by_split'].items()))" \
     "$out/eval-$1.json" "$1"
 }
 case "$phase" in
@@ -53,10 +61,11 @@ case "$phase" in
     echo "train: $(( $(date +%s) - start )) s, checkpoints: $(ls -d $RUN/v*/checkpoint-* 2>/dev/null | sort -V | xargs -n1 basename | tr '\n' ' ')" ;;
   eval-checkpoints)
     start=$(date +%s)
-    for ckpt in $(ls -d $RUN/v*/checkpoint-* | sort -V); do
+    for ckpt in $(ls -d $RUN/v*/checkpoint-* 2>/dev/null | sort -V); do
       step=${ckpt##*-}
       [ $(( step % ${STRIDE:-50} )) -eq 0 ] || continue
       [ -f "$EVALS/eval-step-$step.json" ] && continue
+      [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (this phase can run beside train)
       [ $(( $(date +%s) - start )) -lt "${EVAL_BUDGET:-500}" ] || { echo "budget spent: rerun for the rest"; break; }
       evaluate "step-$step" "$ckpt"
     done ;;

@@ -4,6 +4,8 @@
 #   MODEL=/path/to/Qwen2.5-Coder-0.5B-Instruct bash examples/arithmetic/train.sh [extra swift rlhf flags]
 # 200 steps x 4 questions x 8 samples: 800 of the 2,000 train problems, each seen at most once. The
 # committed H200 run is benchmarks/rl_from_base/h200.sh (saves every 25 steps, resumes across commands).
+# VLLM_UTIL (vLLM's share of GPU memory) and MICRO_BATCH x GRAD_ACC (default 32 x 1: the step's 32
+# completions) let it share one GPU with other runs.
 set -euo pipefail
 MODEL=${MODEL:?set MODEL to a model folder or hub id}
 OUTPUT=${OUTPUT:-output/arithmetic}
@@ -18,11 +20,11 @@ $SWIFT --rlhf_type grpo \
   --external_plugins swift_rlfactory/plugin.py \
   --multi_turn_scheduler rlfactory --max_turns 4 \
   --reward_funcs rlfactory --callbacks rlfactory \
-  --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 \
+  --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization "${VLLM_UTIL:-0.3}" \
   --vllm_max_model_len 2048 --vllm_enforce_eager true \
   --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
   --torch_dtype bfloat16 --beta "${BETA:-0}" --learning_rate "${LR:-5e-5}" --warmup_ratio 0.02 \
-  --temperature 1.0 --num_generations 8 --per_device_train_batch_size 32 --gradient_accumulation_steps 1 \
+  --temperature 1.0 --num_generations 8 --per_device_train_batch_size "${MICRO_BATCH:-32}" --gradient_accumulation_steps "${GRAD_ACC:-1}" \
   --max_completion_length 192 --max_length 2048 \
   --max_steps "$STEPS" --logging_steps 1 --save_steps "${SAVE_STEPS:-25}" \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 \

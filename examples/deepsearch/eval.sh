@@ -6,7 +6,8 @@
 # GROUP_BY (columns, space-separated; default hops: single- vs two-hop scores; GROUP_BY= for data without
 # that column, e.g. NQ), EXTRA_EVAL (comma-separated files scored beside DATASET in the same run, e.g.
 # EXTRA_EVAL=mine.jsonl,nq_dev.jsonl; our rows or FlashRAG {question, golden_answers}; each reported as
-# its own value of the `split` column, named by the file's stem - see eval_sets.py).
+# its own value of the `split` column, named by the file's stem - see eval_sets.py), GPU_UTIL (vLLM's share
+# of GPU memory, default 0.9; lower it to run beside training).
 set -euo pipefail
 OUT=${1:?usage: eval.sh OUT_DIR}
 DATASET=${DATASET:-examples/deepsearch/data/test.jsonl}
@@ -28,6 +29,7 @@ fi
 args+=(--env "${EVAL_ENV:-examples/deepsearch/env.yaml}" --template "${TEMPLATE:-qwen2_5}" --dataset "$DATASET"
        --output "$OUT" --samples "${SAMPLES:-1}" --temperature "${TEMPERATURE:-0}" --max-tokens 256
        --max-length 4096 --concurrency "${CONCURRENCY:-64}")
+[ -n "${GPU_UTIL:-}" ] && args+=(--gpu-memory-utilization "$GPU_UTIL")
 [ -n "${LIMIT:-}" ] && args+=(--limit "$LIMIT")
 for column in $GROUP_BY; do args+=(--group-by "$column"); done
 python3 -m swift_rlfactory.cli eval "${args[@]}"

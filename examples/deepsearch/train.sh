@@ -2,7 +2,9 @@
 # DeepSearch GRPO: single GPU, LoRA, colocated vLLM. Run from the repository root:
 #   MODEL=/path/to/Qwen2.5-Coder-0.5B-Instruct bash examples/deepsearch/train.sh [extra swift rlhf flags]
 # Defaults are the settings of the committed H200 run (benchmarks/deepsearch/); see README.md beside
-# this file for 4B/8B settings on one 80 GB GPU.
+# this file for 4B/8B settings on one 80 GB GPU. VLLM_UTIL (vLLM's share of GPU memory), MICRO_BATCH x
+# GRAD_ACC (completions per forward pass x passes per step: the product is the step's batch) let several
+# runs share one GPU.
 set -euo pipefail
 MODEL=${MODEL:?set MODEL to a model folder or hub id}
 MODEL_TYPE=${MODEL_TYPE:-qwen2}
@@ -19,11 +21,11 @@ $SWIFT --rlhf_type grpo \
   --external_plugins swift_rlfactory/plugin.py \
   --multi_turn_scheduler rlfactory --max_turns 4 \
   --reward_funcs rlfactory --callbacks rlfactory \
-  --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.35 \
+  --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization "${VLLM_UTIL:-0.35}" \
   --vllm_max_model_len 4096 --vllm_enforce_eager true \
   --tuner_type lora --lora_rank 32 --lora_alpha 64 --target_modules all-linear \
   --torch_dtype bfloat16 --beta "${BETA:-0}" --learning_rate "${LR:-2e-5}" --warmup_ratio 0.02 \
-  --temperature 1.0 --num_generations 8 --per_device_train_batch_size 8 --gradient_accumulation_steps 4 \
+  --temperature 1.0 --num_generations 8 --per_device_train_batch_size "${MICRO_BATCH:-8}" --gradient_accumulation_steps "${GRAD_ACC:-4}" \
   --max_completion_length 256 --max_length 4096 \
   --max_steps "$STEPS" --logging_steps 1 --save_steps 10 --save_total_limit 3 \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 \

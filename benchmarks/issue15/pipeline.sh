@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Every GPU run of issue 15 in one background pipeline on one H200: the DeepSearch recipe (SFT, stratified
+# select, GRPO with validation, the trajectory- vs turn-credit arms) and GRPO from the base model on
+# arithmetic, side by side on the one GPU. A 0.5B model leaves most of an H200 idle, and a session has 30
+# minutes of device time, so the two tracks and the phases that do not depend on each other share the GPU
+# (each vLLM takes a small, fixed share of its memory; training takes small micro-batches, with the same
+# completions per step as the one-at-a-time recipes) instead of running one after the other.
+#
+# On the GPU machine, from the repository root, after the kit of ../shared/gpu/README.md is installed:
+#   cp -a . /tmp/repo && cd /tmp/repo && setsid nohup bash benchmarks/issue15/pipeline.sh /tmp/i15 \
+#     > /tmp/i15.log 2>&1 < /dev/null &
+#   bash benchmarks/issue15/pipeline.sh --status /tmp/i15       # phases, GPU memory, last log lines
+# (setsid: a device command's processes end with it, a new session's do not; the copy in /tmp keeps the
+# runs away from the working tree, which the next command re-syncs.)
+#
+#   deepsearch: prepare -> sft -> select -----> train (trajectory credit) + validate beside it -> eval-trained
+#                             \-> eval-sft  \--> credit-train turn -------------------------------> credit-eval turn
+#                                                 (credit-eval trajectory: train's last checkpoint, if validation chose another)
+#   arithmetic: eval-base -> train (200 steps) + eval-checkpoints beside it -> the rest of the checkpoints
+#
+# DEADLINE (s, default 1440) bounds the whole pipeline: the GRPO runs stop early (TRAIN_TIMEOUT) so that the
+# evaluations after them still fit. DS_STEPS (80): GRPO steps of each DeepSearch arm. Each phase's output goes to R/<phase>.out and its start, end, exit
+# status and seconds to R/phases.tsv; R/gpu.csv samples GPU memory every 10 s; the h200.sh scripts write
+# their logs and eval-*.json into R/ds and R/ar. A failed phase is retried once while time allows (the
+# training phases resume from their last checkpoint).
+set -uo pipefail
+if [ "${1:-}" = --status ]; then
+  r=${2:?results dir}
+  column -t -s $'\t' "$r/phases.tsv" 2>/dev/null; tail -n 2 "$r/gpu.csv" 2>/dev/null
+  for f in "$r"/*.out; do [ -f "$f" ] && { echo "== $f"; tail -n 3 "$f"; }; done
+  exit 0
+fi
+R=${1:?results dir}
+mkdir -p "$R/ds" "$R/ar"
+T0=$(date +%s) DEADLINE=${DEADLINE:-1440} DS_STEPS=${DS_STEPS:-80} STAGGER=${STAGGER:-40}
+DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
+elapsed() { echo $(( $(date +%s) - T0 )); }
+left() { echo $(( DEADLINE - $(elapsed) )); }
+
+phase() {  # NAME CMD...: run CMD, record it in phases.tsv; retry once after a failure if > 4 min are left
+  local name=$1 start rc; shift
+  start=$(elapsed); printf '%s\tstart\t%s\n' "$name" "$start" >> "$R/phases.tsv"
+  "$@" >> "$R/$name.out" 2>&1; rc=$?
+  if [ "$rc" -ne 0 ] && [ "$(left)" -gt 240 ]; then
+    printf '%s\tretry\t%s\t%s\n' "$name" "$(elapsed)" "$rc" >> "$R/phases.tsv"
+    sleep 20; "$@" >> "$R/$name.out" 2>&1; rc=$?
+  fi
+  printf '%s\tend\t%s\trc=%s\t%ss\n' "$name" "$(elapsed)" "$rc" $(( $(elapsed) - start )) >> "$R/phases.tsv"
+  return "$rc"
+}
+beside() {  # PID INTERVAL CMD...: while PID lives, run CMD at most every INTERVAL s (evaluations beside training)
+  local pid=$1 every=$2 last; shift 2
+  last=$(elapsed)
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ $(( $(elapsed) - last )) -ge "$every" ]; then "$@" || true; last=$(elapsed); fi
+    sleep 5
+  done
+}
+train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); }
+
+(while sleep 10; do
+   printf '%s,%s\n' "$(elapsed)" "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ')"
+ done >> "$R/gpu.csv") & monitor=$!
+
+deepsearch() {
+  phase ds-prepare $DS prepare "$R/ds" || return
+  MICRO_BATCH=4 GRAD_ACC=4 phase ds-sft $DS sft "$R/ds" || return
+  GPU_UTIL=0.12 phase ds-eval-sft $DS eval-sft "$R/ds" & local eval_sft=$!
+  sleep "$STAGGER"  # vLLM start-ups one after another: each measures the GPU's free memory while it starts
+  GPU_UTIL=0.12 phase ds-select $DS select "$R/ds" || return
+  # Both arms: 4 x 8 = 32 completions a step, as train.sh's 8 x 4; STEPS (80) and seed 42 alike.
+  VLLM_UTIL=0.1 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
+    phase ds-train $DS train "$R/ds" & local train=$!
+  sleep "$STAGGER"
+  VLLM_UTIL=0.1 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 290)" \
+    phase ds-credit-turn $DS credit-train "$R/ds" turn & local turn=$!
+  GPU_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $DS validate "$R/ds" >> "$R/ds-validate.out" 2>&1
+  GPU_UTIL=0.08 EVAL_BUDGET=100000 phase ds-validate $DS validate "$R/ds"  # the checkpoints saved last
+  GPU_UTIL=0.1 phase ds-eval-trained $DS eval-trained "$R/ds" & local trained=$!
+  if [ "$(cat /tmp/ds-best.txt 2>/dev/null)" != "$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -V | tail -1)" ]; then
+    sleep "$STAGGER"; GPU_UTIL=0.1 phase ds-credit-eval-trajectory $DS credit-eval "$R/ds" trajectory &
+  fi
+  wait "$turn"; sleep "$STAGGER"
+  GPU_UTIL=0.1 phase ds-credit-eval-turn $DS credit-eval "$R/ds" turn
+  wait
+}
+
+arithmetic() {
+  EVAL_UTIL=0.1 phase ar-eval-base $AR eval-base "$R/ar"
+  VLLM_UTIL=0.1 MICRO_BATCH=8 GRAD_ACC=4 TRAIN_TIMEOUT="$(train_timeout 150)" phase ar-train $AR train "$R/ar" & local train=$!
+  EVAL_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $AR eval-checkpoints "$R/ar" >> "$R/ar-evals.out" 2>&1
+  EVAL_UTIL=0.1 EVAL_BUDGET=$(( $(left) - 20 )) phase ar-eval-checkpoints $AR eval-checkpoints "$R/ar"
+  phase ar-curve $AR curve "$R/ar"
+}
+
+deepsearch & ds=$!
+sleep 5; arithmetic & ar=$!
+wait "$ds" "$ar"
+kill "$monitor" 2>/dev/null
+printf 'pipeline\tend\t%s\n' "$(elapsed)" >> "$R/phases.tsv"
