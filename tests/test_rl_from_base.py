@@ -36,8 +36,8 @@ def test_splits_are_balanced_disjoint_and_answered_by_the_tool():
     assert sum(len(r["solution"]) >= 4 for r in heldout) > 0.6 * len(heldout)
 
 
-def scored(env: Environment, turns: list[str]) -> dict[str, float]:
-    row = rows("heldout")[0]
+def scored(env: Environment, turns: list[str], row: dict | None = None) -> dict[str, float]:
+    row = row or rows("heldout")[0]
     replies = iter(turns)
 
     async def generate(messages):
@@ -74,3 +74,24 @@ def test_reward_pays_most_for_the_tool_and_the_right_number():
             == f"{answer}\nIf this is the final result, reply with <answer>{answer}</answer>."
         )
         assert scored(env, [call, f"<answer>{answer}</answer>"])["total"] == pytest.approx(1.3)
+
+
+@pytest.mark.timeout(60)
+def test_ood_split_is_gsm_symbolic_unseen_and_scored_by_em():
+    """The OOD split (reasoning-gym's gsm_symbolic, never trained on) shares no question with ours."""
+    ood = rows("ood")
+    assert len(ood) == 200
+    assert {r["family"] for r in ood} == {"gsm_symbolic"} and {r["steps"] for r in ood} == {None}
+    for row in ood:
+        assert row["solution"] == row["golden_answers"][0] and row["solution"].isdigit()
+        assert str(int(row["solution"])) == row["solution"]  # no separators, no leading zeros
+        assert "final answer" not in row["messages"][0]["content"]  # reasoning-gym's instruction is cut
+    questions = [r["messages"][0]["content"] for r in ood]
+    assert len(set(questions)) == len(questions)
+    assert not set(questions) & {r["messages"][0]["content"] for r in rows("train") + rows("heldout")}
+    row, answer = ood[0], ood[0]["solution"]
+    call = json.dumps({"name": "calculate", "arguments": {"expression": f"{answer} * 1"}})
+    with Environment.load(HERE / "env.yaml") as env:
+        right = scored(env, [call, f"<answer>{answer}</answer>"], row)
+        wrong = scored(env, [call, f"<answer>{int(answer) + 1}</answer>"], row)
+    assert (right["em"], right["calls"], wrong["em"]) == (1.0, 1, 0.0)

@@ -16,9 +16,19 @@ reward compares digits and nothing else::
 Rows are ms-swift rows (``messages``, ``golden_answers``, ``solution``) plus ``family``, ``steps`` (number
 of operations) and ``expression`` (the reference expression; no reward reads it). The splits use disjoint
 random streams and no question text is shared between them (checked here): ``data/train.jsonl`` (2000
-rows) and ``data/heldout.jsonl`` (300 rows), both committed::
+rows) and ``data/heldout.jsonl`` (300 rows), both committed.
 
-    python examples/arithmetic/build_data.py                 # data/train.jsonl, data/heldout.jsonl
+``data/ood.jsonl`` (200 rows, committed) is the out-of-distribution split, never trained on: GSM8K-style
+grade-school word problems from ``reasoning_gym``'s ``gsm_symbolic`` dataset (the GSM-Symbolic templates,
+written independently of this file, with fixed seed 0), phrased unlike the families above and often needing
+percentages, fractions or several intermediate quantities. Only problems whose answer is a non-negative
+integer are kept; reasoning-gym's trailing answer-format instruction is cut (our system prompt says how to
+answer) and the rest of the text is verbatim. Its rows have ``family: "gsm_symbolic"`` and ``steps: null``
+(eval ``--group-by steps`` reports them as ``None``), and no ``expression``. A learning claim made on
+heldout should hold here too: report the two side by side. It needs ``pip install reasoning-gym==0.1.25``
+(only for ``--ood``; ``--ood 0`` skips it)::
+
+    python examples/arithmetic/build_data.py     # data/train.jsonl, data/heldout.jsonl, data/ood.jsonl
 """
 
 from __future__ import annotations
@@ -165,21 +175,57 @@ def build_split(size: int, seed: str, exclude: set[str] = frozenset()) -> list[d
     return rows
 
 
+OOD_FAMILY = "gsm_symbolic"
+# reasoning-gym appends this to every gsm_symbolic question; our system prompt says how to answer instead.
+OOD_INSTRUCTION = " Give the result as your final answer. Do not include units."
+
+
+def build_ood(size: int, seed: int, exclude: set[str] = frozenset()) -> list[dict[str, Any]]:
+    """``size`` gsm_symbolic rows with non-negative integer answers, none repeated or taken from ``exclude``.
+
+    Raises:
+        ValueError: reasoning-gym changed its answer instruction (the cut would silently stop working).
+    """
+    import reasoning_gym  # only this split needs it: pip install reasoning-gym==0.1.25
+
+    rows: list[dict[str, Any]] = []
+    seen = set(exclude)
+    # Drawn in pages, as a few answers are not integers; a page's contents depend only on the seed.
+    for page in range(100):
+        for item in reasoning_gym.create_dataset(OOD_FAMILY, size=size, seed=seed * 1000 + page):
+            question = item["question"].removesuffix(OOD_INSTRUCTION)
+            if question == item["question"] or "final answer" in question:
+                raise ValueError(f"{OOD_FAMILY}: unexpected answer instruction in {item['question']!r}")
+            answer = str(item["answer"]).strip()
+            if not answer.isdigit() or question in seen:
+                continue
+            seen.add(question)
+            rows.append({**qa_row(question, [str(int(answer))]), "family": OOD_FAMILY, "steps": None})
+            if len(rows) == size:
+                return rows
+    raise ValueError(f"{OOD_FAMILY}: fewer than {size} usable problems")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Write the train and held-out splits."""
+    """Write the train, held-out and out-of-distribution splits."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("data"))
     parser.add_argument("--train", type=int, default=2000)
     parser.add_argument("--heldout", type=int, default=300)
+    parser.add_argument("--ood", type=int, default=200, help="gsm_symbolic rows in data/ood.jsonl (0: none)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     heldout = build_split(args.heldout, f"{args.seed}:heldout")
     train = build_split(
         args.train, f"{args.seed}:train", exclude={r["messages"][0]["content"] for r in heldout}
     )
-    for name, rows in (("train", train), ("heldout", heldout)):
+    splits = {"train": train, "heldout": heldout}
+    if args.ood:
+        ours = {r["messages"][0]["content"] for r in train + heldout}
+        splits["ood"] = build_ood(args.ood, args.seed, exclude=ours)
+    for name, rows in splits.items():
         write_jsonl(rows, args.out / f"{name}.jsonl")
         families = Counter(r["family"] for r in rows)
         print(f"{name}: {len(rows)} problems, {dict(sorted(families.items()))}")
