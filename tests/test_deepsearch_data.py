@@ -146,7 +146,7 @@ def test_search_budget_charges_searches_beyond_the_rows_hops():
 
 
 @pytest.mark.timeout(60)
-def test_search_hit_scores_each_search_turn_by_whether_the_answers_article_came_back():
+def test_search_hit_credits_the_first_search_turn_that_brings_back_the_answers_article():
     import asyncio
 
     from swift_rlfactory.rollout.episode import Generation, run_episode
@@ -171,4 +171,6 @@ def test_search_hit_scores_each_search_turn_by_whether_the_answers_article_came_
         assert env.config.credit.mode == "trajectory"
         assert turns(env, [hit]) == ([1.0, 0.0], 0.5)  # the answer turn makes no call: no_call = 0
         assert turns(env, [miss, hit]) == ([0.0, 1.0, 0.0], pytest.approx(1 / 3))
+        assert turns(env, [hit, hit]) == ([1.0, 0.0, 0.0], pytest.approx(1 / 3))  # finding it again: nothing
+        assert turns(env, [miss]) == ([0.0, 0.0], 0.0)
         assert turns(env, []) == ([0.0], 0.0)

@@ -55,10 +55,15 @@ train_grpo() {  # RUN ENV_FILE: train.sh from the SFT model on the selected ques
   copy_logs() { for d in "$run"/v*; do cp "$d/logging.jsonl" "$out/logging-${run##*/}-${d##*/}.jsonl" 2>/dev/null || true; done; }
   # Copy the step logs every 15 s: a device command cut short (time limit, budget) still returns them.
   (while sleep 15; do copy_logs; done) & local copier=$!
+  local log; log="$out/train-${run##*/}-$(date +%s).log"
+  local rc=0
   RLFACTORY_ENV=$env_file BETA=${BETA:-0.04} MODEL=/tmp/qwen05-sft DATASET=/tmp/split/grpo.jsonl OUTPUT=$run \
     timeout "${TRAIN_TIMEOUT:-540}" bash examples/deepsearch/train.sh "${resume[@]}" \
-    --save_steps "${SAVE_STEPS:-20}" --save_total_limit 20 > "$out/train-${run##*/}-$(date +%s).log" 2>&1 || true
+    --save_steps "${SAVE_STEPS:-20}" --save_total_limit 20 > "$log" 2>&1 || rc=$?
   kill "$copier"; copy_logs
+  # 124: stopped at TRAIN_TIMEOUT, resumable; anything else is a crash and must not pass for a finished run
+  # (2026-12-01: two runs died at start-up on a busy MASTER_PORT and the phase still said "done").
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || { echo "train.sh failed (exit $rc): $(grep -m1 -E 'Error' "$log")" >&2; return "$rc"; }
 }
 case "$phase" in
   prepare)  # the held-out questions (never committed), the eval set, the SFT/GRPO halves of train, the BM25 index
@@ -140,7 +145,7 @@ PY
     if [ "$phase" = credit-train ]; then
       STEPS=${STEPS:-100} train_grpo "$run" "$env_file"
     else
-      ckpt=$(last_checkpoint "$run"); echo "$ckpt" > "$out/checkpoint-credit-$mode.txt"
+      ckpt=${CHECKPOINT:-$(last_checkpoint "$run")}; echo "$ckpt" > "$out/checkpoint-credit-$mode.txt"
       evaluate "credit-$mode" /tmp/qwen05-sft "$ckpt"
     fi ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;

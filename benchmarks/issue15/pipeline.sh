@@ -4,7 +4,9 @@
 # arithmetic, side by side on the one GPU. A 0.5B model leaves most of an H200 idle, and a session has 30
 # minutes of device time, so the two tracks and the phases that do not depend on each other share the GPU
 # (each vLLM takes a small, fixed share of its memory; training takes small micro-batches, with the same
-# completions per step as the one-at-a-time recipes) instead of running one after the other.
+# completions per step as the one-at-a-time recipes) instead of running one after the other. Every
+# training process gets its own MASTER_PORT: ms-swift's colocated trainer binds torch.distributed's store
+# there, and two on the default 29500 kill the second at start-up (seen on 2026-12-01).
 #
 # On the GPU machine, from the repository root, after the kit of ../shared/gpu/README.md is installed:
 #   cp -a . /tmp/repo && cd /tmp/repo && setsid nohup bash benchmarks/issue15/pipeline.sh /tmp/i15 \
@@ -32,7 +34,8 @@ if [ "${1:-}" = --status ]; then
 fi
 R=${1:?results dir}
 mkdir -p "$R/ds" "$R/ar"
-T0=$(date +%s) DEADLINE=${DEADLINE:-1440} DS_STEPS=${DS_STEPS:-80} STAGGER=${STAGGER:-40}
+T0=$(date +%s) DEADLINE=${DEADLINE:-1440} DS_STEPS=${DS_STEPS:-80} STAGGER=${STAGGER:-40} RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
+RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
 elapsed() { echo $(( $(date +%s) - T0 )); }
@@ -44,7 +47,7 @@ phase() {  # NAME CMD...: run CMD, record it in phases.tsv; retry once after a f
   "$@" >> "$R/$name.out" 2>&1; rc=$?
   if [ "$rc" -ne 0 ] && [ "$(left)" -gt 240 ]; then
     printf '%s\tretry\t%s\t%s\n' "$name" "$(elapsed)" "$rc" >> "$R/phases.tsv"
-    sleep 20; "$@" >> "$R/$name.out" 2>&1; rc=$?
+    sleep "$RETRY_PAUSE"; "$@" >> "$R/$name.out" 2>&1; rc=$?
   fi
   printf '%s\tend\t%s\trc=%s\t%ss\n' "$name" "$(elapsed)" "$rc" $(( $(elapsed) - start )) >> "$R/phases.tsv"
   return "$rc"
@@ -54,7 +57,7 @@ beside() {  # PID INTERVAL CMD...: while PID lives, run CMD at most every INTERV
   last=$(elapsed)
   while kill -0 "$pid" 2>/dev/null; do
     if [ $(( $(elapsed) - last )) -ge "$every" ]; then "$@" || true; last=$(elapsed); fi
-    sleep 5
+    sleep "$POLL"
   done
 }
 train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); }
@@ -65,37 +68,39 @@ train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); 
 
 deepsearch() {
   phase ds-prepare $DS prepare "$R/ds" || return
-  MICRO_BATCH=4 GRAD_ACC=4 phase ds-sft $DS sft "$R/ds" || return
+  MASTER_PORT=29514 MICRO_BATCH=4 GRAD_ACC=4 phase ds-sft $DS sft "$R/ds" || return
   GPU_UTIL=0.12 phase ds-eval-sft $DS eval-sft "$R/ds" & local eval_sft=$!
   sleep "$STAGGER"  # vLLM start-ups one after another: each measures the GPU's free memory while it starts
   GPU_UTIL=0.12 phase ds-select $DS select "$R/ds" || return
   # Both arms: 4 x 8 = 32 completions a step, as train.sh's 8 x 4; STEPS (80) and seed 42 alike.
-  VLLM_UTIL=0.1 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
+  MASTER_PORT=29511 VLLM_UTIL=0.1 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
     phase ds-train $DS train "$R/ds" & local train=$!
   sleep "$STAGGER"
-  VLLM_UTIL=0.1 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 290)" \
+  MASTER_PORT=29512 VLLM_UTIL=0.1 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 290)" \
     phase ds-credit-turn $DS credit-train "$R/ds" turn & local turn=$!
   GPU_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $DS validate "$R/ds" >> "$R/ds-validate.out" 2>&1
   GPU_UTIL=0.08 EVAL_BUDGET=100000 phase ds-validate $DS validate "$R/ds"  # the checkpoints saved last
-  GPU_UTIL=0.1 phase ds-eval-trained $DS eval-trained "$R/ds" & local trained=$!
-  if [ "$(cat /tmp/ds-best.txt 2>/dev/null)" != "$(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -V | tail -1)" ]; then
-    sleep "$STAGGER"; GPU_UTIL=0.1 phase ds-credit-eval-trajectory $DS credit-eval "$R/ds" trajectory &
-  fi
+  GPU_UTIL=0.1 phase ds-eval-trained $DS eval-trained "$R/ds" &
   wait "$turn"; sleep "$STAGGER"
-  GPU_UTIL=0.1 phase ds-credit-eval-turn $DS credit-eval "$R/ds" turn
+  GPU_UTIL=0.1 phase ds-credit-eval-turn $DS credit-eval "$R/ds" turn &
+  # The trajectory arm at the turn arm's last step: the same steps even when a time limit cut one short.
+  local last; last=$(ls -d "$RUNS"/ds-credit-turn/v*/checkpoint-* 2>/dev/null | sort -V | tail -1)
+  sleep "$STAGGER"
+  CHECKPOINT=$(ls -d "$RUNS"/ds/v*/checkpoint-"${last##*-}" 2>/dev/null | tail -1) GPU_UTIL=0.1 \
+    phase ds-credit-eval-trajectory $DS credit-eval "$R/ds" trajectory
   wait
 }
 
 arithmetic() {
   EVAL_UTIL=0.1 phase ar-eval-base $AR eval-base "$R/ar"
-  VLLM_UTIL=0.1 MICRO_BATCH=8 GRAD_ACC=4 TRAIN_TIMEOUT="$(train_timeout 150)" phase ar-train $AR train "$R/ar" & local train=$!
+  MASTER_PORT=29513 VLLM_UTIL=0.1 MICRO_BATCH=8 GRAD_ACC=4 TRAIN_TIMEOUT="$(train_timeout 150)" phase ar-train $AR train "$R/ar" & local train=$!
   EVAL_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $AR eval-checkpoints "$R/ar" >> "$R/ar-evals.out" 2>&1
   EVAL_UTIL=0.1 EVAL_BUDGET=$(( $(left) - 20 )) phase ar-eval-checkpoints $AR eval-checkpoints "$R/ar"
   phase ar-curve $AR curve "$R/ar"
 }
 
 deepsearch & ds=$!
-sleep 5; arithmetic & ar=$!
+sleep "$(( STAGGER < 5 ? STAGGER : 5 ))"; arithmetic & ar=$!
 wait "$ds" "$ar"
 kill "$monitor" 2>/dev/null
 printf 'pipeline\tend\t%s\n' "$(elapsed)" >> "$R/phases.tsv"

@@ -55,9 +55,12 @@ case "$phase" in
     copy_logs() { for d in $RUN/v*; do cp "$d/logging.jsonl" "$out/logging-${d##*/}.jsonl" 2>/dev/null || true; done; }
     (while sleep 15; do copy_logs; done) & copier=$!
     start=$(date +%s)
+    rc=0
     RLFACTORY_ENV=$ENV_FILE MODEL=/tmp/qwen05 OUTPUT=$RUN STEPS=${STEPS:-200} timeout "${TRAIN_TIMEOUT:-540}" \
-      bash examples/arithmetic/train.sh "${resume[@]}" > "$out/train-$start.log" 2>&1 || true
+      bash examples/arithmetic/train.sh "${resume[@]}" > "$out/train-$start.log" 2>&1 || rc=$?
     kill "$copier"; copy_logs
+    # 124: stopped at TRAIN_TIMEOUT (run the phase again to resume); anything else is a crash
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || { echo "train.sh failed (exit $rc): see $out/train-$start.log" >&2; exit "$rc"; }
     echo "train: $(( $(date +%s) - start )) s, checkpoints: $(ls -d $RUN/v*/checkpoint-* 2>/dev/null | sort -V | xargs -n1 basename | tr '\n' ' ')" ;;
   eval-checkpoints)
     start=$(date +%s)

@@ -1,18 +1,26 @@
-"""A per-turn (process) reward for DeepSearch: did this turn's search bring back the answer's article?
+"""A per-turn (process) reward for DeepSearch: which turn's search first brought back the answer's article?
 
 The outcome reward (``em``) credits every turn of an episode alike. This one scores each assistant turn on
-its own, from what the tool returned, so turn-level credit (``credit: {mode: turn}``) can tell a search
+its own, from what the tool returned, so turn-level credit (``credit: {mode: turn}``) can tell the search
 that found the evidence from one that did not::
 
     reward:
       - {name: search_hit.py:search_hit, weight: 0.1, per_turn: true}
 
-A search turn scores 1.0 when one of its passages is titled with a golden answer (the answer of every
-DeepSearch row is an article title; ``Doc i(Title: "...")`` is the retrieval server's format), else 0.0;
-a turn without a call (the answer turn) scores ``no_call``. Titles and answers are compared after the
-same normalisation as ``em`` (case, punctuation, articles). On a two-hop question the first search finds
-the bridge article, not the answer, and scores 0: with ``credit: {mode: turn}`` it still gets credit
-through the discounted return of the second search, which is the point of turn-level credit.
+The first search turn whose passages include an article titled with a golden answer scores 1.0; every
+other turn scores 0.0, including a later search that finds the same article again, and a turn without a
+call (the answer turn) scores ``no_call``. (The answer of every DeepSearch row is an article title;
+``Doc i(Title: "...")`` is the retrieval server's format; titles and answers are compared after the same
+normalisation as ``em``.) On a two-hop question the first search finds the bridge article, not the
+answer, and scores 0: with ``credit: {mode: turn}`` it still gets credit through the discounted return
+of the second search, which is the point of turn-level credit.
+
+Why only the first hit (measured, ``benchmarks/deepsearch/results/2026-12-01-issue15/``): when every hit
+scored 1, turn credit paid a second search that found the answer's article again as much as the first,
+while the answer turn it replaced scores 0 - so the turn advantage pushed towards searching again. After
+40 steps the policy searched 1.99 times per OOD question (1.00 before) and then often answered with
+another title: OOD EM 0.93 -> 0.63, the two-hop habit of issue 15. Repeating a search finds nothing new,
+so it earns nothing here.
 """
 
 from __future__ import annotations
@@ -26,14 +34,20 @@ TITLE = re.compile(r'Doc \d+\(Title: "?(.*?)"?\)')
 
 
 def search_hit(trajectory: Trajectory, no_call: float = 0.0) -> list[float]:
-    """Per assistant turn: 1.0 when that turn's observations hold an article titled with a golden answer."""
+    """Per assistant turn: 1.0 for the first turn whose observations hold an article titled with a golden
+    answer, 0.0 for the other turns that made calls, ``no_call`` for turns without a call."""
     golds = {normalize_answer(g) for g in trajectory.golden_answers} - {""}
-    hits: dict[int, float] = {}
+    called: set[int] = set()
+    hit_turns: set[int] = set()
     for call in trajectory.tool_calls:
         turn = call.get("turn")
         if not isinstance(turn, int) or turn < 1:
             continue
+        called.add(turn - 1)
         titles = {normalize_answer(t) for t in TITLE.findall(call.get("observation") or "")}
-        hit = float(not call.get("error") and bool(titles & golds))
-        hits[turn - 1] = max(hits.get(turn - 1, 0.0), hit)
-    return [hits.get(i, no_call) for i in range(len(trajectory.assistant_turns))]
+        if not call.get("error") and titles & golds:
+            hit_turns.add(turn - 1)
+    first = min(hit_turns, default=None)
+    return [
+        1.0 if i == first else 0.0 if i in called else no_call for i in range(len(trajectory.assistant_turns))
+    ]

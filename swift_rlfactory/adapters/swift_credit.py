@@ -194,7 +194,9 @@ class CreditGRPOTrainer(GRPOTrainer):
                     float(sample.advantages), turn_advantage, token_turns, credit.turn_weight
                 )
                 row_advantages = torch.zeros_like(grpo_batch.advantages[row])
-                row_advantages[trained] = torch.tensor(values, dtype=row_advantages.dtype)
+                row_advantages[trained] = torch.tensor(
+                    values, dtype=row_advantages.dtype, device=row_advantages.device
+                )
                 grpo_batch.advantages[row] = row_advantages
         return unlocated
 

@@ -1,0 +1,103 @@
+"""The issue-15 GPU pipeline's orchestration (benchmarks/issue15/pipeline.sh), run with stub phases.
+
+The phases themselves need an H200; what runs here is everything around them: the order of the phases,
+which of them share the GPU, the knobs each one gets, the retry after a failure and the choice of the
+checkpoints the credit comparison scores. Both bugs of the first GPU run live here: the arithmetic
+``ENV_FILE`` reached the DeepSearch phases, and the trainers shared one MASTER_PORT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE = ROOT / "benchmarks" / "issue15" / "pipeline.sh"
+
+STUB = r"""#!/usr/bin/env bash
+# stub of benchmarks/*/h200.sh: PHASE OUT [MODE]; records each call as one JSON line
+track=$(basename "$2")
+python3 - "$CALLS" "$track" "$@" <<'PY'
+import json, os, sys
+calls, track, phase, *rest = sys.argv[1:]
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "MICRO_BATCH", "GRAD_ACC")
+with open(calls, "a") as out:
+    out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], **{k: os.environ.get(k) for k in keys}}) + "\n")
+PY
+case "$track:$1" in
+  ds:train) mkdir -p "$RUNS"/ds/v0/checkpoint-{20,40}; sleep 1 ;;
+  ds:credit-train) mkdir -p "$RUNS"/ds-credit-turn/v0/checkpoint-20; sleep 1 ;;  # cut short by its time limit
+  ar:train) sleep 1 ;;
+esac
+[ "$track:$1" = "${FAIL:-}" ] && exit 3
+exit 0
+"""
+
+
+def run_pipeline(tmp_path: Path, **env: str) -> list[dict]:
+    stub = tmp_path / "stub.sh"
+    stub.write_text(STUB)
+    calls = tmp_path / "calls.jsonl"
+    environ = {
+        **os.environ,
+        "DS": f"bash {stub}",
+        "AR": f"bash {stub}",
+        "CALLS": str(calls),
+        "RUNS": str(tmp_path / "runs"),
+        "STAGGER": "0",
+        "RETRY_PAUSE": "0",
+        "POLL": "0.2",
+        **env,
+    }
+    environ.pop("ENV_FILE", None)
+    done = subprocess.run(
+        ["bash", str(PIPELINE), str(tmp_path / "results")],
+        cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "pipeline\tend" in (tmp_path / "results" / "phases.tsv").read_text()
+    return [json.loads(line) for line in calls.read_text().splitlines()]
+
+
+def names(calls: list[dict]) -> list[str]:
+    return [f"{c['track']}:{c['phase']}" for c in calls]
+
+
+@pytest.mark.timeout(120)
+def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
+    calls = run_pipeline(tmp_path)
+    order = names(calls)
+    for earlier, later in [
+        ("ds:prepare", "ds:sft"),
+        ("ds:sft", "ds:select"),
+        ("ds:select", "ds:train"),
+        ("ds:train", "ds:eval-trained"),
+        ("ds:credit-train", "ds:credit-eval"),
+        ("ar:eval-base", "ar:train"),
+        ("ar:train", "ar:curve"),
+    ]:
+        assert order.index(earlier) < order.index(later), (earlier, later, order)
+    trainers = [c for c in calls if c["phase"] in ("train", "credit-train", "sft")]
+    ports = [c["MASTER_PORT"] for c in trainers]
+    assert None not in ports and len(set(ports)) == len(ports)  # one torch.distributed store each
+    assert all(c["ENV_FILE"] is None for c in calls if c["track"] == "ds")  # arithmetic's env stays there
+    arms = [c for c in calls if c["phase"] in ("train", "credit-train") and c["track"] == "ds"]
+    assert {c["STEPS"] for c in arms} == {"80"} and all(c["VLLM_UTIL"] for c in arms)
+    # the turn arm stopped at step 20: the trajectory arm is scored at step 20 too, not at its last (40)
+    trajectory = next(c for c in calls if c["phase"] == "credit-eval" and c["args"] == ["trajectory"])
+    assert trajectory["CHECKPOINT"] == str(tmp_path / "runs" / "ds" / "v0" / "checkpoint-20")
+    assert all(c["GPU_UTIL"] for c in calls if c["track"] == "ds" and "eval" in c["phase"])
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_phase_is_retried_once_and_stops_only_its_own_track(tmp_path):
+    order = names(run_pipeline(tmp_path, FAIL="ds:select"))
+    assert order.count("ds:select") == 2
+    assert "ds:train" not in order and "ds:credit-train" not in order
+    assert "ar:curve" in order  # the arithmetic track ran to its end
+    phases = (tmp_path / "results" / "phases.tsv").read_text()
+    assert "ds-select\tretry" in phases and "ds-select\tend" in phases and "rc=3" in phases
