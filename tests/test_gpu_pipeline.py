@@ -24,12 +24,12 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "MICRO_BATCH", "GRAD_ACC")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
 case "$track:$1" in
-  ds:train) mkdir -p "$RUNS"/ds/v0/checkpoint-{20,40}; sleep 1 ;;
+  ds:train) mkdir -p "$RUNS/${RUN_NAME:-ds}"/v0/checkpoint-{20,40}; sleep 1 ;;
   ds:credit-train) mkdir -p "$RUNS"/ds-credit-turn/v0/checkpoint-20; sleep 1 ;;  # cut short by its time limit
   ar:train) sleep 1 ;;
 esac
@@ -87,6 +87,13 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
     assert all(c["ENV_FILE"] is None for c in calls if c["track"] == "ds")  # arithmetic's env stays there
     arms = [c for c in calls if c["phase"] in ("train", "credit-train") and c["track"] == "ds"]
     assert {c["STEPS"] for c in arms} == {"80"} and all(c["VLLM_UTIL"] for c in arms)
+    # three arms: ds, ds-lr (a higher learning rate, validated and scored on its own) and the turn arm
+    assert sorted((c["phase"], c["RUN_NAME"] or "", c["LR"] or "") for c in arms) == [
+        ("credit-train", "", ""), ("train", "", ""), ("train", "ds-lr", "5e-5"),
+    ]  # fmt: skip
+    for phase in ("validate", "eval-trained"):
+        assert {c["RUN_NAME"] for c in calls if c["phase"] == phase} == {None, "ds-lr"}
+    assert order.index("ds:eval-trained") > max(i for i, n in enumerate(order) if n == "ds:train")
     # the turn arm stopped at step 20: the trajectory arm is scored at step 20 too, not at its last (40)
     trajectory = next(c for c in calls if c["phase"] == "credit-eval" and c["args"] == ["trajectory"])
     assert trajectory["CHECKPOINT"] == str(tmp_path / "runs" / "ds" / "v0" / "checkpoint-20")

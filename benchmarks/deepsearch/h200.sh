@@ -16,6 +16,7 @@
 #   validate       every saved checkpoint not scored yet on data/val.jsonl (greedy) until
 #                  EVAL_BUDGET (480 s); writes the best one's path (best EM, earliest on ties)         ~1.5 min a checkpoint
 #   eval-trained   the best checkpoint on validation (else the last) on the eval set                  ~3 min
+#   (train, validate and eval-trained act on the run RUN_NAME, default ds: see below)
 #   credit-train MODE / credit-eval MODE (MODE = trajectory | turn): item 4 of issue 15, the same data,
 #                  seed and steps from the SFT model with env_grpo.yaml's `credit:` set to MODE; the
 #                  trajectory arm is the train phase's own run (/tmp/ds), credit-eval scores each arm's
@@ -36,6 +37,10 @@ source /tmp/device_env.sh >/dev/null
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
 export MODEL=/tmp/qwen05 MODEL_TYPE=qwen2 TEMPLATE=qwen2_5 ENGINE=vllm
 mkdir -p "$out"
+# A GRPO run is named by RUN_NAME (default ds): /tmp/<name> holds it and /tmp/val-<name> its validation
+# scores; a run not named ds writes its files with a -<name> suffix (eval-trained-<name>.json, ...), so
+# several runs (e.g. two learning rates) can train and be scored side by side.
+name=${RUN_NAME:-ds}; RUN=/tmp/$name; VAL=/tmp/val-$name; sfx=$([ "$name" = ds ] || echo "-$name")
 
 evaluate() {  # NAME MODEL [ADAPTERS]: the eval set in one run (one vLLM start-up), scored per group
   MODEL=$2 ADAPTERS=${3:-} DATASET=/tmp/eval-sets.jsonl GROUP_BY="split hops family cell" \
@@ -98,35 +103,36 @@ PY
       --out /tmp/split/grpo.jsonl --stratify hops,family --per-stratum "${PER_STRATUM:-25}" | tee "$out/select.log"
     python3 -c "import json,collections; r=[json.loads(l) for l in open('/tmp/split/grpo.jsonl')]; print(collections.Counter((x['hops'], x['family']) for x in r))" \
       | tee -a "$out/select.log" ;;
-  train) train_grpo /tmp/ds "${ENV_FILE:-examples/deepsearch/env_grpo.yaml}" ;;
-  validate)  # score saved checkpoints on the validation split; the best one's path -> /tmp/ds-best.txt
-    mkdir -p /tmp/val; start=$(date +%s)
-    for ckpt in $(ls -d /tmp/ds/v*/checkpoint-* 2>/dev/null | sort -V); do
+  train) train_grpo "$RUN" "${ENV_FILE:-examples/deepsearch/env_grpo.yaml}" ;;
+  validate)  # score saved checkpoints on the validation split; the best one's path -> /tmp/<name>-best.txt
+    mkdir -p "$VAL"; start=$(date +%s)
+    for ckpt in $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
       step=${ckpt##*-}
-      [ -f "/tmp/val/step-$step.json" ] && continue
+      [ -f "$VAL/step-$step.json" ] && continue
       [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (validate runs beside train)
       [ $(( $(date +%s) - start )) -lt "${EVAL_BUDGET:-480}" ] || { echo "budget spent: run validate again"; break; }
       MODEL=/tmp/qwen05-sft ADAPTERS=$ckpt DATASET=examples/deepsearch/data/val.jsonl GROUP_BY="hops family" \
-        bash examples/deepsearch/eval.sh "/tmp/eval-val-$step" >> "$out/validate.log" 2>&1
+        bash examples/deepsearch/eval.sh "/tmp/eval-val-$name-$step" >> "$out/validate$sfx.log" 2>&1
       python3 -c "import json,sys; m=json.load(open(sys.argv[1])); json.dump({'step': int(sys.argv[2]), 'checkpoint': sys.argv[3], 'em': m['em'], 'tool_calls': m['tool_calls'], 'by_hops': m['by_hops'], 'by_family': m['by_family']}, open(sys.argv[4], 'w'))" \
-        "/tmp/eval-val-$step/metrics.json" "$step" "$ckpt" "/tmp/val/step-$step.json"
+        "/tmp/eval-val-$name-$step/metrics.json" "$step" "$ckpt" "$VAL/step-$step.json"
     done
-    python3 - "$out" <<'PY'  # the best checkpoint: highest validation EM, the earliest step on ties
+    python3 - "$out" "$VAL" "$RUN-best.txt" "validation$sfx.json" <<'PY'  # the best: highest val EM, earliest on ties
 import json, pathlib, sys
-if not list(pathlib.Path("/tmp/val").glob("step-*.json")):
+out, val, best_file, report = sys.argv[1:]
+if not list(pathlib.Path(val).glob("step-*.json")):
     sys.exit(print("no checkpoint scored yet"))
-scores = sorted((json.loads(p.read_text()) for p in pathlib.Path("/tmp/val").glob("step-*.json")), key=lambda s: s["step"])
+scores = sorted((json.loads(p.read_text()) for p in pathlib.Path(val).glob("step-*.json")), key=lambda s: s["step"])
 best = max(scores, key=lambda s: (s["em"], -s["step"]))
 for s in scores:
     print(f"step {s['step']:>4}  val EM {s['em']:.3f}  searches {s['tool_calls']:.2f}{'  <- best' if s is best else ''}")
-pathlib.Path("/tmp/ds-best.txt").write_text(best["checkpoint"] + "\n")
-(pathlib.Path(sys.argv[1]) / "validation.json").write_text(json.dumps({"best": best, "scores": scores}, indent=1))
+pathlib.Path(best_file).write_text(best["checkpoint"] + "\n")
+(pathlib.Path(out) / report).write_text(json.dumps({"best": best, "scores": scores}, indent=1))
 PY
     ;;
   eval-trained)  # the checkpoint validation chose; the last one when validate has not run
-    ckpt=$(cat /tmp/ds-best.txt 2>/dev/null || last_checkpoint)
-    echo "$ckpt" > "$out/checkpoint.txt"
-    evaluate trained /tmp/qwen05-sft "$ckpt" ;;
+    ckpt=$(cat "$RUN-best.txt" 2>/dev/null || last_checkpoint "$RUN")
+    echo "$ckpt" > "$out/checkpoint$sfx.txt"
+    evaluate "trained$sfx" /tmp/qwen05-sft "$ckpt" ;;
   credit-train|credit-eval)  # MODE in $3: trajectory or turn; same data (grpo.jsonl), seed 42 and STEPS
     mode=${3:?credit mode: trajectory or turn}
     run=/tmp/ds-credit-$mode; env_file=/tmp/env-credit-$mode.yaml

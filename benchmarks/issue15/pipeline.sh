@@ -16,12 +16,14 @@
 # runs away from the working tree, which the next command re-syncs.)
 #
 #   deepsearch: prepare -> sft -> select -----> train (trajectory credit) + validate beside it -> eval-trained
-#                             \-> eval-sft  \--> credit-train turn -------------------------------> credit-eval turn
-#                                                 (credit-eval trajectory: train's last checkpoint, if validation chose another)
+#                             \-> eval-sft  |--> train RUN_NAME=ds-lr (LR=DS_LR2) + validate ----> eval-trained
+#                                           \--> credit-train turn ----------------------------------> credit-eval turn
+#                                                 credit-eval trajectory: train's checkpoint at the turn arm's last step
 #   arithmetic: eval-base -> train (200 steps) + eval-checkpoints beside it -> the rest of the checkpoints
 #
 # DEADLINE (s, default 1440) bounds the whole pipeline: the GRPO runs stop early (TRAIN_TIMEOUT) so that the
-# evaluations after them still fit. DS_STEPS (80): GRPO steps of each DeepSearch arm. Each phase's output goes to R/<phase>.out and its start, end, exit
+# evaluations after them still fit. DS_STEPS (80): GRPO steps of each DeepSearch arm; DS_LR2 (5e-5, empty:
+# no such arm): the learning rate of a third arm, ds-lr. Each phase's output goes to R/<phase>.out and its start, end, exit
 # status and seconds to R/phases.tsv; R/gpu.csv samples GPU memory every 10 s; the h200.sh scripts write
 # their logs and eval-*.json into R/ds and R/ar. A failed phase is retried once while time allows (the
 # training phases resume from their last checkpoint).
@@ -34,7 +36,7 @@ if [ "${1:-}" = --status ]; then
 fi
 R=${1:?results dir}
 mkdir -p "$R/ds" "$R/ar"
-T0=$(date +%s) DEADLINE=${DEADLINE:-1440} DS_STEPS=${DS_STEPS:-80} STAGGER=${STAGGER:-40} RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
+T0=$(date +%s) DEADLINE=${DEADLINE:-1440} DS_STEPS=${DS_STEPS:-80} DS_LR2=${DS_LR2-5e-5} STAGGER=${STAGGER:-40} RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
@@ -66,21 +68,38 @@ train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); 
    printf '%s,%s\n' "$(elapsed)" "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ')"
  done >> "$R/gpu.csv") & monitor=$!
 
+validate_arms() {  # every trajectory-credit GRPO run on the validation split (h200.sh validate)
+  $DS validate "$R/ds"
+  [ -z "$DS_LR2" ] || RUN_NAME=ds-lr $DS validate "$R/ds"
+}
+
 deepsearch() {
   phase ds-prepare $DS prepare "$R/ds" || return
-  MASTER_PORT=29514 MICRO_BATCH=4 GRAD_ACC=4 phase ds-sft $DS sft "$R/ds" || return
-  GPU_UTIL=0.12 phase ds-eval-sft $DS eval-sft "$R/ds" & local eval_sft=$!
+  MASTER_PORT=29514 MICRO_BATCH=8 GRAD_ACC=2 phase ds-sft $DS sft "$R/ds" || return
+  GPU_UTIL=0.1 phase ds-eval-sft $DS eval-sft "$R/ds" &
   sleep "$STAGGER"  # vLLM start-ups one after another: each measures the GPU's free memory while it starts
-  GPU_UTIL=0.12 phase ds-select $DS select "$R/ds" || return
-  # Both arms: 4 x 8 = 32 completions a step, as train.sh's 8 x 4; STEPS (80) and seed 42 alike.
-  MASTER_PORT=29511 VLLM_UTIL=0.1 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
-    phase ds-train $DS train "$R/ds" & local train=$!
+  GPU_UTIL=0.1 phase ds-select $DS select "$R/ds" || return
+  # The arms, each 4 x 8 = 32 completions a step (train.sh's 8 x 4), STEPS and seed 42 alike: ds (env_grpo.yaml,
+  # trajectory credit, train.sh's LR), credit-turn (the same with turn credit) and, unless DS_LR2 is empty,
+  # ds-lr (ds at learning rate DS_LR2).
+  local trainers=()
+  MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
+    phase ds-train $DS train "$R/ds" & trainers+=($!)
   sleep "$STAGGER"
-  MASTER_PORT=29512 VLLM_UTIL=0.1 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 290)" \
+  MASTER_PORT=29512 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 290)" \
     phase ds-credit-turn $DS credit-train "$R/ds" turn & local turn=$!
-  GPU_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $DS validate "$R/ds" >> "$R/ds-validate.out" 2>&1
-  GPU_UTIL=0.08 EVAL_BUDGET=100000 phase ds-validate $DS validate "$R/ds"  # the checkpoints saved last
+  if [ -n "$DS_LR2" ]; then
+    sleep "$STAGGER"
+    MASTER_PORT=29515 RUN_NAME=ds-lr LR=$DS_LR2 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS \
+      TRAIN_TIMEOUT="$(train_timeout 300)" phase ds-train-lr $DS train "$R/ds" & trainers+=($!)
+  fi
+  GPU_UTIL=0.08 EVAL_BUDGET=100000 beside "${trainers[0]}" 30 validate_arms >> "$R/ds-validate.out" 2>&1
+  wait "${trainers[@]}"
+  GPU_UTIL=0.08 EVAL_BUDGET=100000 phase ds-validate validate_arms  # the checkpoints saved last
   GPU_UTIL=0.1 phase ds-eval-trained $DS eval-trained "$R/ds" &
+  if [ -n "$DS_LR2" ]; then
+    sleep "$STAGGER"; RUN_NAME=ds-lr GPU_UTIL=0.1 phase ds-eval-trained-lr $DS eval-trained "$R/ds" &
+  fi
   wait "$turn"; sleep "$STAGGER"
   GPU_UTIL=0.1 phase ds-credit-eval-turn $DS credit-eval "$R/ds" turn &
   # The trajectory arm at the turn arm's last step: the same steps even when a time limit cut one short.
