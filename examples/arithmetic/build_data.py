@@ -6,7 +6,7 @@ fairly often, but it cannot multiply three-digit numbers in its head: with the n
 answer nearly always needs a ``calculate`` call, and the model's own errors are in the translation
 (which numbers, which operation, the order), which is exactly what reward can shape.
 
-Each family is a word-problem template with 2-4 operations over random integers; every answer is a
+Each of the first eight families (``FAMILIES``) is one word-problem template with 2-4 operations over random integers; every answer is a
 non-negative integer (divisions are exact by construction), written without separators, so the ``em``
 reward compares digits and nothing else::
 
@@ -18,6 +18,42 @@ of operations) and ``expression`` (the reference expression; no reward reads it)
 random streams and no question text is shared between them (checked here): ``data/train.jsonl`` (2000
 rows) and ``data/heldout.jsonl`` (300 rows), both committed.
 
+**The mix: translation, not templates.** A GRPO run on ``data/train.jsonl`` learned its eight templates
+(held-out EM 0.73 -> 1.00) but hardly the translation of a word problem (GSM-Symbolic OOD 0.13 -> 0.165):
+one sentence pattern per family lets the policy map slot positions to an expression without reading. So
+16 more families (``MIX_FAMILIES``, 24 in all) each come in 2-4 phrasings, and what a template would fix
+varies: the question first ("How much change does Omar get from 100 dollars after buying ...?") or last,
+several-sentence stories whose facts arrive in steps, small numbers written as words ("six", "twice",
+"three times", "half", "a quarter", "a dozen"), and in about a third of the story rows one irrelevant
+sentence with a number in it ("Aiko is 19 years old.") placed anywhere among the facts. Every family draws
+fresh integers and builds the reference expression beside the text; divisions are exact by construction
+(percentages of multiples of 20, fractions of multiples of the denominator, ratios of multiples of the
+parts), and every answer is a non-negative integer from our own ``calculate``:
+
+- ``discount``: a percentage off or onto a price, one or several items, or half price;
+- ``percent_group``: the part of a group outside a percentage, or the difference of two percentages;
+- ``fraction``: a half / third / quarter / fifth given away or read, then more added or taken; two thirds;
+- ``compare``: "k times as many", "m fewer than", how many more, how many together;
+- ``convert``: metres to centimetres, hours and minutes to minutes, litres to glasses, factor stated;
+- ``dozens``: dozens to items (the factor 12 is not stated), sold, broken or shared out;
+- ``wage``: hourly pay over days and weeks, overtime at twice the rate;
+- ``ratio``: a recipe's ratio scaled up, a group split by a ratio;
+- ``ages``: "k times as old", sums of ages in some years, half an age from a future age;
+- ``change``: two kinds of item (one "k times as many"), change from a bill;
+- ``passengers``: people (or library books) off and on over several stops, half getting off;
+- ``work_rate``: a machine's rate over crates of bottles, two pumps filling a pool;
+- ``area``: area less a shed, fencing a perimeter, carpet by the square metre;
+- ``groups``: full vans for students and teachers, a shared bill;
+- ``daily_log``: three days, each stated relative to the one before;
+- ``profit``: revenue of what did not spoil less cost, a lemonade stand.
+
+``data/train_mix.jsonl`` (2000 rows, all 24 families in turn) is the training set for that:
+``TRAIN_DATA=examples/arithmetic/data/train_mix.jsonl`` in ``benchmarks/rl_from_base/h200.sh``.
+``data/heldout_mix.jsonl`` (300 rows, the 16 new families only) scores it on phrasings the old set never
+had. Both come from their own random streams, after the other splits (which stay byte-identical), and
+share no question text with any split. GSM-Symbolic stays out of every training split; it is the one
+test of translation that no generator here resembles.
+
 ``data/ood.jsonl`` (200 rows, committed) is the out-of-distribution split, never trained on: GSM8K-style
 grade-school word problems from ``reasoning_gym``'s ``gsm_symbolic`` dataset (the GSM-Symbolic templates,
 written independently of this file, with fixed seed 0), phrased unlike the families above and often needing
@@ -28,7 +64,7 @@ answer) and the rest of the text is verbatim. Its rows have ``family: "gsm_symbo
 heldout should hold here too: report the two side by side. It needs ``pip install reasoning-gym==0.1.25``
 (only for ``--ood``; ``--ood 0`` skips it)::
 
-    python examples/arithmetic/build_data.py     # data/train.jsonl, data/heldout.jsonl, data/ood.jsonl
+    python examples/arithmetic/build_data.py  # train, heldout, ood, heldout_mix, train_mix (.jsonl in data/)
 """
 
 from __future__ import annotations
@@ -139,6 +175,534 @@ FAMILIES: dict[str, Callable[[random.Random], Problem]] = {
 }
 
 
+# --- The mix: 16 more families in 2-4 phrasings each (the module docstring says why and how) -----------
+
+NAMES = ["Mia", "Omar", "Lena", "Ravi", "Sofia", "Tom", "Aiko", "Diego", "Hana", "Kwame", "Nadia", "Pavel"]
+WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+TIMES = {2: "twice", 3: "three times", 4: "four times", 5: "five times"}
+PARTS = {2: "half", 3: "a third", 4: "a quarter", 5: "a fifth"}
+
+
+def _num(r: random.Random, n: int) -> str:
+    """``n``, written as a word half the time when it is small."""
+    return WORDS[n] if n in WORDS and r.random() < 0.5 else str(n)
+
+
+def _times(r: random.Random, k: int) -> str:
+    """'twice', 'three times' or '3 times'."""
+    return TIMES[k] if r.random() < 0.6 else f"{k} times"
+
+
+def _distractor(r: random.Random, name: str) -> str:
+    """A sentence with a number in it that the answer does not use."""
+    return r.choice(
+        [
+            f"{name} is {r.randint(9, 70)} years old.",
+            f"The shop opened {r.randint(2, 40)} years ago.",
+            f"It was {r.randint(5, 35)} degrees outside that day.",
+            f"{name} lives on floor {r.randint(2, 30)} of a tall building.",
+            f"{name} has {r.randint(2, 9)} cousins.",
+            f"The trip there took {r.randint(10, 55)} minutes.",
+        ]
+    )
+
+
+def _story(r: random.Random, facts: list[str], question: str, name: str = "") -> str:
+    """The facts, then the question; a third of the time an irrelevant sentence goes somewhere among them."""
+    facts = list(facts)
+    if r.random() < 0.35:
+        facts.insert(r.randint(0, len(facts)), _distractor(r, name or r.choice(NAMES)))
+    return " ".join([*facts, question])
+
+
+def _two_names(r: random.Random) -> tuple[str, str]:
+    a, b = r.sample(NAMES, 2)
+    return a, b
+
+
+def _discount(r: random.Random) -> Problem:
+    price, p = r.randint(3, 60) * 20, r.choice([10, 15, 20, 25, 30, 35, 40])
+    item, name = r.choice(["jacket", "bicycle", "lamp", "guitar", "tent"]), r.choice(NAMES)
+    k = r.randint(2, 6)
+    match r.randrange(4):
+        case 0:
+            return _story(
+                r,
+                [f"A {item} costs {price} dollars.", f"During a sale the shop takes {p}% off."],
+                f"How many dollars does the {item} cost in the sale?",
+                name,
+            ), f"{price} - {price} * {p} / 100"
+        case 1:
+            return (
+                f"How much does {name} pay for {_num(r, k)} {item}s if each normally costs {price} dollars "
+                f"and every one is {p}% off?",
+                f"{k} * ({price} - {price} * {p} / 100)",
+            )
+        case 2:
+            return _story(
+                r,
+                [f"Last year a {item} cost {price} dollars.", f"This year the price went up by {p} percent."],
+                f"What does the {item} cost now, in dollars?",
+                name,
+            ), f"{price} + {price} * {p} / 100"
+        case _:
+            return _story(
+                r,
+                [f"{name} buys a {item} that costs {price} dollars at half price."],
+                f"How many dollars does {name} save?",
+                name,
+            ), f"{price} / 2"
+
+
+def _percent_group(r: random.Random) -> Problem:
+    total = r.randint(5, 60) * 20
+    p, q = sorted(r.sample([5, 10, 15, 20, 25, 30, 35, 40, 45], 2), reverse=True)
+    match r.randrange(3):
+        case 0:
+            return _story(
+                r,
+                [f"There are {total} people at a concert.", f"{p}% of them are children."],
+                "How many adults are at the concert?",
+            ), f"{total} - {total} * {p} / 100"
+        case 1:
+            return (
+                f"How many pear trees are in an orchard of {total} trees if {p} percent of them are apple "
+                "trees and the rest are pear trees?",
+                f"{total} * (100 - {p}) / 100",
+            )
+        case _:
+            return _story(
+                r,
+                [
+                    f"A town has {total} voters.",
+                    f"{p}% of them vote for the red party and {q}% for the blue party.",
+                ],
+                "How many more people vote red than blue?",
+            ), f"{total} * {p} / 100 - {total} * {q} / 100"
+
+
+def _fraction(r: random.Random) -> Problem:
+    d = r.choice([2, 3, 4, 5])
+    n, m, name = d * r.randint(8, 60), r.randint(5, 40), r.choice(NAMES)
+    match r.randrange(3):
+        case 0:
+            return _story(
+                r,
+                [
+                    f"{name} had {n} stickers.",
+                    f"{name} gave {PARTS[d]} of them to a friend.",
+                    f"Then {name} bought {m} more.",
+                ],
+                f"How many stickers does {name} have now?",
+                name,
+            ), f"{n} - {n} / {d} + {m}"
+        case 1:
+            m = r.randint(1, n - n // d)
+            return _story(
+                r,
+                [
+                    f"A book has {n} pages.",
+                    f"On Monday {name} reads {PARTS[d]} of the book and on Tuesday {m} more pages.",
+                ],
+                "How many pages are still unread?",
+                name,
+            ), f"{n} - {n} / {d} - {m}"
+        case _:
+            seats = 3 * r.randint(20, 120)
+            return (
+                f"How many seats on a plane with {seats} seats are empty if two thirds of them are taken?",
+                f"{seats} - {seats} * 2 / 3",
+            )
+
+
+def _compare(r: random.Random) -> Problem:
+    a, b = _two_names(r)
+    x, k, m = r.randint(25, 400), r.randint(2, 5), r.randint(5, 24)
+    thing = r.choice(["marbles", "stamps", "shells", "cards"])
+    match r.randrange(3):
+        case 0:
+            return _story(
+                r,
+                [f"{a} has {x} {thing}.", f"{b} has {_times(r, k)} as many {thing} as {a}."],
+                f"How many more {thing} does {b} have than {a}?",
+                a,
+            ), f"{x} * {k} - {x}"
+        case 1:
+            return (
+                f"How many {thing} do {a} and {b} have together if {a} has {x} and {b} has {m} fewer than {a}?",
+                f"{x} + ({x} - {m})",
+            )
+        case _:
+            y = r.randint(10, x + 10)
+            return _story(
+                r,
+                [
+                    f"{a} collected {x} {thing} and {b} collected {y}.",
+                    f"{a}'s sister collected {_times(r, k)} as many as {b}.",
+                ],
+                f"How many {thing} did the three collect altogether?",
+                a,
+            ), f"{x} + {y} + {y} * {k}"
+
+
+def _convert(r: random.Random) -> Problem:
+    name = r.choice(NAMES)
+    match r.randrange(3):
+        case 0:
+            m, c, k = r.randint(4, 30), r.randint(15, 90), r.randint(2, 9)
+            k = min(k, m * 100 // c)
+            return _story(
+                r,
+                [
+                    f"A rope is {m} metres long.",
+                    "A metre has 100 centimetres.",
+                    f"{name} cuts off {_num(r, k)} pieces of {c} centimetres each.",
+                ],
+                "How many centimetres of rope are left?",
+                name,
+            ), f"{m} * 100 - {k} * {c}"
+        case 1:
+            n, h, mins = r.randint(2, 6), r.randint(1, 3), r.randint(5, 55)
+            return (
+                f"How many minutes does a film festival last if it shows {_num(r, n)} films that are each "
+                f"{h} hours and {mins} minutes long, with an hour being 60 minutes?",
+                f"{n} * ({h} * 60 + {mins})",
+            )
+        case _:
+            litres, glass = r.randint(2, 25), r.choice([100, 125, 200, 250, 500])
+            return _story(
+                r,
+                [f"A jug holds {litres} litres of juice.", "One litre is 1000 millilitres."],
+                f"How many glasses of {glass} millilitres can be filled from the jug?",
+                name,
+            ), f"{litres} * 1000 / {glass}"
+
+
+def _dozens(r: random.Random) -> Problem:
+    name, d = r.choice(NAMES), r.randint(4, 40)
+    match r.randrange(3):
+        case 0:
+            s = r.randint(5, d * 12)
+            return _story(
+                r,
+                [f"A baker makes {d} dozen rolls.", f"By noon {s} rolls are sold."],
+                "How many rolls are left?",
+                name,
+            ), f"{d} * 12 - {s}"
+        case 1:
+            b = r.randint(1, 11)
+            return _story(
+                r,
+                [
+                    "Eggs come in cartons of a dozen.",
+                    f"{name} buys {d} cartons and breaks {_num(r, b)} eggs on the way home.",
+                ],
+                f"How many whole eggs does {name} have?",
+                name,
+            ), f"{d} * 12 - {b}"
+        case _:
+            k = r.choice([2, 3, 4, 6, 8])
+            d = k * r.randint(1, 8)
+            return (
+                f"How many pencils does each class get if a school orders {d} dozen pencils and shares them "
+                f"equally among {_num(r, k)} classes?",
+                f"{d} * 12 / {k}",
+            )
+
+
+def _wage(r: random.Random) -> Problem:
+    name, w, h = r.choice(NAMES), r.randint(9, 45), r.randint(3, 10)
+    match r.randrange(3):
+        case 0:
+            d, wk = r.randint(2, 6), r.randint(2, 8)
+            return _story(
+                r,
+                [
+                    f"{name} earns {w} dollars an hour.",
+                    f"{name} works {h} hours a day, {_num(r, d)} days a week.",
+                ],
+                f"How many dollars does {name} earn in {wk} weeks?",
+                name,
+            ), f"{w} * {h} * {d} * {wk}"
+        case 1:
+            o = r.randint(2, 12)
+            return _story(
+                r,
+                [
+                    f"{name} is paid {w} dollars an hour for the first {h * 4} hours of a week and twice that "
+                    "rate for every hour after that.",
+                    f"This week {name} worked {h * 4 + o} hours.",
+                ],
+                f"How much did {name} earn this week?",
+                name,
+            ), f"{h * 4} * {w} + {o} * {w} * 2"
+        case _:
+            wk = r.randint(2, 12)
+            return (
+                f"How much does {name} earn in {wk} weeks if {name} babysits {h} hours every week for "
+                f"{w} dollars an hour?",
+                f"{wk} * {h} * {w}",
+            )
+
+
+def _ratio(r: random.Random) -> Problem:
+    a, b = r.sample([2, 3, 4, 5, 7], 2)
+    k = r.randint(3, 40)
+    match r.randrange(2):
+        case 0:
+            return _story(
+                r,
+                [
+                    f"A recipe uses {a} cups of flour for every {b} cups of sugar.",
+                    f"A bakery uses {a * k} cups of flour.",
+                ],
+                "How many cups of sugar does it use?",
+            ), f"{a * k} / {a} * {b}"
+        case _:
+            return _story(
+                r,
+                [f"A club has {(a + b) * k} members.", f"The ratio of boys to girls in it is {a} to {b}."],
+                "How many girls are in the club?",
+            ), f"{(a + b) * k} / ({a} + {b}) * {b}"
+
+
+def _ages(r: random.Random) -> Problem:
+    a, b = _two_names(r)
+    x, k, y = r.randint(4, 20), r.randint(2, 4), r.randint(2, 15)
+    match r.randrange(3):
+        case 0:
+            return _story(
+                r,
+                [f"{a} is {x} years old.", f"{a}'s grandfather is {_times(r, k)} as old as {a}."],
+                f"How old will the grandfather be in {_num(r, y)} years?",
+            ), f"{x} * {k} + {y}"
+        case 1:
+            d = r.randint(2, 12)
+            return (
+                f"What will the sum of their ages be in {y} years if {a} is {d} years older than {b} and {b} "
+                f"is {x} now?",
+                f"({x} + {d} + {y}) + ({x} + {y})",
+            )
+        case _:
+            z = y + 2 * x
+            return _story(
+                r,
+                [f"In {y} years {a} will be {z} years old.", f"{b} is half as old as {a} is now."],
+                f"How old is {b}?",
+            ), f"({z} - {y}) / 2"
+
+
+def _change(r: random.Random) -> Problem:
+    name, a, p, q = r.choice(NAMES), r.randint(2, 9), r.randint(3, 25), r.randint(2, 9)
+    k = r.randint(2, 3)
+    cost = a * p + a * k * q
+    bill = next(v for v in (20, 50, 100, 200, 500) if v > cost)
+    match r.randrange(2):
+        case 0:
+            return _story(
+                r,
+                [
+                    f"{name} buys {_num(r, a)} notebooks at {p} dollars each.",
+                    f"{name} also buys {_times(r, k)} as many pens, at {q} dollars each.",
+                    f"{name} pays with a {bill}-dollar bill.",
+                ],
+                f"How many dollars of change does {name} get?",
+                name,
+            ), f"{bill} - ({a} * {p} + {a} * {k} * {q})"
+        case _:
+            b = a * k
+            return (
+                f"How much change does {name} get from {bill} dollars after buying {a} notebooks at {p} dollars "
+                f"each and {b} pens at {q} dollars each?",
+                f"{bill} - ({a} * {p} + {b} * {q})",
+            )
+
+
+def _passengers(r: random.Random) -> Problem:
+    s = r.randint(30, 90)
+    o1, n1 = r.randint(3, s - 5), r.randint(2, 30)
+    after = s - o1 + n1
+    match r.randrange(3):
+        case 0:
+            o2, n2 = r.randint(1, after), r.randint(0, 25)
+            return _story(
+                r,
+                [
+                    f"A train leaves the first station with {s} passengers.",
+                    f"At the next station {o1} people get off and {n1} get on.",
+                    f"At the station after that {o2} get off and {n2} get on.",
+                ],
+                "How many passengers are on the train now?",
+            ), f"{s} - {o1} + {n1} - {o2} + {n2}"
+        case 1:
+            n1 += after % 2  # an even number stays aboard, so half of them is whole
+            return _story(
+                r,
+                [
+                    f"A bus starts its route with {s} passengers.",
+                    f"At the first stop {o1} get off and {n1} get on.",
+                    "At the second stop half of the passengers get off.",
+                ],
+                "How many passengers stay on the bus?",
+            ), f"({s} - {o1} + {n1}) / 2"
+        case _:
+            o2 = r.randint(1, after)
+            return (
+                f"How many books are on the shelf on Wednesday if it held {s} books on Monday, {o1} were borrowed "
+                f"and {n1} returned on Tuesday, and {o2} more were borrowed on Wednesday?",
+                f"{s} - {o1} + {n1} - {o2}",
+            )
+
+
+def _work_rate(r: random.Random) -> Problem:
+    match r.randrange(2):
+        case 0:
+            b, m = r.choice([6, 12, 24]), r.randint(2, 5)
+            c = m * r.randint(3, 30)
+            return _story(
+                r,
+                [
+                    f"A machine fills {b * m} bottles a minute.",
+                    f"An order is {c} crates with {b} bottles in each crate.",
+                ],
+                "How many minutes does the machine need for the order?",
+            ), f"{c} * {b} / {b * m}"
+        case _:
+            p1, p2, t = r.randint(5, 40), r.randint(5, 40), r.randint(6, 60)
+            return (
+                f"How many minutes do two pumps need to fill a {(p1 + p2) * t}-litre pool if one pumps {p1} "
+                f"litres a minute and the other {p2} litres a minute?",
+                f"{(p1 + p2) * t} / ({p1} + {p2})",
+            )
+
+
+def _area(r: random.Random) -> Problem:
+    length, width = r.randint(8, 60), r.randint(5, 40)
+    match r.randrange(3):
+        case 0:
+            a, b = r.randint(2, 6), r.randint(2, 5)
+            return _story(
+                r,
+                [
+                    f"A garden is {length} metres long and {width} metres wide.",
+                    f"A shed of {a} metres by {b} metres stands in it.",
+                ],
+                "How many square metres of the garden are not covered by the shed?",
+            ), f"{length} * {width} - {a} * {b}"
+        case 1:
+            c = r.randint(3, 15)
+            return (
+                f"How many dollars does it cost to fence a rectangular field {length} metres long and {width} "
+                f"metres wide if fencing costs {c} dollars a metre?",
+                f"2 * ({length} + {width}) * {c}",
+            )
+        case _:
+            c = r.randint(2, 9)
+            return _story(
+                r,
+                [
+                    f"A floor is {length} metres by {width} metres.",
+                    f"Carpet costs {c} dollars per square metre.",
+                ],
+                "How many dollars does carpet for the whole floor cost?",
+            ), f"{length} * {width} * {c}"
+
+
+def _groups(r: random.Random) -> Problem:
+    v = r.choice([6, 8, 10, 12, 15])
+    match r.randrange(2):
+        case 0:
+            total = v * r.randint(3, 20)
+            t = r.randint(2, min(12, total - 1))
+            return _story(
+                r,
+                [
+                    f"{total - t} students and {t} teachers go on a trip.",
+                    f"Every van holds {v} people and every van is full.",
+                ],
+                "How many vans do they use?",
+            ), f"({total - t} + {t}) / {v}"
+        case _:
+            n, p = r.randint(3, 8), r.randint(8, 30)
+            k = n * r.randint(1, 4)
+            return (
+                f"How many dollars does each of {_num(r, n)} friends pay if they share the cost of {k} pizzas "
+                f"at {p} dollars each equally?",
+                f"{k} * {p} / {n}",
+            )
+
+
+def _daily_log(r: random.Random) -> Problem:
+    name, x, k = r.choice(NAMES), r.randint(6, 60), r.randint(2, 3)
+    d = r.randint(1, x * k - 1)
+    match r.randrange(2):
+        case 0:
+            return _story(
+                r,
+                [
+                    f"On Monday {name} runs {x} kilometres.",
+                    f"On Tuesday {name} runs {_times(r, k)} as far as on Monday.",
+                    f"On Wednesday {name} runs {d} kilometres less than on Tuesday.",
+                ],
+                f"How many kilometres does {name} run in the three days?",
+                name,
+            ), f"{x} + {x} * {k} + ({x} * {k} - {d})"
+        case _:
+            return (
+                f"How many pages did {name} read over three days if {name} read {x} pages on Friday, "
+                f"{_times(r, k)} as many on Saturday and {d} fewer on Sunday than on Saturday?",
+                f"{x} + {x} * {k} + ({x} * {k} - {d})",
+            )
+
+
+def _profit(r: random.Random) -> Problem:
+    name = r.choice(NAMES)
+    match r.randrange(2):
+        case 0:
+            n, c = r.randint(20, 120), r.randint(2, 9)
+            p, s = c + r.randint(2, 8), r.randint(1, 10)
+            while (n - s) * p < n * c:
+                s -= 1
+            return _story(
+                r,
+                [
+                    f"A vendor buys {n} melons for {c} dollars each.",
+                    f"{_num(r, s).capitalize()} of them spoil.",
+                    f"The vendor sells the rest for {p} dollars each.",
+                ],
+                "How many dollars of profit does the vendor make?",
+                name,
+            ), f"({n} - {s}) * {p} - {n} * {c}"
+        case _:
+            a, b, p = r.randint(5, 40), r.randint(3, 20), r.randint(2, 5)
+            k = (a + b) // p + r.randint(5, 60)
+            return (
+                f"What is {name}'s profit in dollars if {name} spends {a} dollars on lemons and {b} dollars on "
+                f"cups and then sells {k} cups of lemonade at {p} dollars each?",
+                f"{k} * {p} - ({a} + {b})",
+            )
+
+
+MIX_FAMILIES: dict[str, Callable[[random.Random], Problem]] = {
+    "discount": _discount,
+    "percent_group": _percent_group,
+    "fraction": _fraction,
+    "compare": _compare,
+    "convert": _convert,
+    "dozens": _dozens,
+    "wage": _wage,
+    "ratio": _ratio,
+    "ages": _ages,
+    "change": _change,
+    "passengers": _passengers,
+    "work_rate": _work_rate,
+    "area": _area,
+    "groups": _groups,
+    "daily_log": _daily_log,
+    "profit": _profit,
+}
+
+
 def evaluate(expression: str) -> int:
     """The value of an expression as the environment's own ``calculate`` tool returns it.
 
@@ -158,15 +722,20 @@ def problem_row(family: str, question: str, expression: str) -> dict[str, Any]:
     return {**qa_row(question, [answer]), "family": family, "steps": steps, "expression": expression}
 
 
-def build_split(size: int, seed: str, exclude: set[str] = frozenset()) -> list[dict[str, Any]]:
+def build_split(
+    size: int,
+    seed: str,
+    exclude: set[str] = frozenset(),
+    families: dict[str, Callable[[random.Random], Problem]] = FAMILIES,
+) -> list[dict[str, Any]]:
     """``size`` rows, the families in turn (balanced), no question repeated or taken from ``exclude``."""
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     seen = set(exclude)
-    names = list(FAMILIES)
+    names = list(families)
     while len(rows) < size:
         family = names[len(rows) % len(names)]
-        question, expression = FAMILIES[family](rng)
+        question, expression = families[family](rng)
         if question in seen:
             continue
         seen.add(question)
@@ -207,7 +776,7 @@ def build_ood(size: int, seed: int, exclude: set[str] = frozenset()) -> list[dic
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Write the train, held-out and out-of-distribution splits."""
+    """Write the train, held-out, out-of-distribution and mix splits."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -225,6 +794,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.ood:
         ours = {r["messages"][0]["content"] for r in train + heldout}
         splits["ood"] = build_ood(args.ood, args.seed, exclude=ours)
+    # The mix comes last, from its own random streams: the splits above stay byte-identical.
+    taken = {r["messages"][0]["content"] for rows in splits.values() for r in rows}
+    splits["heldout_mix"] = build_split(
+        args.heldout, f"{args.seed}:heldout_mix", exclude=taken, families=MIX_FAMILIES
+    )
+    taken |= {r["messages"][0]["content"] for r in splits["heldout_mix"]}
+    splits["train_mix"] = build_split(
+        args.train, f"{args.seed}:train_mix", exclude=taken, families=FAMILIES | MIX_FAMILIES
+    )
     for name, rows in splits.items():
         write_jsonl(rows, args.out / f"{name}.jsonl")
         families = Counter(r["family"] for r in rows)
