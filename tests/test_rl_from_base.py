@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
@@ -95,3 +96,69 @@ def test_ood_split_is_gsm_symbolic_unseen_and_scored_by_em():
         right = scored(env, [call, f"<answer>{answer}</answer>"], row)
         wrong = scored(env, [call, f"<answer>{int(answer) + 1}</answer>"], row)
     assert (right["em"], right["calls"], wrong["em"]) == (1.0, 1, 0.0)
+
+
+def load_builder():
+    """examples/arithmetic/build_data.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("arithmetic_build_data", HERE / "build_data.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_mix_splits_have_24_balanced_families_answered_by_the_tool():
+    train_mix, heldout_mix = rows("train_mix"), rows("heldout_mix")
+    assert (len(train_mix), len(heldout_mix)) == (2000, 300)
+    old = {r["family"] for r in rows("train")}
+    train_counts = Counter(r["family"] for r in train_mix)
+    heldout_counts = Counter(r["family"] for r in heldout_mix)
+    assert len(train_counts) >= 24 and old < set(train_counts)
+    assert set(heldout_counts) == set(train_counts) - old  # held-out: the new families only
+    for counts in (train_counts, heldout_counts):
+        assert max(counts.values()) - min(counts.values()) <= 1
+    for row in train_mix + heldout_mix:
+        assert row["solution"] == row["golden_answers"][0] == calculate(row["expression"])
+        assert row["solution"].isdigit() and str(int(row["solution"])) == row["solution"]
+        assert row["steps"] >= 1
+
+
+def test_no_question_is_shared_between_any_two_splits():
+    splits = {
+        name: [r["messages"][0]["content"] for r in rows(name)]
+        for name in ("train", "heldout", "ood", "train_mix", "heldout_mix")
+    }
+    for name, questions in splits.items():
+        assert len(set(questions)) == len(questions), name
+    names = list(splits)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not set(splits[a]) & set(splits[b]), (a, b)
+
+
+def test_mix_phrasings_vary_within_a_family():
+    """Each new family has several phrasings: question first and last, words for numbers, distractors."""
+    old = {r["family"] for r in rows("heldout")}
+    by_family: dict[str, list[str]] = {}
+    for row in rows("heldout_mix") + rows("train_mix"):
+        if row["family"] not in old:
+            by_family.setdefault(row["family"], []).append(row["messages"][0]["content"])
+    for family, questions in by_family.items():
+        openings = {" ".join(q.split()[:2]) for q in questions}
+        assert len(openings) >= 2, family  # at least two sentence shapes start the question
+    everything = [q for qs in by_family.values() for q in qs]
+    assert sum(q.startswith(("How ", "What ")) for q in everything) > 0.2 * len(everything)  # question first
+    assert (
+        sum(any(w in q for w in ("twice", "half", "a third", "a quarter", "dozen")) for q in everything) > 100
+    )
+    distracted = sum("years old." in q or "cousins." in q or "degrees outside" in q for q in everything)
+    assert distracted > 0.1 * len(everything)
+
+
+def test_build_data_reproduces_the_committed_files(tmp_path):
+    """Re-running the generator (without the reasoning-gym OOD split) writes every other file byte for byte."""
+    builder = load_builder()
+    builder.main(["--out", str(tmp_path), "--ood", "0"])
+    for name in ("train", "heldout", "train_mix", "heldout_mix"):
+        assert (tmp_path / f"{name}.jsonl").read_bytes() == (HERE / "data" / f"{name}.jsonl").read_bytes(), (
+            name
+        )
