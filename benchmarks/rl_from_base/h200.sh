@@ -3,9 +3,14 @@
 # (examples/arithmetic/), Qwen2.5-Coder-0.5B-Instruct on one H200. Each phase is one device command of
 # < 10 min; /tmp persists between them while the machine stays warm. From the repository root, after the
 # GPU kit of ../shared/gpu/README.md is installed (/tmp/site, /tmp/qwen05):
-#   [ENV_FILE=examples/arithmetic/env.yaml] bash benchmarks/rl_from_base/h200.sh eval-base|train|eval-checkpoints|curve  OUT_DIR
+#   [ENV_FILE=examples/arithmetic/env.yaml] [TRAIN_DATA=examples/arithmetic/data/train_mix.jsonl] \
+#     bash benchmarks/rl_from_base/h200.sh eval-base|train|eval-checkpoints|curve  OUT_DIR
 #
-#   eval-base         base model, greedy, 300 held-out + 200 OOD problems               ~1.5 min
+# TRAIN_DATA (default data/train.jsonl, the eight one-pattern templates) is train.sh's DATASET;
+# data/train_mix.jsonl is the 24-family mix of varied phrasings (build_data.py says why). Each
+# ENV_FILE x TRAIN_DATA pair has its own run and evals folders, so two runs never share checkpoints.
+#
+#   eval-base         base model, greedy, 300 held-out + 200 OOD + 300 held-out mix    ~2.5 min
 #   train             GRPO up to STEPS (200), checkpoint every 25 steps; stops itself
 #                     at TRAIN_TIMEOUT (540 s) - run it again to resume                  ~9 min a call, 2 calls
 #   eval-checkpoints  every STRIDE-th (50) saved checkpoint not scored yet, greedy,
@@ -22,16 +27,20 @@ set -euo pipefail
 phase=${1:?phase}; out=${2:?out dir}
 source /tmp/device_env.sh >/dev/null
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
-# One eval set, one engine start-up: the 300 held-out problems (our templates, never trained on) and the
-# OOD problems (data/ood.jsonl: GSM-Symbolic word problems, phrased unlike any template), `split` naming each.
+# One eval set, one engine start-up: the 300 held-out problems (our templates, never trained on), the
+# OOD problems (data/ood.jsonl: GSM-Symbolic word problems, phrased unlike any template, never trained on)
+# and the 300 held-out problems of the mix (data/heldout_mix.jsonl: its 16 new families), `split` naming each.
 EVAL_SET=/tmp/arith-eval-set.jsonl
-python3 examples/deepsearch/eval_sets.py "$EVAL_SET.$$" examples/arithmetic/data/heldout.jsonl \
-  $( [ -f examples/arithmetic/data/ood.jsonl ] && echo examples/arithmetic/data/ood.jsonl ) > /dev/null
+extra=(); for f in ood heldout_mix; do
+  [ -f "examples/arithmetic/data/$f.jsonl" ] && extra+=("examples/arithmetic/data/$f.jsonl"); done
+python3 examples/deepsearch/eval_sets.py "$EVAL_SET.$$" examples/arithmetic/data/heldout.jsonl "${extra[@]}" > /dev/null
 mv "$EVAL_SET.$$" "$EVAL_SET"  # atomic: phases running side by side never read a half-written file
 # env_hint.yaml: the calculator's result repeats the protocol's last step, so the base model answers after
 # the tool (EM 0.62 on CPU) - the signal GRPO needs; env.yaml, the bare calculator: base EM 0.00.
 ENV_FILE=${ENV_FILE:-examples/arithmetic/env_hint.yaml}
-tag=$(basename "$ENV_FILE" .yaml)
+TRAIN_DATA=${TRAIN_DATA:-examples/arithmetic/data/train.jsonl}
+[ -f "$TRAIN_DATA" ] || { echo "TRAIN_DATA: no file $TRAIN_DATA" >&2; exit 2; }
+tag=$(basename "$ENV_FILE" .yaml)-$(basename "$TRAIN_DATA" .jsonl)  # e.g. env_hint-train_mix
 RUN=/tmp/arith-$tag EVALS=/tmp/arith-evals-$tag
 mkdir -p "$out" "$EVALS"
 
@@ -56,7 +65,7 @@ case "$phase" in
     (while sleep 15; do copy_logs; done) & copier=$!
     start=$(date +%s)
     rc=0
-    RLFACTORY_ENV=$ENV_FILE MODEL=/tmp/qwen05 OUTPUT=$RUN STEPS=${STEPS:-200} timeout "${TRAIN_TIMEOUT:-540}" \
+    RLFACTORY_ENV=$ENV_FILE DATASET=$TRAIN_DATA MODEL=/tmp/qwen05 OUTPUT=$RUN STEPS=${STEPS:-200} timeout "${TRAIN_TIMEOUT:-540}" \
       bash examples/arithmetic/train.sh "${resume[@]}" > "$out/train-$start.log" 2>&1 || rc=$?
     kill "$copier"; copy_logs
     # 124: stopped at TRAIN_TIMEOUT (run the phase again to resume); anything else is a crash
