@@ -57,6 +57,34 @@ def test_no_answer_is_shared_between_splits():
     assert all(build_data.split_of(t) == "test" for t in answers["test"] | answers["ood"])
 
 
+def test_the_grpo_pool_is_rich_in_two_hop_questions_and_keeps_val_test_and_holdout_honest():
+    pool = split("pool")
+    others = {n: split(n) for n in ("train", "val", "test", "ood")}
+    assert len(pool) == 1000
+    # 418 of 1000: every pair the rules leave (train has 353 two-hop rows of 2000, train's second half ~175)
+    assert sum(r["hops"] == 2 for r in pool) / len(pool) >= 0.4
+    families = Counter(r["family"] for r in pool)
+    assert set(families) == set(build_data.SINGLE_FAMILIES + build_data.TWO_HOP_FAMILIES), families
+    single = [families[f] for f in build_data.SINGLE_FAMILIES]
+    bridges = [families[f] for f in build_data.TWO_HOP_FAMILIES]
+    assert max(single) <= 1.25 * min(single) and max(bridges) <= 1.25 * min(bridges), families
+    for r in pool:
+        assert r["hops"] == (2 if r["family"] in build_data.TWO_HOP_FAMILIES else 1), r
+        assert len(r["support"]) == r["hops"] and r["support"][-1] == r["solution"], r
+    # Every article a pool question needs (answer and bridge) is in the train bucket and no val answer:
+    # GRPO never rehearses a val, test, ood or holdout question, not even its first hop.
+    val_answers = {r["solution"] for r in others["val"]}
+    assert all(build_data.split_of(t) == "train" and t not in val_answers for r in pool for t in r["support"])
+    assert not {r["solution"] for r in pool} & {r["solution"] for n in ("test", "ood") for r in others[n]}
+    texts = [question_of(r) for r in pool]
+    assert len(set(texts)) == len(texts)
+    assert not set(texts) & {question_of(r) for rows in others.values() for r in rows}
+    per_answer = Counter(r["solution"] for r in pool)
+    assert max(per_answer.values()) <= build_data.POOL_PER_ANSWER == 3
+    assert len({tuple(r["support"]) for r in pool}) == len(pool)  # a pair once, whichever form
+    assert sum(n > 1 for n in per_answer.values()) >= 50  # answers do come back, through other bridges
+
+
 @pytest.mark.timeout(120)
 def test_questions_are_answerable_and_sft_demonstrates_every_family(tmp_path: Path):
     rng = random.Random(0)

@@ -8,7 +8,7 @@
 #   eval-base      base model on the eval set                                                          ~3 min
 #   sft            examples/deepsearch/sft.sh on the first 1,000 train questions -> /tmp/qwen05-sft   ~3 min
 #   eval-sft       SFT model on the eval set                                                           ~3 min
-#   select         the other 1,000 x 4 samples at T=1; the mixed ones, at most PER_STRATUM (25) per
+#   select         the pool (POOL_FILE) x 4 samples at T=1; the mixed ones, at most PER_STRATUM (60) per
 #                  (hops, family): every family trained on, none dominating                           ~4 min
 #   train          GRPO from the SFT model (ENV_FILE: env_grpo.yaml = env_budget.yaml + the per-turn
 #                  search_hit reward, trajectory credit; BETA: 0.04, saves every 20 steps); stops at
@@ -85,7 +85,11 @@ with open("/tmp/eval-sets.jsonl", "w") as out:
 PY
     mkdir -p /tmp/split
     head -n 1000 examples/deepsearch/data/train.jsonl > /tmp/split/sft.jsonl
-    tail -n +1001 examples/deepsearch/data/train.jsonl > /tmp/split/pool.jsonl
+    # GRPO's pool: POOL_FILE, by default data/pool.jsonl (build_data.py --pool: 418 two-hop questions of
+    # 1,000, against ~175 in train's second half, where select found only 46 mixed two-hop ones on 2026-12-01)
+    pool_file=${POOL_FILE:-examples/deepsearch/data/pool.jsonl}
+    if [ -n "${POOL_FILE:-}" ] || [ -f "$pool_file" ]; then cp "$pool_file" /tmp/split/pool.jsonl
+    else tail -n +1001 examples/deepsearch/data/train.jsonl > /tmp/split/pool.jsonl; fi
     python3 -m swift_rlfactory.retrieval.server build --backend bm25 ;;
   eval-base) evaluate base /tmp/qwen05 ;;
   sft)
@@ -94,13 +98,15 @@ PY
     cp /tmp/sft/v*/logging.jsonl "$out/logging-sft.jsonl" ;;
   eval-sft) evaluate sft /tmp/qwen05-sft ;;
   select)  # GRPO's questions: the pool questions the SFT model solves sometimes, balanced over hops x family
-    # The pool's 1,000 questions x 4 samples: ~4,000 episodes, ~4 min of device time. With 6 families x 2
-    # hop counts, PER_STRATUM=25 keeps up to ~150 questions: 100 steps x 4 questions see each ~3 times.
+    # The pool's 1,000 questions x 4 samples: ~4,000 episodes, ~4 min of device time. The 6 (hops, family)
+    # cells at PER_STRATUM=60 keep up to ~360 questions: 80 steps x 4 questions see each about once, so
+    # GRPO cannot memorise a few templated questions over ~8 epochs (issue 15), and a cell with many mixed
+    # questions (two-hop, from data/pool.jsonl) is no longer cut to 25.
     MODEL=/tmp/qwen05-sft DATASET=/tmp/split/pool.jsonl SAMPLES=4 TEMPERATURE=1.0 LIMIT=${LIMIT:-1000} CONCURRENCY=128 \
       bash examples/deepsearch/eval.sh /tmp/eval-pool > "$out/eval-pool.log" 2>&1
     cp /tmp/eval-pool/metrics.json "$out/eval-pool.json"
     python3 -m swift_rlfactory.cli select --eval /tmp/eval-pool --dataset /tmp/split/pool.jsonl \
-      --out /tmp/split/grpo.jsonl --stratify hops,family --per-stratum "${PER_STRATUM:-25}" | tee "$out/select.log"
+      --out /tmp/split/grpo.jsonl --stratify hops,family --per-stratum "${PER_STRATUM:-60}" | tee "$out/select.log"
     python3 -c "import json,collections; r=[json.loads(l) for l in open('/tmp/split/grpo.jsonl')]; print(collections.Counter((x['hops'], x['family']) for x in r))" \
       | tee -a "$out/select.log" ;;
   train) train_grpo "$RUN" "${ENV_FILE:-examples/deepsearch/env_grpo.yaml}" ;;

@@ -39,6 +39,32 @@ questions no checkpoint has seen::
 
     python examples/deepsearch/build_data.py                       # train, val, test, ood
     python examples/deepsearch/build_data.py --holdout 500 --seed 7 --train 0 --val 0 --test 0 --ood 0
+    python examples/deepsearch/build_data.py --pool 1000           # all of the above and data/pool.jsonl
+
+``data/pool.jsonl`` (``--pool N``, committed at 1000) holds questions for GRPO only. GRPO learns only from
+the questions the SFT model solves sometimes but not always (``swift-rlfactory select``), so a pool with
+few two-hop questions gives it little two-hop signal: on 2026-12-01 the pool was train's second half, with
+~175 two-hop questions of which 46 were mixed, and GRPO left two-hop test EM where SFT had it (0.294).
+The train split itself has only 353 two-hop rows (not ``TWO_HOP_SHARE``), because each answer is used
+once per split and a two-hop question needs a bridge pair. The pool is built after the splits, from the
+same candidates, with the same BM25 checks and the same family balancing, but by its own rules:
+
+* ``--pool-two-hop-share`` (default 0.5) of it is two-hop, as far as the pairs go (418 of 1000 with the
+  default seed: every pair left that passes the rules below); single-hop families share the rest.
+* An answer may come back with different bridges, at most ``POOL_PER_ANSWER`` (3) questions per answer
+  so that a popular answer ("Soviet Union", mentioned by many summaries) does not dominate; each pair of
+  articles is asked once (the other form of a pair is the same question said differently) and every
+  question text once.
+* Every article a question needs, answer and bridge, is in the train bucket and is not an answer of
+  ``val.jsonl``: GRPO never rehearses the first hop of a val, test or holdout question. (Allowing bridges
+  from any bucket would give 498 two-hop questions, 96 of them through a test or ood answer or a
+  holdout-bucket article.)
+* No question text of train, val, test or ood. The pool may ask about train's answers (train is for
+  training) and may ask a train pair in its other form.
+
+The pool keeps clear of the split files in ``--out``: those written in the same run, else those already
+there (``--pool 1000 --train 0 --val 0 --test 0 --ood 0`` writes only the pool, next to the committed
+splits).
 
 Rows are ms-swift rows (see swift_rlfactory.retrieval.qa_data) plus ``family``, ``hops``, ``support`` (the
 titles of the articles needed) and ``clue`` / ``target`` (the parts of the question text that the first and
@@ -54,7 +80,7 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -70,6 +96,7 @@ SINGLE_FAMILIES = ("definition", "entity_type", "attribute", "cloze")
 TWO_HOP_FAMILIES = ("bridge_mention", "bridge_names")
 OOD_FAMILY = "passage"
 TWO_HOP_SHARE = 0.35
+POOL_PER_ANSWER = 3  # at most this many pool questions share an answer (through different bridges)
 MIN_SENTENCE_WORDS, MAX_SENTENCE_WORDS = 8, 40
 MIN_CLUE_WORDS, MAX_CLUE_WORDS = 8, 35
 STOPWORDS = frozenset(STOPWORDS_EN) | {"from", "its", "were"}  # bm25s's English list, the one BM25 uses
@@ -132,11 +159,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test", type=int, default=300, help="test questions (0: skip)")
     parser.add_argument("--ood", type=int, default=300, help=f"{OOD_FAMILY!r}-family questions (0: skip)")
     parser.add_argument("--holdout", type=int, default=0, help="holdout questions, never committed (0: skip)")
+    parser.add_argument("--pool", type=int, default=0, help="GRPO pool questions (0: skip)")
+    parser.add_argument(
+        "--pool-two-hop-share", type=float, default=0.5, help="share of two-hop questions in the pool"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--cache-dir", type=Path, help="BM25 index cache (default $RLFACTORY_CACHE/retrieval)"
     )
     args = parser.parse_args(argv)
+    if not 0 <= args.pool_two_hop_share <= 1:
+        parser.error(f"--pool-two-hop-share must be between 0 and 1, got {args.pool_two_hop_share}")
 
     articles = load_articles()
     retriever = TopTitles(BM25Retriever([a.passage for a in articles], cache_dir=args.cache_dir))
@@ -149,14 +182,46 @@ def main(argv: list[str] | None = None) -> None:
         ("ood", "test", args.ood, (OOD_FAMILY,)),
         ("holdout", "holdout", args.holdout, SINGLE_FAMILIES + TWO_HOP_FAMILIES),
     ]
-    used: dict[str, set[str]] = {bucket: set() for bucket in SPLITS}
+    ledgers = {bucket: Ledger() for bucket in SPLITS}
     for name, bucket, size, families in plan:
         if size:
-            rows = build_split(pool, families, retriever, bucket, size, f"{args.seed}:{name}", used[bucket])
-            write_jsonl(rows, args.out / f"{name}.jsonl")
-            counts = Counter(row["family"] for row in rows)
-            hops = Counter(row["hops"] for row in rows)
-            print(f"{name}: {len(rows)} questions ({hops[1]} single-hop, {hops[2]} two-hop) {dict(counts)}")
+            rows = build_split(
+                pool, families, retriever, bucket, size, f"{args.seed}:{name}", ledgers[bucket]
+            )
+            _write(rows, args.out / f"{name}.jsonl")
+    if args.pool:
+        # After the splits, from the files: the ones just written, else those already in --out (committed).
+        kept = {name: _read(args.out / f"{name}.jsonl") for name in ("train", "val", "test", "ood")}
+        val_answers = {row["solution"] for row in kept["val"]}
+        ledger = Ledger(
+            per_answer=POOL_PER_ANSWER,
+            articles=lambda title: split_of(title) == "train" and title not in val_answers,
+            blocked_questions={_question(row) for rows in kept.values() for row in rows},
+        )
+        families = SINGLE_FAMILIES + TWO_HOP_FAMILIES
+        seed = f"{args.seed}:pool"
+        rows = build_split(
+            pool, families, retriever, "train", args.pool, seed, ledger, args.pool_two_hop_share
+        )
+        _write(rows, args.out / "pool.jsonl")
+        print(f"pool: {len({row['solution'] for row in rows})} distinct answers")
+
+
+def _write(rows: list[dict[str, Any]], path: Path) -> None:
+    write_jsonl(rows, path)
+    counts = Counter(row["family"] for row in rows)
+    hops = Counter(row["hops"] for row in rows)
+    print(f"{path.stem}: {len(rows)} questions ({hops[1]} single-hop, {hops[2]} two-hop) {dict(counts)}")
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise SystemExit(f"--pool keeps clear of {path.name}, which is not in {path.parent}: build it first")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _question(row: dict[str, Any]) -> str:
+    return row["messages"][0]["content"]
 
 
 def load_articles() -> list[Article]:
@@ -182,6 +247,45 @@ def split_of(title: str) -> str:
     """80/10/10 train/test/holdout by a hash of the title: stable across seeds, runs and machines."""
     bucket = hashlib.sha256(title.encode("utf-8")).digest()[0] % 10
     return "train" if bucket < 8 else SPLITS[bucket - 7]
+
+
+class Ledger:
+    """What a split may still take: each answer ``per_answer`` times, each question text and each set of
+    supporting articles once, only questions all of whose supporting articles ``articles`` allows, and no
+    text of ``blocked_questions``.
+
+    The committed splits take each answer once (``per_answer=1``; val and train share the train bucket's
+    ledger, so val's answers are none of train's). The pool may take an answer up to ``POOL_PER_ANSWER``
+    times, each time through another bridge: a set of supporting articles once, since the other form of
+    the same pair is the same question said differently.
+    """
+
+    def __init__(
+        self,
+        per_answer: int = 1,
+        articles: Callable[[str], bool] = lambda title: True,
+        blocked_questions: Iterable[str] = (),
+    ):
+        self.per_answer = per_answer
+        self._articles = articles
+        self._answers: Counter[str] = Counter()
+        self._questions = set(blocked_questions)
+        self._supports: set[tuple[str, ...]] = set()
+
+    def admits(self, row: dict[str, Any]) -> bool:
+        """May ``row`` join the split?"""
+        return (
+            self._answers[row["solution"]] < self.per_answer
+            and _question(row) not in self._questions
+            and tuple(row["support"]) not in self._supports
+            and all(map(self._articles, row["support"]))
+        )
+
+    def take(self, row: dict[str, Any]) -> None:
+        """Record ``row`` as part of the split."""
+        self._answers[row["solution"]] += 1
+        self._questions.add(_question(row))
+        self._supports.add(tuple(row["support"]))
 
 
 class TopTitles:
@@ -233,11 +337,12 @@ def build_split(
     bucket: str,
     size: int,
     seed: str,
-    used: set[str],
+    ledger: Ledger,
+    two_hop_share: float = TWO_HOP_SHARE,
 ) -> list[dict[str, Any]]:
-    """``size`` questions whose answers are in ``bucket`` and not in ``used`` (which grows), families balanced.
+    """``size`` questions whose answers are in ``bucket`` and that ``ledger`` admits (it grows), families balanced.
 
-    Two-hop families share ``TWO_HOP_SHARE`` of the rows (when any is asked for), single-hop families the
+    Two-hop families share ``two_hop_share`` of the rows (when any is asked for), single-hop families the
     rest, each family an equal part; a family short of questions leaves its part to the others.
     """
     rng = random.Random(seed)
@@ -248,7 +353,7 @@ def build_split(
         shuffled[name] = rows
     double = [f for f in families if f in TWO_HOP_FAMILIES]
     single = [f for f in families if f not in TWO_HOP_FAMILIES]
-    n_double = round(size * TWO_HOP_SHARE) if double and single else (size if double else 0)
+    n_double = round(size * two_hop_share) if double and single else (size if double else 0)
     quotas = {f: n_double // len(double) + (i < n_double % len(double)) for i, f in enumerate(double)}
     n_single = size - n_double
     quotas |= {f: n_single // len(single) + (i < n_single % len(single)) for i, f in enumerate(single)}
@@ -262,7 +367,7 @@ def build_split(
             for f in families:
                 room = min(8, limit[f] - len(picked[f]), size - sum(map(len, picked.values())))
                 if room > 0:
-                    found = _accepted(shuffled[f], retriever, used, room)
+                    found = _accepted(shuffled[f], retriever, ledger, room)
                     picked[f] += found
                     progress = progress or bool(found)
     rows = [row for f in families for row in picked[f]]
@@ -271,20 +376,20 @@ def build_split(
 
 
 def _accepted(
-    candidates: list[dict[str, Any]], retriever: TopTitles, used: set[str], limit: int
+    candidates: list[dict[str, Any]], retriever: TopTitles, ledger: Ledger, limit: int
 ) -> list[dict[str, Any]]:
-    """Candidates that pass the BM25 check, at most one per answer, checked in batches until ``limit``."""
+    """Candidates that pass the BM25 check and ``ledger``, checked in batches until ``limit``."""
     rows: list[dict[str, Any]] = []
     for start in range(0, len(candidates), 256):
         if len(rows) >= limit:
             break
-        batch = [c for c in candidates[start : start + 256] if c["solution"] not in used]
+        batch = [c for c in candidates[start : start + 256] if ledger.admits(c)]
         if not batch:
             continue
-        hits = retriever.top5([c["messages"][0]["content"] for c in batch])
+        hits = retriever.top5([_question(c) for c in batch])
         for candidate, titles in zip(batch, hits, strict=True):
-            if len(rows) < limit and candidate["solution"] not in used and _searchable(candidate, titles):
-                used.add(candidate["solution"])
+            if len(rows) < limit and ledger.admits(candidate) and _searchable(candidate, titles):
+                ledger.take(candidate)
                 rows.append(candidate)
     return rows
 
