@@ -24,7 +24,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -85,6 +85,11 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
     ports = [c["MASTER_PORT"] for c in trainers]
     assert None not in ports and len(set(ports)) == len(ports)  # one torch.distributed store each
     assert all(c["ENV_FILE"] is None for c in calls if c["track"] == "ds")  # arithmetic's env stays there
+    # every arithmetic phase trains on / looks for the same data, the mix; none of DeepSearch's sees it
+    assert {c["TRAIN_DATA"] for c in calls if c["track"] == "ar"} == {
+        "examples/arithmetic/data/train_mix.jsonl"
+    }
+    assert all(c["TRAIN_DATA"] is None for c in calls if c["track"] == "ds")
     arms = [c for c in calls if c["phase"] in ("train", "credit-train") and c["track"] == "ds"]
     assert {c["STEPS"] for c in arms} == {"80"} and all(c["VLLM_UTIL"] for c in arms)
     # three arms: ds, ds-lr (a higher learning rate, validated and scored on its own) and the turn arm

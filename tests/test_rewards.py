@@ -26,6 +26,18 @@ def test_squad_normalisation_and_many_golds():
     assert normalize_answer("The  Eiffel-Tower!") == "eiffeltower"
     assert exact_match("the paris", ["Lyon", "Paris"]) == 1.0
     assert exact_match("Paris, France", ["Paris"]) == 0.0
+
+
+def test_exact_match_compares_numbers_as_numbers():
+    assert exact_match("-227", ["227"]) == 0.0  # SQuAD's normalisation alone drops the sign
+    assert exact_match("12.5", ["125"]) == 0.0  # ... and the decimal point
+    assert exact_match("1,234", ["1234"]) == 1.0
+    assert exact_match(" 28080 ", ["28080"]) == 1.0
+    assert exact_match("28080.0", ["28080"]) == 1.0
+    assert exact_match("-41", ["-41"]) == 1.0
+    assert exact_match("41", ["x", "41"]) == 1.0
+    assert exact_match("41 apples", ["41"]) == 0.0  # not a plain number: SQuAD rules, no match
+    assert exact_match("1984", ["Nineteen Eighty-Four", "1984"]) == 1.0
     assert token_f1("Paris, France", ["Paris"]) == pytest.approx(2 / 3)
     assert token_f1("nothing", ["Paris"]) == 0.0
     assert extract_answer("<answer>a</answer> then <answer> b </answer>") == "b"

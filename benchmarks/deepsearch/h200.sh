@@ -24,9 +24,10 @@
 # Knobs for sharing the GPU between phases (benchmarks/issue15/pipeline.sh runs several at once):
 # VLLM_UTIL, MICRO_BATCH, GRAD_ACC (train.sh, sft.sh) and GPU_UTIL (eval.sh), passed through the environment.
 # The recipe is base -> warm-start SFT (sft.sh, merged into /tmp/qwen05-sft) -> GRPO from the SFT model.
-# The train split is cut in two: SFT demonstrations from the first 1,000 questions; GRPO on those of the
-# other 1,000 that the SFT model solves in some but not all of 4 samples (`swift-rlfactory select`), the
-# only groups GRPO gets a gradient from.
+# SFT demonstrations come from the first 1,000 train questions; GRPO trains on the questions of the pool
+# (POOL_FILE: data/pool.jsonl, 42 % two-hop; without it the other 1,000 train questions) that the SFT
+# model solves in some but not all of 4 samples (`swift-rlfactory select`), the only groups GRPO gets a
+# gradient from.
 # Each eval phase scores, in one run, the test split, the never-committed holdout questions, the OOD split
 # (a phrasing family never trained on) and every file of EXTRA_EVAL=a.jsonl,b.jsonl (our rows or FlashRAG
 # {question, golden_answers}; give it to `prepare`), reported per split, per hops, per family and per

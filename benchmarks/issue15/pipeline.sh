@@ -4,7 +4,9 @@
 # arithmetic, side by side on the one GPU. A 0.5B model leaves most of an H200 idle, and a session has 30
 # minutes of device time, so the two tracks and the phases that do not depend on each other share the GPU
 # (each vLLM takes a small, fixed share of its memory; training takes small micro-batches, with the same
-# completions per step as the one-at-a-time recipes) instead of running one after the other. Every
+# completions per step as the one-at-a-time recipes) instead of running one after the other. Memory seen
+# on 2026-12-01: 99 GB at most with three trainers and one evaluation at once; the next run has four
+# trainers, so every vLLM takes 0.08 of the GPU and the arithmetic micro-batch is 4 (it reported 37 GiB at 8). Every
 # training process gets its own MASTER_PORT: ms-swift's colocated trainer binds torch.distributed's store
 # there, and two on the default 29500 kill the second at start-up (seen on 2026-12-01).
 #
@@ -111,8 +113,11 @@ deepsearch() {
 }
 
 arithmetic() {
+  # AR_TRAIN_DATA: the training file (default the 24-family mix; data/train.jsonl is the 8-template set of
+  # 2026-12-01's run). Every arithmetic phase must see the same one: it names the run and evals folders.
+  local -x TRAIN_DATA=${AR_TRAIN_DATA:-examples/arithmetic/data/train_mix.jsonl}
   EVAL_UTIL=0.1 phase ar-eval-base $AR eval-base "$R/ar"
-  MASTER_PORT=29513 VLLM_UTIL=0.1 MICRO_BATCH=8 GRAD_ACC=4 TRAIN_TIMEOUT="$(train_timeout 150)" phase ar-train $AR train "$R/ar" & local train=$!
+  MASTER_PORT=29513 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 TRAIN_TIMEOUT="$(train_timeout 150)" phase ar-train $AR train "$R/ar" & local train=$!
   EVAL_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $AR eval-checkpoints "$R/ar" >> "$R/ar-evals.out" 2>&1
   EVAL_UTIL=0.1 EVAL_BUDGET=$(( $(left) - 20 )) phase ar-eval-checkpoints $AR eval-checkpoints "$R/ar"
   phase ar-curve $AR curve "$R/ar"

@@ -2,7 +2,10 @@
 
 Answers are read from the last assistant message, inside ``<answer>...</answer>`` when present.
 Normalisation follows SQuAD (lower case, no punctuation, no articles, single spaces), and a trajectory is
-scored against every golden answer, keeping the best, as in Search-R1 and FlashRAG.
+scored against every golden answer, keeping the best, as in Search-R1 and FlashRAG. When the prediction
+and a golden answer are both plain numbers they are compared as numbers instead: SQuAD's normalisation
+drops the minus sign and the decimal point, so "-227" would match "227" and "12.5" would match "125",
+which pays a policy for a subtraction written backwards.
 """
 
 from __future__ import annotations
@@ -10,11 +13,13 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from decimal import Decimal, InvalidOperation
 
 from ..trajectory import Trajectory
 
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)")
 
 
 def normalize_answer(text: str) -> str:
@@ -31,10 +36,31 @@ def extract_answer(text: str) -> str | None:
     return found[-1].strip() if found else None
 
 
+def as_number(text: str) -> Decimal | None:
+    """The value of a plain number ("-1,234.50", "+7", "12."), else ``None``; thousands separators
+    (commas, spaces, underscores) are ignored, words and units are not numbers."""
+    compact = re.sub(r"[,_\s]", "", text.strip())
+    if not _NUMBER.fullmatch(compact):
+        return None
+    try:
+        return Decimal(compact)
+    except InvalidOperation:
+        return None
+
+
 def exact_match(prediction: str, golds: list[str]) -> float:
-    """1.0 when the normalised prediction equals any normalised golden answer."""
+    """1.0 when the prediction equals any golden answer: as numbers when both are plain numbers, else after
+    SQuAD normalisation."""
     pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(gold) for gold in golds))
+    value = as_number(prediction)
+    for gold in golds:
+        gold_value = as_number(gold)
+        if value is not None and gold_value is not None:
+            if value == gold_value:
+                return 1.0
+        elif pred == normalize_answer(gold):
+            return 1.0
+    return 0.0
 
 
 def token_f1(prediction: str, golds: list[str]) -> float:
