@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi import FastAPI, Request  # module level: FastAPI resolves the string annotations here
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -26,6 +30,59 @@ CACHE = Path(os.environ.get("RLFACTORY_CACHE", Path.home() / ".cache" / "swift-r
 AGENT_ENV = ROOT / "tests" / "envs" / "agent" / "env.yaml"
 AGENT_PAIRS = [(3, 4), (2, 5), (6, 1), (8, 9)]
 JUDGE_SERVER = ROOT / "tests" / "servers" / "judge_server.py"
+
+
+class ScriptedChat:
+    """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 whose assistant text ``reply`` writes.
+
+    ``reply`` gets each request's body and returns the assistant message; the server records every body in
+    ``requests`` and wraps the text in a chat completion. Only the model is scripted: whatever the client
+    does with the reply (tool calls, rewards) runs for real. Use it as a context manager; ``port`` is bound
+    from the start.
+    """
+
+    def __init__(self, reply: Callable[[dict[str, Any]], str]) -> None:
+        import uvicorn
+
+        self.requests: list[dict[str, Any]] = []
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> dict[str, Any]:
+            body = await request.json()
+            self.requests.append(body)
+            return {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply(body)},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            }
+
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
+
+    def __enter__(self) -> ScriptedChat:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "scripted server did not start"
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.socket.close()
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from swift_rlfactory.rewards.rules import normalize_answer
 from swift_rlfactory.tools.parsing import ToolCall
 
 from .conftest import AGENT_ENV, ROOT
-from .test_eval import ScriptedServer, write_dataset
+from .test_eval import scripted_server, write_dataset
 
 DATA = ROOT / "examples" / "deepsearch" / "data"
 sys.path.insert(0, str(ROOT / "examples" / "deepsearch"))
@@ -127,7 +127,7 @@ def test_eval_sh_scores_extra_files_per_file_flashrag_included(tmp_path: Path):
     )  # fmt: skip
     nq = write_dataset(tmp_path / "nq_dev.jsonl", [(10, 20)])
     out = tmp_path / "out"
-    with ScriptedServer() as server:
+    with scripted_server() as server:
         env = {
             **os.environ, "BASE_URL": f"http://127.0.0.1:{server.port}/v1", "SERVED_MODEL": "scripted",
             "EVAL_ENV": str(AGENT_ENV), "DATASET": str(test), "EXTRA_EVAL": f"{mine},{nq}", "GROUP_BY": "",

@@ -11,16 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI, Request  # module level: FastAPI resolves the string annotations here
 
 from swift_rlfactory.eval.metrics import summarize, summarize_groups
 from swift_rlfactory.eval.runner import EvalLog, context_check, load_rows, pending_tasks
@@ -28,7 +25,7 @@ from swift_rlfactory.rewards.rules import extract_answer, token_f1
 from swift_rlfactory.rollout.episode import Generation
 from swift_rlfactory.rollout.log import read_trajectories
 
-from .conftest import AGENT_ENV, AGENT_PAIRS, ROOT
+from .conftest import AGENT_ENV, AGENT_PAIRS, ROOT, ScriptedChat
 
 
 def write_dataset(path: Path, pairs: list[tuple[int, int]]) -> Path:
@@ -209,54 +206,18 @@ def test_local_prompts_match_training_token_for_token(agent_model: Path):
 
 
 # -- a served model ------------------------------------------------------------------------------------
-class ScriptedServer:
-    """An OpenAI-compatible /v1/chat/completions on 127.0.0.1: a tool call, then the observation as the answer."""
+def scripted_server() -> ScriptedChat:
+    """A served model: a tool call with the two numbers of the question, then the observation as the answer."""
 
-    def __init__(self) -> None:
-        import uvicorn
+    def reply(body: dict[str, Any]) -> str:
+        last = body["messages"][-1]
+        if last["role"] == "user":
+            a, b = map(int, re.findall(r"\d+", last["content"]))
+            call = json.dumps({"name": "add", "arguments": {"a": a, "b": b}})
+            return f"<tool_call>\n{call}\n</tool_call>"
+        return f"<answer>{last['content']}</answer>"  # 7 only if the tool really ran
 
-        self.requests: list[dict[str, Any]] = []
-        app = FastAPI()
-
-        @app.post("/v1/chat/completions")
-        async def chat(request: Request) -> dict[str, Any]:
-            body = await request.json()
-            self.requests.append(body)
-            last = body["messages"][-1]
-            if last["role"] == "user":
-                a, b = map(int, re.findall(r"\d+", last["content"]))
-                call = json.dumps({"name": "add", "arguments": {"a": a, "b": b}})
-                text = f"<tool_call>\n{call}\n</tool_call>"
-            else:
-                text = f"<answer>{last['content']}</answer>"  # 7 only if the tool really ran
-            return {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "model": body["model"],
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-            }
-
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.port = self.socket.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
-
-    def __enter__(self) -> ScriptedServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "scripted server did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.socket.close()
+    return ScriptedChat(reply)
 
 
 def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
@@ -264,7 +225,7 @@ def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
 
     dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
     out = tmp_path / "out"
-    with ScriptedServer() as server:
+    with scripted_server() as server:
         code = main([
             "eval", "--env", str(AGENT_ENV), "--base-url", f"http://127.0.0.1:{server.port}/v1",
             "--served-model", "scripted", "--api-key", "k", "--dataset", str(dataset), "--output", str(out),

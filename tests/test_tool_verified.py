@@ -11,18 +11,16 @@ import asyncio
 import json
 import re
 import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from fastapi import FastAPI, Request
 
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.trajectory import Trajectory
+
+from .conftest import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE_ENV = ROOT / "examples" / "code" / "env.yaml"
@@ -96,55 +94,19 @@ def test_call_tool_errors_are_records_never_exceptions():
     assert "tool_env" not in trajectory("x").to_dict()
 
 
-class ScriptedCoder:
-    """An OpenAI-compatible /v1/chat/completions on 127.0.0.1: tries its function with run_python, then
-    answers with it. Only the model is scripted; the tool call and the hidden tests run for real."""
+def scripted_coder(solutions: dict[str, str]) -> ScriptedChat:
+    """A served model that tries its function with run_python, then answers with it. Only the model is
+    scripted; the tool call and the hidden tests run for real."""
 
-    def __init__(self, solutions: dict[str, str]) -> None:
-        import uvicorn
+    def reply(body: dict[str, Any]) -> str:
+        question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        code = solutions[re.search(r"`(\w+)\(", question).group(1)]
+        if body["messages"][-1]["role"] == "user":
+            call = json.dumps({"name": "run_python", "arguments": {"code": code + "print('loaded')"}})
+            return f"<tool_call>\n{call}\n</tool_call>"
+        return answer(code)
 
-        self.requests: list[dict[str, Any]] = []
-        app = FastAPI()
-
-        @app.post("/v1/chat/completions")
-        async def chat(request: Request) -> dict[str, Any]:
-            body = await request.json()
-            self.requests.append(body)
-            question = next(m["content"] for m in body["messages"] if m["role"] == "user")
-            code = solutions[re.search(r"`(\w+)\(", question).group(1)]
-            if body["messages"][-1]["role"] == "user":
-                call = json.dumps({"name": "run_python", "arguments": {"code": code + "print('loaded')"}})
-                text = f"<tool_call>\n{call}\n</tool_call>"
-            else:
-                text = answer(code)
-            return {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "model": body["model"],
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-            }
-
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.port = self.socket.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
-
-    def __enter__(self) -> ScriptedCoder:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "scripted server did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.socket.close()
+    return ScriptedChat(reply)
 
 
 @pytest.mark.timeout(120)
@@ -161,7 +123,7 @@ def test_eval_cli_scores_code_with_hidden_tests_in_the_sandbox(tmp_path: Path, c
         "sum_multiples": f"def sum_multiples(n):\n    return sum(x for x in range(n) if x % {a} == 0 and x % {b} == 0)\n",
     }  # the second reads "or" as "and": wrong on most inputs
     out = tmp_path / "out"
-    with ScriptedCoder(solutions) as server:
+    with scripted_coder(solutions) as server:
         code = main([
             "eval", "--env", str(CODE_ENV), "--base-url", f"http://127.0.0.1:{server.port}/v1",
             "--served-model", "scripted", "--api-key", "k", "--dataset", str(dataset), "--output", str(out),
