@@ -15,7 +15,7 @@ normalisation as ``em``.) On a two-hop question the first search finds the bridg
 answer, and scores 0: with ``credit: {mode: turn}`` it still gets credit through the discounted return
 of the second search, which is the point of turn-level credit.
 
-Why only the first hit (measured, ``benchmarks/deepsearch/results/2026-12-01-issue15/``): when every hit
+Why only the first hit (measured, ``benchmarks/issue15/results/2026-12-01/``): when every hit
 scored 1, turn credit paid a second search that found the answer's article again as much as the first,
 while the answer turn it replaced scores 0 - so the turn advantage pushed towards searching again. After
 40 steps the policy searched 1.99 times per OOD question (1.00 before) and then often answered with
@@ -26,28 +26,28 @@ so it earns nothing here.
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from swift_rlfactory.rewards.process import calls_by_turn
 from swift_rlfactory.rewards.rules import normalize_answer
 from swift_rlfactory.trajectory import Trajectory
 
 TITLE = re.compile(r'Doc \d+\(Title: "?(.*?)"?\)')
 
 
+def _found(call: dict[str, Any], golds: set[str]) -> bool:
+    """The call succeeded and one of its passages is titled with a golden answer."""
+    titles = {normalize_answer(t) for t in TITLE.findall(call.get("observation") or "")}
+    return not call.get("error") and bool(titles & golds)
+
+
 def search_hit(trajectory: Trajectory, no_call: float = 0.0) -> list[float]:
     """Per assistant turn: 1.0 for the first turn whose observations hold an article titled with a golden
     answer, 0.0 for the other turns that made calls, ``no_call`` for turns without a call."""
     golds = {normalize_answer(g) for g in trajectory.golden_answers} - {""}
-    called: set[int] = set()
-    hit_turns: set[int] = set()
-    for call in trajectory.tool_calls:
-        turn = call.get("turn")
-        if not isinstance(turn, int) or turn < 1:
-            continue
-        called.add(turn - 1)
-        titles = {normalize_answer(t) for t in TITLE.findall(call.get("observation") or "")}
-        if not call.get("error") and titles & golds:
-            hit_turns.add(turn - 1)
-    first = min(hit_turns, default=None)
+    by_turn = calls_by_turn(trajectory)
+    first = min((t for t, calls in by_turn.items() if any(_found(c, golds) for c in calls)), default=None)
     return [
-        1.0 if i == first else 0.0 if i in called else no_call for i in range(len(trajectory.assistant_turns))
+        1.0 if i == first else 0.0 if i in by_turn else no_call
+        for i in range(len(trajectory.assistant_turns))
     ]

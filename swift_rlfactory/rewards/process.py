@@ -17,8 +17,8 @@ from .rules import ANSWER_TAG
 _PARSE_ERROR = "could not parse"
 
 
-def _calls_by_turn(trajectory: Trajectory) -> dict[int, list[dict[str, Any]]]:
-    """Tool-call records grouped by 0-based assistant turn."""
+def calls_by_turn(trajectory: Trajectory) -> dict[int, list[dict[str, Any]]]:
+    """Tool-call records grouped by 0-based assistant turn (the building block of a per-turn reward)."""
     by_turn: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for call in trajectory.tool_calls:
         turn = call.get("turn")
@@ -34,7 +34,7 @@ def turn_tool_success(trajectory: Trajectory, no_call: float = 0.0) -> list[floa
     calls, so with the default ``no_call: 0`` it scores the same in every trajectory of a group and carries
     no turn-level signal of its own (the outcome reward credits it).
     """
-    by_turn = _calls_by_turn(trajectory)
+    by_turn = calls_by_turn(trajectory)
     scores = []
     for i in range(len(trajectory.assistant_turns)):
         calls = by_turn.get(i)
@@ -48,7 +48,7 @@ def turn_format(trajectory: Trajectory) -> list[float]:
     A tool turn follows it when every call parsed and it holds no ``<answer>``; a turn without calls
     follows it when it holds exactly one non-empty ``<answer>`` block and no ``<tool_call>``.
     """
-    by_turn = _calls_by_turn(trajectory)
+    by_turn = calls_by_turn(trajectory)
     scores = []
     for i, text in enumerate(trajectory.assistant_turns):
         calls = by_turn.get(i)

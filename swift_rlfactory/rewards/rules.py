@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from ..trajectory import Trajectory
 
@@ -40,12 +40,7 @@ def as_number(text: str) -> Decimal | None:
     """The value of a plain number ("-1,234.50", "+7", "12."), else ``None``; thousands separators
     (commas, spaces, underscores) are ignored, words and units are not numbers."""
     compact = re.sub(r"[,_\s]", "", text.strip())
-    if not _NUMBER.fullmatch(compact):
-        return None
-    try:
-        return Decimal(compact)
-    except InvalidOperation:
-        return None
+    return Decimal(compact) if _NUMBER.fullmatch(compact) else None
 
 
 def exact_match(prediction: str, golds: list[str]) -> float:
