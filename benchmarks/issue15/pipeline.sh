@@ -6,8 +6,8 @@
 # (each vLLM takes a small, fixed share of its memory; training takes small micro-batches, with the same
 # completions per step as the one-at-a-time recipes) instead of running one after the other. Memory seen
 # on 2026-12-01: 99 GB at most with three trainers and one evaluation at once; the next run has four
-# trainers, so every vLLM takes 0.08 of the GPU and the arithmetic micro-batch is 4 (it reported 37 GiB at 8). Every
-# training process gets its own MASTER_PORT: ms-swift's colocated trainer binds torch.distributed's store
+# trainers, so each trainer's vLLM takes 0.08 of the GPU (an evaluation's 0.08-0.1) and the arithmetic
+# micro-batch is 4 (it reported 37 GiB at 8). Every training process gets its own MASTER_PORT: ms-swift's colocated trainer binds torch.distributed's store
 # there, and two on the default 29500 kill the second at start-up (seen on 2026-12-01).
 #
 # On the GPU machine, from the repository root, after the kit of ../shared/gpu/README.md is installed:
@@ -32,7 +32,7 @@
 set -uo pipefail
 if [ "${1:-}" = --status ]; then
   r=${2:?results dir}
-  column -t -s $'\t' "$r/phases.tsv" 2>/dev/null; tail -n 2 "$r/gpu.csv" 2>/dev/null
+  cat "$r/phases.tsv" 2>/dev/null; tail -n 2 "$r/gpu.csv" 2>/dev/null  # (the GPU image has no `column`)
   for f in "$r"/*.out; do [ -f "$f" ] && { echo "== $f"; tail -n 3 "$f"; }; done
   exit 0
 fi
