@@ -7,8 +7,9 @@
 # completions per step as the one-at-a-time recipes) instead of running one after the other. Memory seen
 # on 2026-12-01: 99 GB at most with three trainers and one evaluation at once; the next run has four
 # trainers, so each trainer's vLLM takes 0.08 of the GPU (an evaluation's 0.08-0.1) and the arithmetic
-# micro-batch is 4 (it reported 37 GiB at 8). Every training process gets its own MASTER_PORT: ms-swift's colocated trainer binds torch.distributed's store
-# there, and two on the default 29500 kill the second at start-up (seen on 2026-12-01).
+# micro-batch is 4 (it reported 37 GiB at 8). Every training process gets its own MASTER_PORT: ms-swift's
+# colocated trainer binds torch.distributed's store there, and two on the default 29500 kill the second at
+# start-up (seen on 2026-12-01).
 #
 # On the GPU machine, from the repository root, after the kit of ../shared/gpu/README.md is installed:
 #   cp -a . /tmp/repo && cd /tmp/repo && setsid nohup bash benchmarks/issue15/pipeline.sh /tmp/i15 \
