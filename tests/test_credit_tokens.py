@@ -19,18 +19,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 from swift.infer_engine.protocol import (
-    ChatCompletionResponse,
-    ChatCompletionResponseChoice,
-    ChatMessage,
     RequestConfig,
     RolloutInferRequest,
-    RolloutOutput,
-    UsageInfo,
 )
 from swift.model import get_processor
 from swift.rl_core.data import GRPOSample
 from swift.rlhf_trainers import GRPOTrainer
-from swift.rlhf_trainers.utils import collate_to_grpo_micro_batch, encode_sample, get_response_prefix_ids
+from swift.rlhf_trainers.utils import collate_to_grpo_micro_batch, encode_sample
 from swift.rollout.agent_loop import run_multi_turn
 from swift.template import get_template
 from transformers import Qwen3Config
@@ -39,6 +34,7 @@ from swift_rlfactory.adapters.swift import RUN, RLFactoryScheduler
 from swift_rlfactory.adapters.swift_credit import CreditGRPOTrainer
 
 from .conftest import ROOT
+from .faults.driver import response_prefix, scripted_output
 
 GOOD_CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 4000, "b": 242}}\n</tool_call>'
 BAD_CALL = '<tool_call>\n{"name": "add", "arguments": {"a": "many"}}\n</tool_call>'
@@ -79,25 +75,11 @@ def env_path(tmp_path, monkeypatch):
     return path
 
 
-def _output(tokenizer, prefix: str, text: str) -> RolloutOutput:
-    ids = tokenizer.encode(text, add_special_tokens=False) + [tokenizer.convert_tokens_to_ids("<|im_end|>")]
-    choice = ChatCompletionResponseChoice(
-        index=0,
-        message=ChatMessage(role="assistant", content=prefix + text),
-        finish_reason="stop",
-        token_ids=ids,
-    )
-    return RolloutOutput(
-        response=ChatCompletionResponse(model="m", choices=[choice], usage=UsageInfo(0, 0, 0))
-    )
-
-
 def _samples(template) -> list[GRPOSample]:
     """The scripted group through ms-swift's driver and our scheduler, as the trainer's samples."""
     tokenizer = template.tokenizer
     scheduler = RLFactoryScheduler(max_turns=3, tokenizer=tokenizer, template=template)
-    prefix_ids = get_response_prefix_ids(template)
-    prefix = tokenizer.decode(prefix_ids) if prefix_ids else ""
+    prefix = response_prefix(template)
     samples = []
     for i, (turns, _, _) in enumerate(SCRIPT):
         request = RolloutInferRequest(
@@ -107,9 +89,11 @@ def _samples(template) -> list[GRPOSample]:
         replies = iter(turns[1:])
         [out] = run_multi_turn(
             [request],
-            [_output(tokenizer, prefix, turns[0])],
+            [scripted_output(tokenizer, prefix, turns[0])],
             scheduler,
-            lambda reqs, cfg, replies=replies: [_output(tokenizer, prefix, next(replies)) for _ in reqs],
+            lambda reqs, cfg, replies=replies: [
+                scripted_output(tokenizer, prefix, next(replies)) for _ in reqs
+            ],
             RequestConfig(),
             max_turns=3,
         )

@@ -13,13 +13,8 @@ import asyncio
 
 import pytest
 from swift.infer_engine.protocol import (
-    ChatCompletionResponse,
-    ChatCompletionResponseChoice,
-    ChatMessage,
     RequestConfig,
     RolloutInferRequest,
-    RolloutOutput,
-    UsageInfo,
 )
 from swift.model import get_processor
 from swift.rlhf_trainers.utils import get_response_prefix_ids, replace_assistant_response_with_ids
@@ -29,25 +24,13 @@ from swift.template import get_template
 from swift_rlfactory.adapters.swift import RLFactoryScheduler
 
 from .conftest import AGENT_ENV
+from .faults.driver import scripted_output
 
 CALLS = (
     '<tool_call>\n{"name": "add", "arguments": {"a": 4000, "b": 242}}\n</tool_call>\n'
     '<tool_call>\n{"name": "convert", "arguments": {"value": 3, "from_unit": "km", "to_unit": "m"}}\n</tool_call>'
 )
 ANSWER = "<answer>4242</answer>"
-
-
-def _output(tokenizer, prefix: str, text: str) -> RolloutOutput:
-    ids = tokenizer.encode(text, add_special_tokens=False) + [tokenizer.convert_tokens_to_ids("<|im_end|>")]
-    choice = ChatCompletionResponseChoice(
-        index=0,
-        message=ChatMessage(role="assistant", content=prefix + text),
-        finish_reason="stop",
-        token_ids=ids,
-    )
-    return RolloutOutput(
-        response=ChatCompletionResponse(model="m", choices=[choice], usage=UsageInfo(0, 0, 0))
-    )
 
 
 @pytest.mark.parametrize("model_type, template_type", [("qwen3", "qwen3"), ("qwen2", "qwen2_5")])
@@ -68,9 +51,9 @@ def test_observations_are_masked_and_assistant_tokens_are_trained(
     replies = iter([ANSWER])
     [out] = run_multi_turn(
         [request],
-        [_output(tokenizer, prefix, CALLS)],
+        [scripted_output(tokenizer, prefix, CALLS)],
         scheduler,
-        lambda reqs, cfg: [_output(tokenizer, prefix, next(replies)) for _ in reqs],
+        lambda reqs, cfg: [scripted_output(tokenizer, prefix, next(replies)) for _ in reqs],
         RequestConfig(),
         max_turns=3,
     )

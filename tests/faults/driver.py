@@ -80,6 +80,28 @@ def request(uuid: str, question: str = "Go.", env: str | None = None) -> Rollout
     )
 
 
+def response_prefix(template) -> str:
+    """The text ms-swift's template puts before every response (e.g. an empty think block), or ""."""
+    prefix_ids = get_response_prefix_ids(template)
+    return template.tokenizer.decode(prefix_ids) if prefix_ids else ""
+
+
+def scripted_output(tokenizer, prefix: str, text: str, finish_reason: str = "stop") -> RolloutOutput:
+    """What an engine would return for the reply ``text``: its token ids (``<|im_end|>`` after a stop) and
+    the message ms-swift's driver reads, the template's response ``prefix`` included."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    if finish_reason == "stop":
+        ids.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    choice = ChatCompletionResponseChoice(
+        index=0,
+        message=ChatMessage(role="assistant", content=prefix + text),
+        finish_reason=finish_reason,
+        token_ids=ids,
+    )
+    response = ChatCompletionResponse(model="scripted", choices=[choice], usage=UsageInfo(0, 0, 0))
+    return RolloutOutput(response=response)
+
+
 def run_batch(
     scheduler,
     template,
@@ -88,10 +110,7 @@ def run_batch(
     max_turns: int | None,
 ) -> dict[str, RolloutOutput]:
     """Roll the batch out through ms-swift's driver; each request answers ``ANSWER`` once its script ends."""
-    tokenizer = template.tokenizer
-    prefix_ids = get_response_prefix_ids(template)
-    prefix = tokenizer.decode(prefix_ids) if prefix_ids else ""
-    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    prefix = response_prefix(template)
     queues = {uuid: list(script) for uuid, script in scripts.items()}
 
     def generate(reqs: Sequence[RolloutInferRequest], _config=None) -> list[RolloutOutput]:
@@ -100,17 +119,7 @@ def run_batch(
             queue = queues.get(req.uuid) or []
             reply = queue.pop(0) if queue else ANSWER
             reply = reply if isinstance(reply, Reply) else Reply(reply)
-            ids = tokenizer.encode(reply.text, add_special_tokens=False)
-            if reply.finish_reason == "stop":
-                ids.append(end)
-            choice = ChatCompletionResponseChoice(
-                index=0,
-                message=ChatMessage(role="assistant", content=prefix + reply.text),
-                finish_reason=reply.finish_reason,
-                token_ids=ids,
-            )
-            response = ChatCompletionResponse(model="scripted", choices=[choice], usage=UsageInfo(0, 0, 0))
-            outputs.append(RolloutOutput(response=response))
+            outputs.append(scripted_output(template.tokenizer, prefix, reply.text, reply.finish_reason))
         return outputs
 
     requests = list(requests)
