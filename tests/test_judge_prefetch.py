@@ -19,8 +19,8 @@ from swift.template import get_template
 
 from swift_rlfactory.adapters.swift import RUN, RLFactoryReward, RLFactoryScheduler
 
+from .faults.driver import scripted_output
 from .test_judge import judge_url, server  # noqa: F401  (fixtures)
-from .test_loss_mask import _output
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -59,7 +59,7 @@ def test_scheduler_starts_the_judge_before_the_reward_call(
     asyncio.run(scheduler.on_trajectory_start(requests))
     outs = run_multi_turn(
         requests,
-        [_output(tokenizer, "", a) for a in answers],
+        [scripted_output(tokenizer, "", a) for a in answers],
         scheduler,
         lambda reqs, cfg: [] if not reqs else pytest.fail("every trajectory answered in one turn"),
         RequestConfig(),
