@@ -10,12 +10,25 @@ server of ``env.yaml``, through the same executor, cache and observation truncat
 
 * single-hop - search the question's keywords; if the answer's article is not among the passages, search
   again with its first five keywords (a demonstration of re-searching);
-* two-hop - search the keywords of the clue after "... of the thing that", read the bridge article's
-  title from the passages, then search the answer's description plus that title.
+* two-hop - search the keywords of the clue after "... of the thing that", find the bridge article among
+  the passages, pick the name in its text that the question asks about, and search the answer's
+  description plus that name.
+
+The second hop is a choice, not a lookup: the bridge's summary names about ten people, places and things,
+and the question says only which kind ("Which country in Eastern Europe is mentioned in ..."). The
+demonstration picks the right name (the teacher knows the answer) but only a name printed in the bridge
+passage the model has just read. An earlier script searched the description plus the *bridge's* title,
+which never needs the choice and which BM25 answers with the answer's article only about half the time
+(47 % of test's two-hop questions, 50 % of train's); the SFT model copied it and sat at 0.29-0.43 two-hop
+EM, a ceiling GRPO could not lift (benchmarks/issue15/results/2026-12-01). Searching the right name with
+the description finds the article 98-100 % of the time, so what is left is the choice of name, which the
+SFT model makes sometimes right and sometimes wrong: the mixed groups GRPO learns from.
 
 An episode is kept only when the answer's article came back in a passage, and it ends with
-``<answer>TITLE</answer>``: every demonstrated answer is read off an observation, never invented. Queries
-are built from the question text alone; the gold title is used only to check the passages. Rows carry the
+``<answer>TITLE</answer>``: every demonstrated answer is read off an observation, never invented.
+Single-hop queries and the first two-hop query are built from the question text alone, the second two-hop
+query from the question and the first observation; the gold title is used only to check the passages and
+to choose among the names the bridge passage prints. Rows carry the
 environment's system prompt with the tool schemas rendered by the template's own agent template - the
 exact system text the ``rlfactory`` scheduler puts in front of every rollout - and ``tool`` messages
 exactly as the scheduler appends them, so SFT and GRPO see one prompt format::
@@ -49,7 +62,7 @@ _WORD = re.compile(r"[\w'-]+")
 _TWO_HOP = re.compile(
     r"^Which (?P<description>.+?) is mentioned in the encyclopedia summary of the \w+ that (?P<clue>.+?)\??$"
 )
-_TITLE = re.compile(r'Doc \d+\(Title: "(?P<title>[^"]*)"\)')
+_DOC = re.compile(r'Doc \d+\(Title: "(?P<title>[^"]*)"\) (?P<text>.*?)(?=\nDoc \d+\(Title: |\Z)', re.S)
 
 
 def keywords(text: str, limit: int = MAX_QUERY_WORDS) -> str:
@@ -64,9 +77,15 @@ def call_text(query: str) -> str:
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
+def passages(observation: str) -> dict[str, str]:
+    """Title -> text of each passage in a search observation, best first (the text as the model saw it,
+    cut where the observation was truncated)."""
+    return {m["title"]: m["text"] for m in _DOC.finditer(observation)}
+
+
 def titles(observation: str) -> list[str]:
     """The article titles of a search observation, best first."""
-    return [m["title"] for m in _TITLE.finditer(observation)]
+    return list(passages(observation))
 
 
 class Demonstrator:
@@ -75,11 +94,11 @@ class Demonstrator:
     def __init__(self, env: Environment):
         self.env = env
 
-    def search(self, query: str) -> tuple[list[dict[str, Any]], list[str]]:
-        """One search turn: the assistant message, its tool message(s), and the titles that came back."""
+    def search(self, query: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """One search turn: the assistant message, its tool message(s), and the passages that came back."""
         records = self.env.executor.execute([ToolCall("search", {"query": query})])
         turn = [{"role": "assistant", "content": call_text(query)}, *tool_messages(records)]
-        return turn, [t for r in records if r.ok for t in titles(r.observation)]
+        return turn, {t: text for r in records if r.ok for t, text in passages(r.observation).items()}
 
     def episode(self, row: dict[str, Any]) -> list[dict[str, Any]] | None:
         """The scripted conversation after the user turn, or ``None`` when the answer was never retrieved."""
@@ -87,10 +106,9 @@ class Demonstrator:
         two_hop = _two_hop_parts(row, question) if row.get("hops") == 2 else None
         if two_hop:
             first, found = self.search(keywords(two_hop["clue"]))
-            bridge = row["support"][0]
-            if bridge not in found:
-                return None
-            second, found = self.search(f"{keywords(two_hop['description'], 6)} {bridge}")
+            if answer not in found.get(row["support"][0], ""):
+                return None  # the bridge did not come back, or its passage was cut before the name
+            second, found = self.search(f"{keywords(two_hop['description'], 6)} {answer}")
             turns = first + second
         else:
             turns, found = self.search(keywords(question))
