@@ -113,3 +113,37 @@ def test_a_failed_phase_is_retried_once_and_stops_only_its_own_track(tmp_path):
     assert "ar:curve" in order  # the arithmetic track ran to its end
     phases = (tmp_path / "results" / "phases.tsv").read_text()
     assert "ds-select\tretry" in phases and "ds-select\tend" in phases and "rc=3" in phases
+
+
+VLLM_RACE = "AssertionError: Error in memory profiling. Initial free memory 124.4 GiB, current free memory 137.75 GiB."
+
+
+def vllm_start(tmp_path: Path, script: str) -> tuple[int, int, str]:
+    """Run ``vllm_start LOG CMD`` with CMD = ``script``; return (exit status, attempts, log)."""
+    log, attempts = tmp_path / "eval.log", tmp_path / "attempts"
+    log.write_text("an earlier run's line: Error in memory profiling\n")  # an old failure is not this one's
+    command = (
+        f"source {ROOT / 'benchmarks' / 'vllm_start.sh'}; "
+        f"attempt() ( echo x >> {attempts}; {script} ); vllm_start {log} attempt"
+    )
+    done = subprocess.run(["bash", "-c", command], env={**os.environ, "VLLM_RETRY_PAUSE": "0"}, timeout=30)
+    return done.returncode, len(attempts.read_text().split()), log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("script", "rc", "attempts"),
+    [
+        # lost the start-up race once, then started: the run goes on
+        (f"[ -e RACED ] || {{ touch RACED; echo '{VLLM_RACE}'; exit 1; }}; echo ok", 0, 2),
+        (f"echo '{VLLM_RACE}'; exit 7", 7, 2),  # lost it twice: the failure is reported, not hidden
+        ("echo 'CUDA out of memory'; exit 1", 1, 1),  # any other failure: no second try
+        ("echo ok", 0, 1),
+    ],
+    ids=["race-then-ok", "race-twice", "other-error", "ok"],
+)
+def test_vllm_start_tries_again_only_after_the_memory_profiling_race(tmp_path, script, rc, attempts):
+    script = script.replace("RACED", str(tmp_path / "raced"))
+    status, tries, log = vllm_start(tmp_path, script)
+    assert (status, tries) == (rc, attempts), log
+    assert log.startswith("an earlier run's line")  # appended to, never overwritten
+    assert ("trying once more" in log) == (attempts == 2)

@@ -35,6 +35,7 @@
 set -euo pipefail
 phase=${1:?phase}; out=${2:?out dir}
 source /tmp/device_env.sh >/dev/null
+source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's start-up lost a memory race
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
 export MODEL=/tmp/qwen05 MODEL_TYPE=qwen2 TEMPLATE=qwen2_5 ENGINE=vllm
 mkdir -p "$out"
@@ -44,8 +45,9 @@ mkdir -p "$out"
 name=${RUN_NAME:-ds}; RUN=/tmp/$name; VAL=/tmp/val-$name; sfx=$([ "$name" = ds ] || echo "-$name")
 
 evaluate() {  # NAME MODEL [ADAPTERS]: the eval set in one run (one vLLM start-up), scored per group
+  rm -f "$out/eval-$1.log"
   MODEL=$2 ADAPTERS=${3:-} DATASET=/tmp/eval-sets.jsonl GROUP_BY="split hops family cell" \
-    bash examples/deepsearch/eval.sh "/tmp/eval-$1" > "$out/eval-$1.log" 2>&1
+    vllm_start "$out/eval-$1.log" bash examples/deepsearch/eval.sh "/tmp/eval-$1"
   cp "/tmp/eval-$1/metrics.json" "$out/eval-$1.json"  # by_split, by_hops, by_family, by_cell
 }
 last_checkpoint() {  # RUN's highest step (sort -V: checkpoint-100 after checkpoint-80)
@@ -103,8 +105,9 @@ PY
     # cells at PER_STRATUM=60 keep up to ~360 questions: 80 steps x 4 questions see each about once, so
     # GRPO cannot memorise a few templated questions over ~8 epochs (issue 15), and a cell with many mixed
     # questions (two-hop, from data/pool.jsonl) is no longer cut to 25.
+    rm -f "$out/eval-pool.log"
     MODEL=/tmp/qwen05-sft DATASET=/tmp/split/pool.jsonl SAMPLES=4 TEMPERATURE=1.0 LIMIT=${LIMIT:-1000} CONCURRENCY=128 \
-      bash examples/deepsearch/eval.sh /tmp/eval-pool > "$out/eval-pool.log" 2>&1
+      vllm_start "$out/eval-pool.log" bash examples/deepsearch/eval.sh /tmp/eval-pool
     cp /tmp/eval-pool/metrics.json "$out/eval-pool.json"
     python3 -m swift_rlfactory.cli select --eval /tmp/eval-pool --dataset /tmp/split/pool.jsonl \
       --out /tmp/split/grpo.jsonl --stratify hops,family --per-stratum "${PER_STRATUM:-60}" | tee "$out/select.log"
@@ -119,7 +122,7 @@ PY
       [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (validate runs beside train)
       [ $(( $(date +%s) - start )) -lt "${EVAL_BUDGET:-480}" ] || { echo "budget spent: run validate again"; break; }
       MODEL=/tmp/qwen05-sft ADAPTERS=$ckpt DATASET=examples/deepsearch/data/val.jsonl GROUP_BY="hops family" \
-        bash examples/deepsearch/eval.sh "/tmp/eval-val-$name-$step" >> "$out/validate$sfx.log" 2>&1
+        vllm_start "$out/validate$sfx.log" bash examples/deepsearch/eval.sh "/tmp/eval-val-$name-$step"
       python3 -c "import json,sys; m=json.load(open(sys.argv[1])); json.dump({'step': int(sys.argv[2]), 'checkpoint': sys.argv[3], 'em': m['em'], 'tool_calls': m['tool_calls'], 'by_hops': m['by_hops'], 'by_family': m['by_family']}, open(sys.argv[4], 'w'))" \
         "/tmp/eval-val-$name-$step/metrics.json" "$step" "$ckpt" "$VAL/step-$step.json"
     done

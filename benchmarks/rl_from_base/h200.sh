@@ -26,6 +26,7 @@
 set -euo pipefail
 phase=${1:?phase}; out=${2:?out dir}
 source /tmp/device_env.sh >/dev/null
+source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's start-up lost a memory race
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
 # One eval set, one engine start-up: the 300 held-out problems (our templates, never trained on), the
 # OOD problems (data/ood.jsonl: GSM-Symbolic word problems, phrased unlike any template, never trained on)
@@ -50,7 +51,7 @@ evaluate() {  # NAME [ADAPTERS]: greedy on the held-out and OOD splits, scored p
               --max-tokens 192 --max-length 2048 --concurrency 128 --group-by split --group-by family --group-by steps
               --gpu-memory-utilization "${EVAL_UTIL:-0.5}")
   [ -n "${2:-}" ] && args+=(--adapters "$2")
-  python3 -m swift_rlfactory.cli eval "${args[@]}" >> "$out/eval.log" 2>&1
+  vllm_start "$out/eval.log" python3 -m swift_rlfactory.cli eval "${args[@]}"
   cp "/tmp/eval-arith-$tag-$1/metrics.json" "$EVALS/eval-$1.json"
   cp "$EVALS/eval-$1.json" "$out/"
   python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(sys.argv[2], *(f\"{k} em {g['em']:.3f} tool calls/question {g['tool_calls']:.2f}\" for k, g in m['by_split'].items()))" \

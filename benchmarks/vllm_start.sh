@@ -1,0 +1,23 @@
+# Sourced by the h200.sh scripts: run a command that starts vLLM, once more if its start-up lost a race.
+#
+# vLLM measures the GPU's free memory when it starts and again after profiling the model; when another
+# process sharing the GPU frees memory in between, the second reading is the larger and vLLM refuses to
+# start ("Error in memory profiling. Initial free memory 124.4 GiB, current free memory 137.75 GiB. This
+# happens when other processes sharing the same container release GPU memory while vLLM is profiling").
+# benchmarks/issue15/pipeline.sh runs several evaluations and trainers on one H200, so one finishing while
+# the next starts is routine: on 2026-12-01 it failed select once and the last evaluation of the
+# second DeepSearch arm (too late for the pipeline's own retry). Nothing is wrong with the run, so
+# trying again a few seconds later is the whole fix; any other failure is returned as it is.
+#
+#   vllm_start LOG CMD...      # CMD's output is appended to LOG; exit status: CMD's (of the last attempt)
+vllm_start() {
+  local log=$1 before rc=0; shift
+  before=$(wc -l < "$log" 2>/dev/null || echo 0)
+  "$@" >> "$log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ] && tail -n +"$((before + 1))" "$log" | grep -q "Error in memory profiling"; then
+    echo "vllm_start: vLLM's start-up memory check lost a race with another process; trying once more" >> "$log"
+    sleep "${VLLM_RETRY_PAUSE:-15}"
+    rc=0; "$@" >> "$log" 2>&1 || rc=$?
+  fi
+  return "$rc"
+}
