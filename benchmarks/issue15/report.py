@@ -1,6 +1,6 @@
 """Side-by-side tables of DeepSearch evaluations: EM and searches per question, per split, cell and family.
 
-    python benchmarks/issue15/report.py NAME=eval-a.json NAME=eval-b.json ... [--validation validation.json]
+    python benchmarks/issue15/report.py NAME=eval-a.json NAME=eval-b.json ... [--validation [NAME=]validation.json ...]
         [--out DIR]
 
 Each file is the ``metrics.json`` of one ``swift-rlfactory eval`` run grouped by ``split``, ``cell`` and
@@ -59,20 +59,25 @@ def table(runs: dict[str, dict[str, Any]], key: str, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_validation(validation: Path, out: Path) -> None:
-    """Validation EM and searches per question against the GRPO step, the chosen checkpoint marked."""
+def plot_validation(validations: list[str], out: Path) -> None:
+    """Validation EM and searches per question against the GRPO step, one line per arm (NAME=validation.json
+    or a bare path), each arm's chosen checkpoint marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    data = json.loads(validation.read_text())
-    scores, best = data["scores"], data["best"]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
-    steps = [s["step"] for s in scores]
-    top.plot(steps, [s["em"] for s in scores], "o-", label="validation EM (greedy)")
-    top.plot([best["step"]], [best["em"]], "r*", markersize=14, label="chosen checkpoint")
-    bottom.plot(steps, [s["tool_calls"] for s in scores], "o-", label="searches / question")
+    for spec in validations:
+        name, _, path = spec.rpartition("=")
+        data = json.loads(Path(path).read_text())
+        scores, best = data["scores"], data["best"]
+        label = name or "validation"
+        steps = [s["step"] for s in scores]
+        (line,) = top.plot(steps, [s["em"] for s in scores], "o-", label=f"{label}: EM (greedy)")
+        top.plot([best["step"]], [best["em"]], "*", color=line.get_color(), markersize=14,
+                 label=f"{label}: chosen checkpoint")  # fmt: skip
+        bottom.plot(steps, [s["tool_calls"] for s in scores], "o-", label=f"{label}: searches / question")
     top.set_ylabel("exact match")
     bottom.set_xlabel("GRPO step")
     for ax in (top, bottom):
@@ -89,7 +94,10 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("runs", nargs="+", help="NAME=eval.json, the baseline first")
-    parser.add_argument("--validation", type=Path, help="validation.json of h200.sh's validate phase")
+    parser.add_argument(
+        "--validation", nargs="+", metavar="[NAME=]validation.json",
+        help="validation.json of h200.sh's validate phase, one per GRPO arm",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args(argv)
     runs = load(args.runs)
