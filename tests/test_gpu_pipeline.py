@@ -24,7 +24,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -98,6 +98,11 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
     ]  # fmt: skip
     for phase in ("validate", "eval-trained"):
         assert {c["RUN_NAME"] for c in calls if c["phase"] == phase} == {None, "ds-lr"}
+    # validation after training stops in time for the evaluations (2026-12-01b ran 142 s past DEADLINE)
+    trained = max(i for i, n in enumerate(order) if n in ("ds:train", "ds:credit-train"))
+    after = [c for c in calls[trained + 1 :] if c["phase"] == "validate"]
+    assert {c["RUN_NAME"] for c in after} == {None, "ds-lr"}
+    assert all(int(c["EVAL_BUDGET"]) < 1440 - 150 for c in after)
     assert order.index("ds:eval-trained") > max(i for i, n in enumerate(order) if n == "ds:train")
     # the turn arm stopped at step 20: the trajectory arm is scored at step 20 too, not at its last (40)
     trajectory = next(c for c in calls if c["phase"] == "credit-eval" and c["args"] == ["trajectory"])

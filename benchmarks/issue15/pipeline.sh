@@ -76,6 +76,23 @@ validate_arms() {  # every trajectory-credit GRPO run on the validation split (h
   [ -z "$DS_LR2" ] || RUN_NAME=ds-lr $DS validate "$R/ds"
 }
 
+# After training, each trajectory-credit arm (RUN_NAME: empty for ds, else ds-lr) scores the checkpoints
+# validation has not seen yet, as many as EVAL_BUDGET allows before the deadline, and then evaluates the
+# one it chose. The arms and the credit evaluations run side by side: on 2026-12-01b the validation of one
+# arm after the other, with the credit evaluations queued behind it, took the pipeline 142 s past DEADLINE.
+validate_and_score() {  # SUFFIX: empty for the ds arm, -lr for ds-lr
+  local sfx=$1; [ -z "$sfx" ] || local -x RUN_NAME=ds$sfx
+  GPU_UTIL=0.08 EVAL_BUDGET=$(( $(left) - 150 )) phase "ds-validate$sfx" $DS validate "$R/ds"
+  GPU_UTIL=0.1 phase "ds-eval-trained$sfx" $DS eval-trained "$R/ds"
+}
+credit_evals() {  # both credit arms at the turn arm's last step: the same steps even when a time limit cut one short
+  GPU_UTIL=0.1 phase ds-credit-eval-turn $DS credit-eval "$R/ds" turn &
+  local last; last=$(ls -d "$RUNS"/ds-credit-turn/v*/checkpoint-* 2>/dev/null | sort -V | tail -1)
+  CHECKPOINT=$(ls -d "$RUNS"/ds/v*/checkpoint-"${last##*-}" 2>/dev/null | tail -1) GPU_UTIL=0.1 \
+    phase ds-credit-eval-trajectory $DS credit-eval "$R/ds" trajectory
+  wait
+}
+
 deepsearch() {
   phase ds-prepare $DS prepare "$R/ds" || return
   MASTER_PORT=29514 MICRO_BATCH=8 GRAD_ACC=2 phase ds-sft $DS sft "$R/ds" || return
@@ -97,19 +114,10 @@ deepsearch() {
       TRAIN_TIMEOUT="$(train_timeout 300)" phase ds-train-lr $DS train "$R/ds" & trainers+=($!)
   fi
   GPU_UTIL=0.08 EVAL_BUDGET=100000 beside "${trainers[0]}" 30 validate_arms >> "$R/ds-validate.out" 2>&1
-  wait "${trainers[@]}"
-  GPU_UTIL=0.08 EVAL_BUDGET=100000 phase ds-validate validate_arms  # the checkpoints saved last
-  GPU_UTIL=0.1 phase ds-eval-trained $DS eval-trained "$R/ds" &
-  if [ -n "$DS_LR2" ]; then
-    sleep "$STAGGER"; RUN_NAME=ds-lr GPU_UTIL=0.1 phase ds-eval-trained-lr $DS eval-trained "$R/ds" &
-  fi
-  wait "$turn"; sleep "$STAGGER"
-  GPU_UTIL=0.1 phase ds-credit-eval-turn $DS credit-eval "$R/ds" turn &
-  # The trajectory arm at the turn arm's last step: the same steps even when a time limit cut one short.
-  local last; last=$(ls -d "$RUNS"/ds-credit-turn/v*/checkpoint-* 2>/dev/null | sort -V | tail -1)
-  sleep "$STAGGER"
-  CHECKPOINT=$(ls -d "$RUNS"/ds/v*/checkpoint-"${last##*-}" 2>/dev/null | tail -1) GPU_UTIL=0.1 \
-    phase ds-credit-eval-trajectory $DS credit-eval "$R/ds" trajectory
+  wait "${trainers[@]}" "$turn"
+  credit_evals &
+  validate_and_score "" &
+  [ -z "$DS_LR2" ] || validate_and_score -lr &
   wait
 }
 
