@@ -111,6 +111,19 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
 
 
 @pytest.mark.timeout(120)
+def test_tracks_and_arms_can_be_left_out_to_give_the_rest_the_gpu(tmp_path):
+    calls = run_pipeline(
+        tmp_path, TRACKS="deepsearch", DS_CREDIT="", DS_STEPS="160", DS_LR="5e-5", DS_LR2="1e-4"
+    )
+    assert {c["track"] for c in calls} == {"ds"}  # no arithmetic phase at all
+    assert not [c for c in calls if c["phase"] in ("credit-train", "credit-eval")]
+    arms = sorted((c["RUN_NAME"] or "ds", c["LR"], c["STEPS"]) for c in calls if c["phase"] == "train")
+    assert arms == [("ds", "5e-5", "160"), ("ds-lr", "1e-4", "160")]
+    for phase in ("validate", "eval-trained"):  # both arms still validated and scored
+        assert {c["RUN_NAME"] for c in calls if c["phase"] == phase} == {None, "ds-lr"}
+
+
+@pytest.mark.timeout(120)
 def test_a_failed_phase_is_retried_once_and_stops_only_its_own_track(tmp_path):
     order = names(run_pipeline(tmp_path, FAIL="ds:select"))
     assert order.count("ds:select") == 2

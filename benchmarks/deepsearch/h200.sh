@@ -49,6 +49,8 @@ evaluate() {  # NAME MODEL [ADAPTERS]: the eval set in one run (one vLLM start-u
   MODEL=$2 ADAPTERS=${3:-} DATASET=/tmp/eval-sets.jsonl GROUP_BY="split hops family cell" \
     vllm_start "$out/eval-$1.log" bash examples/deepsearch/eval.sh "/tmp/eval-$1"
   cp "/tmp/eval-$1/metrics.json" "$out/eval-$1.json"  # by_split, by_hops, by_family, by_cell
+  # every episode, for reading the failures on the CPU machine (900 episodes: well under 1 MB compressed)
+  gzip -c "/tmp/eval-$1/trajectories.jsonl" > "$out/trajectories-$1.jsonl.gz"
 }
 last_checkpoint() {  # RUN's highest step (sort -V: checkpoint-100 after checkpoint-80)
   ls -d "${1:-/tmp/ds}"/v*/checkpoint-* | sort -V | tail -1

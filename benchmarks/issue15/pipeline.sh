@@ -25,10 +25,14 @@
 #   arithmetic: eval-base -> train (200 steps) + eval-checkpoints beside it -> the rest of the checkpoints
 #
 # DEADLINE (s, default 1440) bounds the whole pipeline: the GRPO runs stop early (TRAIN_TIMEOUT) so that the
-# evaluations after them still fit. DS_STEPS (80): GRPO steps of each DeepSearch arm; DS_LR2 (5e-5, empty:
-# no such arm): the learning rate of a third arm, ds-lr. Each phase's output goes to R/<phase>.out and its start, end, exit
-# status and seconds to R/phases.tsv; R/gpu.csv samples GPU memory every 10 s; the h200.sh scripts write
-# their logs and eval-*.json into R/ds and R/ar. A failed phase is retried once while time allows (the
+# evaluations after them still fit. TRACKS ("deepsearch arithmetic"): which tracks run. DS_STEPS (80): GRPO
+# steps of each DeepSearch arm; DS_LR (empty: train.sh's 2e-5): the ds arm's learning rate; DS_LR2 (5e-5,
+# empty: no such arm): the learning rate of a second arm, ds-lr; DS_CREDIT (turn; empty: no such arm): the
+# credit-comparison arm. Fewer arms and tracks leave more of the GPU and of the deadline to the rest, e.g.
+# TRACKS=deepsearch DS_CREDIT= DS_STEPS=160 DS_LR=5e-5 DS_LR2=1e-4 for two longer DeepSearch runs.
+# Each phase's output goes to R/<phase>.out and its start, end, exit status and seconds to R/phases.tsv;
+# R/gpu.csv samples GPU memory every 10 s; the h200.sh scripts write their logs, eval-*.json and
+# trajectories-*.jsonl.gz into R/ds and R/ar. A failed phase is retried once while time allows (the
 # training phases resume from their last checkpoint).
 set -uo pipefail
 if [ "${1:-}" = --status ]; then
@@ -39,7 +43,9 @@ if [ "${1:-}" = --status ]; then
 fi
 R=${1:?results dir}
 mkdir -p "$R/ds" "$R/ar"
-T0=$(date +%s) DEADLINE=${DEADLINE:-1440} DS_STEPS=${DS_STEPS:-80} DS_LR2=${DS_LR2-5e-5} STAGGER=${STAGGER:-40} RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
+T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic} DS_STEPS=${DS_STEPS:-80}
+DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} STAGGER=${STAGGER:-40}
+RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
@@ -85,9 +91,9 @@ validate_and_score() {  # SUFFIX: empty for the ds arm, -lr for ds-lr
   GPU_UTIL=0.08 EVAL_BUDGET=$(( $(left) - 150 )) phase "ds-validate$sfx" $DS validate "$R/ds"
   GPU_UTIL=0.1 phase "ds-eval-trained$sfx" $DS eval-trained "$R/ds"
 }
-credit_evals() {  # both credit arms at the turn arm's last step: the same steps even when a time limit cut one short
-  GPU_UTIL=0.1 phase ds-credit-eval-turn $DS credit-eval "$R/ds" turn &
-  local last; last=$(ls -d "$RUNS"/ds-credit-turn/v*/checkpoint-* 2>/dev/null | sort -V | tail -1)
+credit_evals() {  # both credit arms at the DS_CREDIT arm's last step: the same steps even when a time limit cut one short
+  GPU_UTIL=0.1 phase "ds-credit-eval-$DS_CREDIT" $DS credit-eval "$R/ds" "$DS_CREDIT" &
+  local last; last=$(ls -d "$RUNS/ds-credit-$DS_CREDIT"/v*/checkpoint-* 2>/dev/null | sort -V | tail -1)
   CHECKPOINT=$(ls -d "$RUNS"/ds/v*/checkpoint-"${last##*-}" 2>/dev/null | tail -1) GPU_UTIL=0.1 \
     phase ds-credit-eval-trajectory $DS credit-eval "$R/ds" trajectory
   wait
@@ -103,19 +109,22 @@ deepsearch() {
   # trajectory credit, train.sh's LR), credit-turn (the same with turn credit) and, unless DS_LR2 is empty,
   # ds-lr (ds at learning rate DS_LR2).
   local trainers=()
-  MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
-    phase ds-train $DS train "$R/ds" & trainers+=($!)
-  sleep "$STAGGER"
-  MASTER_PORT=29512 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 290)" \
-    phase ds-credit-turn $DS credit-train "$R/ds" turn & local turn=$!
+  ( [ -z "$DS_LR" ] || export LR=$DS_LR
+    MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
+      phase ds-train $DS train "$R/ds" ) & trainers+=($!)
+  if [ -n "$DS_CREDIT" ]; then
+    sleep "$STAGGER"
+    MASTER_PORT=29512 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 290)" \
+      phase "ds-credit-$DS_CREDIT" $DS credit-train "$R/ds" "$DS_CREDIT" & trainers+=($!)
+  fi
   if [ -n "$DS_LR2" ]; then
     sleep "$STAGGER"
     MASTER_PORT=29515 RUN_NAME=ds-lr LR=$DS_LR2 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS \
       TRAIN_TIMEOUT="$(train_timeout 300)" phase ds-train-lr $DS train "$R/ds" & trainers+=($!)
   fi
   GPU_UTIL=0.08 EVAL_BUDGET=100000 beside "${trainers[0]}" 30 validate_arms >> "$R/ds-validate.out" 2>&1
-  wait "${trainers[@]}" "$turn"
-  credit_evals &
+  wait "${trainers[@]}"
+  [ -z "$DS_CREDIT" ] || credit_evals &
   validate_and_score "" &
   [ -z "$DS_LR2" ] || validate_and_score -lr &
   wait
@@ -132,8 +141,10 @@ arithmetic() {
   phase ar-curve $AR curve "$R/ar"
 }
 
-deepsearch & ds=$!
-sleep "$(( STAGGER < 5 ? STAGGER : 5 ))"; arithmetic & ar=$!
-wait "$ds" "$ar"
+tracks=()
+case " $TRACKS " in *" deepsearch "*) deepsearch & tracks+=($!) ;; esac
+sleep "$(( STAGGER < 5 ? STAGGER : 5 ))"
+case " $TRACKS " in *" arithmetic "*) arithmetic & tracks+=($!) ;; esac
+wait "${tracks[@]}"
 kill "$monitor" 2>/dev/null
 printf 'pipeline\tend\t%s\n' "$(elapsed)" >> "$R/phases.tsv"

@@ -54,6 +54,7 @@ evaluate() {  # NAME [ADAPTERS]: greedy on the held-out and OOD splits, scored p
   vllm_start "$out/eval.log" python3 -m swift_rlfactory.cli eval "${args[@]}"
   cp "/tmp/eval-arith-$tag-$1/metrics.json" "$EVALS/eval-$1.json"
   cp "$EVALS/eval-$1.json" "$out/"
+  gzip -c "/tmp/eval-arith-$tag-$1/trajectories.jsonl" > "$out/trajectories-$1.jsonl.gz"  # for reading failures
   python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(sys.argv[2], *(f\"{k} em {g['em']:.3f} tool calls/question {g['tool_calls']:.2f}\" for k, g in m['by_split'].items()))" \
     "$out/eval-$1.json" "$1"
 }
