@@ -24,7 +24,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -113,9 +113,16 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
 @pytest.mark.timeout(120)
 def test_tracks_and_arms_can_be_left_out_to_give_the_rest_the_gpu(tmp_path):
     calls = run_pipeline(
-        tmp_path, TRACKS="deepsearch", DS_CREDIT="", DS_STEPS="160", DS_LR="5e-5", DS_LR2="1e-4"
+        tmp_path,
+        TRACKS="deepsearch",
+        DS_CREDIT="",
+        DS_STEPS="160",
+        DS_LR="5e-5",
+        DS_LR2="1e-4",
+        DS_RECHECK="0.3",
     )
     assert {c["track"] for c in calls} == {"ds"}  # no arithmetic phase at all
+    assert {c["phase"]: c["RECHECK"] for c in calls if c["RECHECK"]} == {"sft": "0.3"}  # the SFT data only
     assert not [c for c in calls if c["phase"] in ("credit-train", "credit-eval")]
     arms = sorted((c["RUN_NAME"] or "ds", c["LR"], c["STEPS"]) for c in calls if c["phase"] == "train")
     assert arms == [("ds", "5e-5", "160"), ("ds-lr", "1e-4", "160")]

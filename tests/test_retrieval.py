@@ -337,6 +337,46 @@ def test_warm_start_episodes_read_their_answer_off_a_real_search(
             assert len(queries) == 2 and row["solution"] in bridge and row["solution"] in queries[1]
 
 
+def test_recheck_demonstrations_try_a_wrong_name_of_the_bridge_passage_then_recover(
+    build_sft: ModuleType, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swift_rlfactory.tools.parsing import parse_tool_calls
+
+    monkeypatch.setenv("RLFACTORY_CACHE", str(cache_dir))
+    (tmp_path / "env.yaml").write_text((EXAMPLE / "env.yaml").read_text())
+    two_hop = [r for r in read_jsonl(EXAMPLE / "data" / "train.jsonl") if r["hops"] == 2][:30]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in two_hop))
+    out = tmp_path / "sft.jsonl"
+    build_sft.main(
+        ["--env", str(tmp_path / "env.yaml"), "--dataset", str(tmp_path / "rows.jsonl"), "--out", str(out),
+         "--recheck", "1"]
+    )  # fmt: skip
+
+    by_question = {e["messages"][1]["content"]: e["messages"] for e in read_jsonl(out)}
+    shapes = set()
+    for row in two_hop:
+        messages = by_question.get(row["messages"][0]["content"])
+        if messages is None:
+            continue
+        calls, tools = messages[2:-1:2], messages[3:-1:2]
+        queries = [parse_tool_calls(m["content"])[0].arguments["query"] for m in calls]
+        answer = row["solution"]
+        bridge = build_sft.passages(tools[0]["content"])[row["support"][0]]
+        assert messages[-1]["content"] == f"<answer>{answer}</answer>"
+        assert f'(Title: "{answer}")' in tools[-1]["content"]  # the answer is read off the last observation
+        if len(queries) == 3:  # wrong name, nothing found; then the right one
+            shapes.add("recovered")
+            assert answer not in queries[1] and answer in queries[2]
+            assert any(name in queries[1] for name in build_sft.names(bridge))  # a name the model just read
+            assert f'(Title: "{answer}")' not in tools[1]["content"]
+        elif answer not in queries[1]:  # the wrong name's search brought the answer's article anyway
+            shapes.add("found anyway")
+            assert any(name in queries[1] for name in build_sft.names(bridge))
+        else:  # the passage named nothing else to try
+            assert [n for n in build_sft.names(bridge) if answer not in n and n != row["support"][0]] == []
+    assert shapes == {"recovered", "found anyway"}, shapes
+
+
 def test_committed_splits_are_disjoint_and_in_ms_swift_format(build_data: ModuleType) -> None:
     splits = {name: read_jsonl(EXAMPLE / "data" / f"{name}.jsonl") for name in ("train", "test")}
     assert [len(rows) for rows in splits.values()] == [2000, 300]

@@ -30,6 +30,7 @@
 # empty: no such arm): the learning rate of a second arm, ds-lr; DS_CREDIT (turn; empty: no such arm): the
 # credit-comparison arm. Fewer arms and tracks leave more of the GPU and of the deadline to the rest, e.g.
 # TRACKS=deepsearch DS_CREDIT= DS_STEPS=160 DS_LR=5e-5 DS_LR2=1e-4 for two longer DeepSearch runs.
+# DS_RECHECK (0): sft.sh's RECHECK, the share of two-hop demonstrations that search a wrong name first.
 # Each phase's output goes to R/<phase>.out and its start, end, exit status and seconds to R/phases.tsv;
 # R/gpu.csv samples GPU memory every 10 s; the h200.sh scripts write their logs, eval-*.json and
 # trajectories-*.jsonl.gz into R/ds and R/ar. A failed phase is retried once while time allows (the
@@ -44,7 +45,7 @@ fi
 R=${1:?results dir}
 mkdir -p "$R/ds" "$R/ar"
 T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic} DS_STEPS=${DS_STEPS:-80}
-DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} STAGGER=${STAGGER:-40}
+DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} DS_RECHECK=${DS_RECHECK:-0} STAGGER=${STAGGER:-40}
 RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
@@ -101,7 +102,7 @@ credit_evals() {  # both credit arms at the DS_CREDIT arm's last step: the same 
 
 deepsearch() {
   phase ds-prepare $DS prepare "$R/ds" || return
-  MASTER_PORT=29514 MICRO_BATCH=8 GRAD_ACC=2 phase ds-sft $DS sft "$R/ds" || return
+  RECHECK=$DS_RECHECK MASTER_PORT=29514 MICRO_BATCH=8 GRAD_ACC=2 phase ds-sft $DS sft "$R/ds" || return
   GPU_UTIL=0.1 phase ds-eval-sft $DS eval-sft "$R/ds" &
   sleep "$STAGGER"  # vLLM start-ups one after another: each measures the GPU's free memory while it starts
   GPU_UTIL=0.1 phase ds-select $DS select "$R/ds" || return

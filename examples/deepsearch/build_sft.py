@@ -24,6 +24,11 @@ EM, a ceiling GRPO could not lift (benchmarks/issue15/results/2026-12-01). Searc
 the description finds the article 98-100 % of the time, so what is left is the choice of name, which the
 SFT model makes sometimes right and sometimes wrong: the mixed groups GRPO learns from.
 
+``--recheck SHARE`` (default 0) makes that share of the two-hop episodes try a wrong name of the bridge
+passage first and recover: answer from that search's passages when they hold the answer's article, else
+search the right name (three searches). Plain demonstrations never show a wrong choice, so GRPO never
+samples the recovery; this is the knob for trying whether it can learn one (``RECHECK`` in sft.sh).
+
 An episode is kept only when the answer's article came back in a passage, and it ends with
 ``<answer>TITLE</answer>``: every demonstrated answer is read off an observation, never invented.
 Single-hop queries and the first two-hop query are built from the question text alone, the second two-hop
@@ -43,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -59,6 +65,7 @@ HERE = Path(__file__).parent
 STOPWORDS = frozenset(STOPWORDS_EN) | {"what", "who", "which", "from", "its", "were"}
 MAX_QUERY_WORDS = 10
 _WORD = re.compile(r"[\w'-]+")
+_NAME = re.compile(r"\b[A-Z][\w'-]+(?:(?: (?:of(?: the)?|and|de|del|la|von|van))? [A-Z][\w'-]+)*")
 _TWO_HOP = re.compile(
     r"^Which (?P<description>.+?) is mentioned in the encyclopedia summary of the \w+ that (?P<clue>.+?)\??$"
 )
@@ -83,16 +90,41 @@ def passages(observation: str) -> dict[str, str]:
     return {m["title"]: m["text"] for m in _DOC.finditer(observation)}
 
 
+def names(text: str) -> list[str]:
+    """The capitalised names of a passage, in order, each once: what a reader could pick as "the country it
+    mentions". Runs like "Trinidad and Tobago" stay whole; a sentence's capitalised first words ("The",
+    "In", "It") are not names and are dropped from the front of a run, as is a lone word that opens a
+    sentence ("According to ...")."""
+    found = []
+    for match in _NAME.finditer(text):
+        words = match.group(0).split()
+        while words and words[0].lower() in STOPWORDS:
+            words.pop(0)
+        opens_sentence = not text[: match.start()].strip() or text[: match.start()].rstrip()[-1] in ".!?"
+        if len(words) > 1 or (words and not opens_sentence):
+            found.append(" ".join(words))
+    return list(dict.fromkeys(found))
+
+
 def titles(observation: str) -> list[str]:
     """The article titles of a search observation, best first."""
     return list(passages(observation))
 
 
 class Demonstrator:
-    """Runs scripted episodes against a started environment's executor."""
+    """Runs scripted episodes against a started environment's executor.
 
-    def __init__(self, env: Environment):
+    ``recheck`` (0 to 1) is the share of two-hop episodes that first search a wrong name of the bridge
+    passage: when that search's passages hold the answer's article anyway (the description's words bring
+    it back about 40 % of the time) the episode answers from them, else it searches the right name next.
+    Plain demonstrations never search a third time, so GRPO never samples a recovery from a wrong name;
+    these show one. ``seed`` fixes which episodes and which wrong names.
+    """
+
+    def __init__(self, env: Environment, recheck: float = 0.0, seed: int = 0):
         self.env = env
+        self.recheck = recheck
+        self.rng = random.Random(seed)
 
     def search(self, query: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
         """One search turn: the assistant message, its tool message(s), and the passages that came back."""
@@ -105,11 +137,20 @@ class Demonstrator:
         question, answer = question_of(row), row["solution"]
         two_hop = _two_hop_parts(row, question) if row.get("hops") == 2 else None
         if two_hop:
-            first, found = self.search(keywords(two_hop["clue"]))
-            if answer not in found.get(row["support"][0], ""):
+            bridge = row["support"][0]
+            turns, found = self.search(keywords(two_hop["clue"]))
+            if answer not in found.get(bridge, ""):
                 return None  # the bridge did not come back, or its passage was cut before the name
-            second, found = self.search(f"{keywords(two_hop['description'], 6)} {answer}")
-            turns = first + second
+            description = keywords(two_hop["description"], 6)
+            wrong = [n for n in names(found[bridge]) if n not in (bridge, answer) and answer not in n]
+            answered_by_detour = False
+            if wrong and self.rng.random() < self.recheck:
+                detour, found = self.search(f"{description} {self.rng.choice(wrong)}")
+                turns += detour
+                answered_by_detour = answer in found
+            if not answered_by_detour:
+                second, found = self.search(f"{description} {answer}")
+                turns += second
         else:
             turns, found = self.search(keywords(question))
             if answer not in found:
@@ -139,6 +180,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--template", default="qwen2_5", help="ms-swift template of the model to train")
     parser.add_argument("--limit", type=int, help="use only the first N questions")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--recheck", type=float, default=0.0,
+        help="share of two-hop episodes that search a wrong name of the bridge passage first (see Demonstrator)",
+    )  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="which episodes recheck, and which wrong names")
     args = parser.parse_args(argv)
 
     template = template_by_name(args.template)
@@ -146,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     kept = searches = 0
     with Environment.load(args.env) as env:
         system = with_system_prompt([], template, env.system_prompt, env.tool_schemas())
-        demonstrator = Demonstrator(env)
+        demonstrator = Demonstrator(env, args.recheck, args.seed)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with args.out.open("w", encoding="utf-8") as out:
             for row in rows:

@@ -13,7 +13,9 @@ OUTPUT=${OUTPUT:-output/deepsearch-sft}
 DATASET=${DATASET:-examples/deepsearch/data/train.jsonl}
 SWIFT=${SWIFT:-"python3 -m swift.cli"}
 
-python3 examples/deepsearch/build_sft.py --dataset "$DATASET" --template "$TEMPLATE" --out "$OUTPUT/sft.jsonl"
+# RECHECK (0-1, default 0): the share of two-hop demonstrations that search a wrong name first (build_sft.py)
+python3 examples/deepsearch/build_sft.py --dataset "$DATASET" --template "$TEMPLATE" --out "$OUTPUT/sft.jsonl" \
+  --recheck "${RECHECK:-0}"
 $SWIFT.sft --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" --check_model false \
   --dataset "$OUTPUT/sft.jsonl" \
   --tuner_type lora --lora_rank 32 --lora_alpha 64 --target_modules all-linear \
