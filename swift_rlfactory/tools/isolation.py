@@ -14,7 +14,10 @@ qualified name, so it must be defined at module level; the arguments and the res
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import pickle
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -84,12 +87,18 @@ async def call_in_process(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own process group: whatever the tool started dies with it
     )
     try:
         out, err = await proc.communicate(payload)
     finally:
         if proc.returncode is None:  # the call was given up (timeout, cancellation): end the child now
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            # ...and reap it here. Left to the event loop, the child's exit is noticed a few iterations
+            # later, and an executor closes its loop sooner: the subprocess transport then stays open and
+            # fails when it is collected ("Event loop is closed", an unraisable error in some later code).
+            await asyncio.shield(proc.wait())
     if proc.returncode != 0 or not out:
         tail = err.decode("utf-8", errors="replace").strip().splitlines()[-3:]
         raise ToolError(f"the tool's process died (exit code {proc.returncode}): {' | '.join(tail)}")

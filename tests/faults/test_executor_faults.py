@@ -6,6 +6,8 @@ cache that raises: each becomes one error record (or a slower call) while the ot
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
 import subprocess
 import sys
@@ -364,6 +366,37 @@ def test_process_isolated_tools_are_killed_on_timeout_and_contained_when_they_cr
             break
         time.sleep(0.1)
     assert not children  # the spinning child was killed, the others ended
+
+
+@pytest.mark.timeout(60)
+def test_a_given_up_isolated_call_reaps_its_child_before_returning(tmp_path, monkeypatch):
+    """The call that timed out must not leave its child to the event loop: an executor closes its loop at
+    once, and a subprocess transport still open then fails when it is collected ("Event loop is closed",
+    seen in CI as an unraisable exception during a later test)."""
+    import psutil
+
+    from swift_rlfactory.tools.isolation import call_in_process
+    from tests.faults.isolated_tools import spin
+
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    loop = asyncio.new_event_loop()
+    with pytest.raises(TimeoutError):
+        loop.run_until_complete(
+            asyncio.wait_for(call_in_process(spin.fn, {"pidfile": str(tmp_path / "pid")}), 1.5)
+        )
+    loop.close()  # what LoopThread.stop does right after the executor's last call
+    deadline = (
+        time.monotonic() + 5
+    )  # asyncio's child watcher thread drops the transport once it sees the exit
+    while (
+        any(t.name.startswith("asyncio-waitpid") for t in threading.enumerate())
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    gc.collect()
+    assert not unraisable, [u.exc_value for u in unraisable]
+    assert not psutil.pid_exists(int((tmp_path / "pid").read_text()))  # killed and reaped, not a zombie
 
 
 def test_process_isolation_is_checked_when_the_tool_is_declared():
