@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from swift_rlfactory.env.environment import Environment
+from swift_rlfactory.retrieval.format import parse_hits
 from swift_rlfactory.rewards.rules import normalize_answer
 from swift_rlfactory.tools.parsing import ToolCall
 
@@ -97,9 +98,7 @@ def test_questions_are_answerable_and_sft_demonstrates_every_family(tmp_path: Pa
     with Environment.load(ROOT / "examples" / "deepsearch" / "env.yaml") as env:
         # The real search tool, the question as the query: the answer's article comes back.
         records = env.executor.execute([ToolCall("search", {"query": question_of(r)}) for r in sample])
-        found = [
-            r["solution"] in build_sft.titles(rec.observation) for r, rec in zip(sample, records, strict=True)
-        ]
+        found = [r["solution"] in parse_hits(rec.observation) for r, rec in zip(sample, records, strict=True)]
         demonstrator = build_sft.Demonstrator(env)
         episodes = [(r["family"], demonstrator.episode(r)) for r in demo_rows]
     assert sum(found) >= 0.9 * len(sample), [

@@ -23,7 +23,7 @@ from types import ModuleType
 import pytest
 
 from swift_rlfactory.retrieval.corpus import Passage, load_jsonl_corpus, load_wiki_offline
-from swift_rlfactory.retrieval.format import NO_RESULTS, format_hits
+from swift_rlfactory.retrieval.format import NO_RESULTS, format_hits, parse_hits
 from swift_rlfactory.retrieval.index import (
     BM25Retriever,
     DenseRetriever,
@@ -152,6 +152,13 @@ def test_hits_render_like_search_r1() -> None:
     hits = [Hit(Passage("0", "Nebula", "A cloud."), 2.0), Hit(Passage("1", "Star", "A ball of plasma."), 1.0)]
     assert format_hits(hits) == 'Doc 1(Title: "Nebula") A cloud.\nDoc 2(Title: "Star") A ball of plasma.'
     assert format_hits([]) == NO_RESULTS
+    # ...and read back, for rewards and demonstrations that look at which articles a search returned
+    hits.append(Hit(Passage("2", "Mercury (planet)", "Closest to the Sun."), 0.5))
+    assert parse_hits(format_hits(hits)) == {
+        "Nebula": "A cloud.", "Star": "A ball of plasma.", "Mercury (planet)": "Closest to the Sun.",
+    }  # fmt: skip
+    assert parse_hits(NO_RESULTS) == {}
+    assert parse_hits("Doc 1(Title: Nebula) A cloud.") == {"Nebula": "A cloud."}  # Search-R1, no quotes
 
 
 def test_search_r1_http_api_shape(bm25: BM25Retriever) -> None:
@@ -333,7 +340,7 @@ def test_warm_start_episodes_read_their_answer_off_a_real_search(
         if row["hops"] == 2:
             # The second search names the answer only as the bridge passage just read prints it: a choice
             # among the names on screen, never a name the model could not have seen.
-            bridge = build_sft.passages(tools[0]["content"])[row["support"][0]]
+            bridge = parse_hits(tools[0]["content"])[row["support"][0]]
             assert len(queries) == 2 and row["solution"] in bridge and row["solution"] in queries[1]
 
 
@@ -361,7 +368,7 @@ def test_recheck_demonstrations_try_a_wrong_name_of_the_bridge_passage_then_reco
         calls, tools = messages[2:-1:2], messages[3:-1:2]
         queries = [parse_tool_calls(m["content"])[0].arguments["query"] for m in calls]
         answer = row["solution"]
-        bridge = build_sft.passages(tools[0]["content"])[row["support"][0]]
+        bridge = parse_hits(tools[0]["content"])[row["support"][0]]
         assert messages[-1]["content"] == f"<answer>{answer}</answer>"
         assert f'(Title: "{answer}")' in tools[-1]["content"]  # the answer is read off the last observation
         if len(queries) == 3:  # wrong name, nothing found; then the right one

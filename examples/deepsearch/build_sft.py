@@ -58,6 +58,7 @@ from bm25s.stopwords import STOPWORDS_EN
 from swift_rlfactory.adapters.swift_template import template_by_name, with_system_prompt
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.eval.runner import load_rows, question_of
+from swift_rlfactory.retrieval.format import parse_hits
 from swift_rlfactory.rollout.episode import tool_messages
 from swift_rlfactory.tools.parsing import ToolCall
 
@@ -69,7 +70,6 @@ _NAME = re.compile(r"\b[A-Z][\w'-]+(?:(?: (?:of(?: the)?|and|de|del|la|von|van))
 _TWO_HOP = re.compile(
     r"^Which (?P<description>.+?) is mentioned in the encyclopedia summary of the \w+ that (?P<clue>.+?)\??$"
 )
-_DOC = re.compile(r'Doc \d+\(Title: "(?P<title>[^"]*)"\) (?P<text>.*?)(?=\nDoc \d+\(Title: |\Z)', re.S)
 
 
 def keywords(text: str, limit: int = MAX_QUERY_WORDS) -> str:
@@ -82,12 +82,6 @@ def call_text(query: str) -> str:
     """An assistant turn that calls ``search``, in the exact format the system prompt asks for."""
     body = json.dumps({"name": "search", "arguments": {"query": query}}, ensure_ascii=False)
     return f"<tool_call>\n{body}\n</tool_call>"
-
-
-def passages(observation: str) -> dict[str, str]:
-    """Title -> text of each passage in a search observation, best first (the text as the model saw it,
-    cut where the observation was truncated)."""
-    return {m["title"]: m["text"] for m in _DOC.finditer(observation)}
 
 
 def names(text: str) -> list[str]:
@@ -104,11 +98,6 @@ def names(text: str) -> list[str]:
         if len(words) > 1 or (words and not opens_sentence):
             found.append(" ".join(words))
     return list(dict.fromkeys(found))
-
-
-def titles(observation: str) -> list[str]:
-    """The article titles of a search observation, best first."""
-    return list(passages(observation))
 
 
 class Demonstrator:
@@ -130,7 +119,7 @@ class Demonstrator:
         """One search turn: the assistant message, its tool message(s), and the passages that came back."""
         records = self.env.executor.execute([ToolCall("search", {"query": query})])
         turn = [{"role": "assistant", "content": call_text(query)}, *tool_messages(records)]
-        return turn, {t: text for r in records if r.ok for t, text in passages(r.observation).items()}
+        return turn, {t: text for r in records if r.ok for t, text in parse_hits(r.observation).items()}
 
     def episode(self, row: dict[str, Any]) -> list[dict[str, Any]] | None:
         """The scripted conversation after the user turn, or ``None`` when the answer was never retrieved."""

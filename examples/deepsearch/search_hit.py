@@ -25,19 +25,17 @@ so it earns nothing here.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from swift_rlfactory.retrieval.format import parse_hits
 from swift_rlfactory.rewards.process import calls_by_turn
 from swift_rlfactory.rewards.rules import normalize_answer
 from swift_rlfactory.trajectory import Trajectory
 
-TITLE = re.compile(r'Doc \d+\(Title: "?(.*?)"?\)')
-
 
 def _found(call: dict[str, Any], golds: set[str]) -> bool:
     """The call succeeded and one of its passages is titled with a golden answer."""
-    titles = {normalize_answer(t) for t in TITLE.findall(call.get("observation") or "")}
+    titles = {normalize_answer(t) for t in parse_hits(call.get("observation") or "")}
     return not call.get("error") and bool(titles & golds)
 
 

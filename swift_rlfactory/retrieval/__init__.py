@@ -2,7 +2,7 @@
 
 * :mod:`.corpus` - :class:`Passage`, the bundled Wikipedia summaries, Search-R1 JSONL corpora;
 * :mod:`.index` - the :class:`Retriever` protocol and its BM25, dense, hybrid and remote implementations;
-* :mod:`.format` - hits rendered as Search-R1 observation text;
+* :mod:`.format` - hits rendered as Search-R1 observation text, and read back from it;
 * :mod:`.server` - the retriever as an MCP ``search`` tool or a Search-R1 ``POST /retrieve`` API;
 * :mod:`.qa_data` - FlashRAG / Search-R1 QA files converted to ms-swift rows.
 
@@ -11,7 +11,7 @@ needs them is used.
 """
 
 from .corpus import Passage, load_corpus, load_jsonl_corpus, load_wiki_offline
-from .format import format_hits
+from .format import format_hits, parse_hits
 from .index import (
     BM25Retriever,
     DenseRetriever,
@@ -38,4 +38,5 @@ __all__ = [
     "load_qa",
     "load_wiki_offline",
     "make_retriever",
+    "parse_hits",
 ]
