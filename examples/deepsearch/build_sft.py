@@ -94,7 +94,8 @@ def names(text: str) -> list[str]:
         words = match.group(0).split()
         while words and words[0].lower() in STOPWORDS:
             words.pop(0)
-        opens_sentence = not text[: match.start()].strip() or text[: match.start()].rstrip()[-1] in ".!?"
+        before = text[: match.start()].rstrip()
+        opens_sentence = not before or before[-1] in ".!?"
         if len(words) > 1 or (words and not opens_sentence):
             found.append(" ".join(words))
     return list(dict.fromkeys(found))

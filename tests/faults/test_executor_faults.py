@@ -386,9 +386,8 @@ def test_a_given_up_isolated_call_reaps_its_child_before_returning(tmp_path, mon
             asyncio.wait_for(call_in_process(spin.fn, {"pidfile": str(tmp_path / "pid")}), 1.5)
         )
     loop.close()  # what LoopThread.stop does right after the executor's last call
-    deadline = (
-        time.monotonic() + 5
-    )  # asyncio's child watcher thread drops the transport once it sees the exit
+    # asyncio's child watcher thread drops the transport once it sees the exit
+    deadline = time.monotonic() + 5
     while (
         any(t.name.startswith("asyncio-waitpid") for t in threading.enumerate())
         and time.monotonic() < deadline
