@@ -24,7 +24,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -128,6 +128,20 @@ def test_tracks_and_arms_can_be_left_out_to_give_the_rest_the_gpu(tmp_path):
     assert arms == [("ds", "5e-5", "160"), ("ds-lr", "1e-4", "160")]
     for phase in ("validate", "eval-trained"):  # both arms still validated and scored
         assert {c["RUN_NAME"] for c in calls if c["phase"] == phase} == {None, "ds-lr"}
+
+
+@pytest.mark.timeout(120)
+def test_dynamic_sampling_reaches_the_grpo_runs_of_its_own_track_only(tmp_path):
+    calls = run_pipeline(tmp_path, DS_DYNAMIC="1", AR_STRIDE="25")
+    dynamic = {(c["track"], c["phase"], c["DYNAMIC_SAMPLE"]) for c in calls}
+    assert {d for t, p, d in dynamic if t == "ds" and p in ("train", "credit-train")} == {"1"}
+    assert {d for t, p, d in dynamic if t == "ds" and p in ("prepare", "sft")} == {None}  # SFT never samples
+    # arithmetic keeps its default, in every phase: the value names its run folder (h200.sh's tag)
+    assert {d for t, p, d in dynamic if t == "ar"} == {"0"}
+    assert {c["STRIDE"] for c in calls if c["track"] == "ar"} == {"25"}
+    (tmp_path / "ar").mkdir()
+    calls = run_pipeline(tmp_path / "ar", AR_DYNAMIC="1", TRACKS="arithmetic")
+    assert {c["DYNAMIC_SAMPLE"] for c in calls} == {"1"} and {c["STRIDE"] for c in calls} == {"50"}
 
 
 @pytest.mark.timeout(120)

@@ -31,6 +31,9 @@
 # credit-comparison arm. Fewer arms and tracks leave more of the GPU and of the deadline to the rest, e.g.
 # TRACKS=deepsearch DS_CREDIT= DS_STEPS=160 DS_LR=5e-5 DS_LR2=1e-4 for two longer DeepSearch runs.
 # DS_RECHECK (0): sft.sh's RECHECK, the share of two-hop demonstrations that search a wrong name first.
+# DS_DYNAMIC and AR_DYNAMIC (0): 1 gives that track's GRPO runs train.sh's DYNAMIC_SAMPLE (groups whose
+# samples all scored alike are regenerated: on 2026-12-01b they were half of DeepSearch's groups from step
+# 40 on and three quarters of arithmetic's). AR_STRIDE (50): the arithmetic checkpoints scored.
 # Each phase's output goes to R/<phase>.out and its start, end, exit status and seconds to R/phases.tsv;
 # R/gpu.csv samples GPU memory every 10 s; the h200.sh scripts write their logs, eval-*.json and
 # trajectories-*.jsonl.gz into R/ds and R/ar. A failed phase is retried once while time allows (the
@@ -46,6 +49,7 @@ R=${1:?results dir}
 mkdir -p "$R/ds" "$R/ar"
 T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic} DS_STEPS=${DS_STEPS:-80}
 DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} DS_RECHECK=${DS_RECHECK:-0} STAGGER=${STAGGER:-40}
+DS_DYNAMIC=${DS_DYNAMIC:-0} AR_DYNAMIC=${AR_DYNAMIC:-0} AR_STRIDE=${AR_STRIDE:-50}
 RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
@@ -110,6 +114,7 @@ deepsearch() {
   # trajectory credit, train.sh's LR), credit-turn (the same with turn credit) and, unless DS_LR2 is empty,
   # ds-lr (ds at learning rate DS_LR2).
   local trainers=()
+  local -x DYNAMIC_SAMPLE=$DS_DYNAMIC  # the GRPO arms' train.sh (the SFT above ran without it)
   ( [ -z "$DS_LR" ] || export LR=$DS_LR
     MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
       phase ds-train $DS train "$R/ds" ) & trainers+=($!)
@@ -135,6 +140,7 @@ arithmetic() {
   # AR_TRAIN_DATA: the training file (default the 24-family mix; data/train.jsonl is the 8-template set of
   # 2026-12-01's run). Every arithmetic phase must see the same one: it names the run and evals folders.
   local -x TRAIN_DATA=${AR_TRAIN_DATA:-examples/arithmetic/data/train_mix.jsonl}
+  local -x DYNAMIC_SAMPLE=$AR_DYNAMIC STRIDE=$AR_STRIDE  # the run's folders carry DYNAMIC_SAMPLE too
   EVAL_UTIL=0.1 phase ar-eval-base $AR eval-base "$R/ar"
   MASTER_PORT=29513 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 TRAIN_TIMEOUT="$(train_timeout 150)" phase ar-train $AR train "$R/ar" & local train=$!
   EVAL_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $AR eval-checkpoints "$R/ar" >> "$R/ar-evals.out" 2>&1

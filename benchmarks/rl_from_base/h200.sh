@@ -9,6 +9,7 @@
 # TRAIN_DATA (default data/train.jsonl, the eight one-pattern templates) is train.sh's DATASET;
 # data/train_mix.jsonl is the 24-family mix of varied phrasings (build_data.py says why). Each
 # ENV_FILE x TRAIN_DATA pair has its own run and evals folders, so two runs never share checkpoints.
+# DYNAMIC_SAMPLE=1 (train.sh: regenerate the groups whose samples all scored alike) is a run of its own too.
 #
 #   eval-base         base model, greedy, 300 held-out + 200 OOD + 300 held-out mix    ~2.5 min
 #   train             GRPO up to STEPS (200), checkpoint every 25 steps; stops itself
@@ -42,6 +43,7 @@ ENV_FILE=${ENV_FILE:-examples/arithmetic/env_hint.yaml}
 TRAIN_DATA=${TRAIN_DATA:-examples/arithmetic/data/train.jsonl}
 [ -f "$TRAIN_DATA" ] || { echo "TRAIN_DATA: no file $TRAIN_DATA" >&2; exit 2; }
 tag=$(basename "$ENV_FILE" .yaml)-$(basename "$TRAIN_DATA" .jsonl)  # e.g. env_hint-train_mix
+[ "${DYNAMIC_SAMPLE:-0}" = 1 ] && tag+=-dyn  # train.sh's dynamic sampling: a run of its own
 RUN=/tmp/arith-$tag EVALS=/tmp/arith-evals-$tag
 mkdir -p "$out" "$EVALS"
 

@@ -5,13 +5,19 @@
 # 200 steps x 4 questions x 8 samples: 800 of the 2,000 train problems, each seen at most once. The
 # committed H200 run is benchmarks/rl_from_base/h200.sh (saves every 25 steps, resumes across commands).
 # VLLM_UTIL (vLLM's share of GPU memory) and MICRO_BATCH x GRAD_ACC (default 32 x 1: the step's 32
-# completions) let it share one GPU with other runs.
+# completions) let it share one GPU with other runs. DYNAMIC_SAMPLE=1 turns on DAPO's dynamic sampling:
+# a group whose 8 rewards are all equal carries no GRPO signal, and ms-swift regenerates such groups from
+# fresh rows, up to MAX_RESAMPLE (6) more rounds, until the step's batch is all signal. On 2026-12-01b,
+# from step 40 on, 3 of 4 groups were all right or all wrong. ms-swift falls back to the step's first
+# batch when the rounds run out, so MAX_RESAMPLE is above its default of 3 (at one group in five with
+# signal, four groups take about five rounds).
 set -euo pipefail
 MODEL=${MODEL:?set MODEL to a model folder or hub id}
 OUTPUT=${OUTPUT:-output/arithmetic}
 STEPS=${STEPS:-200}
 DATASET=${DATASET:-examples/arithmetic/data/train.jsonl}
 SWIFT=${SWIFT:-"python3 -m swift.cli.rlhf"}
+dynamic=(); [ "${DYNAMIC_SAMPLE:-0}" = 1 ] && dynamic=(--dynamic_sample true --max_resample_times "${MAX_RESAMPLE:-6}")
 
 export RLFACTORY_ENV=${RLFACTORY_ENV:-examples/arithmetic/env.yaml}
 $SWIFT --rlhf_type grpo \
@@ -28,4 +34,4 @@ $SWIFT --rlhf_type grpo \
   --max_completion_length 192 --max_length 2048 \
   --max_steps "$STEPS" --logging_steps 1 --save_steps "${SAVE_STEPS:-25}" \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 \
-  --report_to none --check_model false --seed 42 "$@"
+  --report_to none --check_model false --seed 42 "${dynamic[@]}" "$@"

@@ -4,7 +4,8 @@
 # Defaults are the settings of the committed H200 run (benchmarks/deepsearch/); see README.md beside
 # this file for 4B/8B settings on one 80 GB GPU. VLLM_UTIL (vLLM's share of GPU memory), MICRO_BATCH x
 # GRAD_ACC (completions per forward pass x passes per step: the product is the step's batch) let several
-# runs share one GPU.
+# runs share one GPU. DYNAMIC_SAMPLE=1: DAPO's dynamic sampling, groups with one reward for all samples
+# regenerated from fresh rows, up to MAX_RESAMPLE (6) rounds (examples/arithmetic/train.sh says why 6).
 set -euo pipefail
 MODEL=${MODEL:?set MODEL to a model folder or hub id}
 MODEL_TYPE=${MODEL_TYPE:-qwen2}
@@ -13,6 +14,7 @@ OUTPUT=${OUTPUT:-output/deepsearch}
 STEPS=${STEPS:-100}
 DATASET=${DATASET:-examples/deepsearch/data/train.jsonl}
 SWIFT=${SWIFT:-"python3 -m swift.cli.rlhf"}
+dynamic=(); [ "${DYNAMIC_SAMPLE:-0}" = 1 ] && dynamic=(--dynamic_sample true --max_resample_times "${MAX_RESAMPLE:-6}")
 
 export RLFACTORY_ENV=${RLFACTORY_ENV:-examples/deepsearch/env.yaml}
 $SWIFT --rlhf_type grpo \
@@ -29,4 +31,4 @@ $SWIFT --rlhf_type grpo \
   --max_completion_length 256 --max_length 4096 \
   --max_steps "$STEPS" --logging_steps 1 --save_steps 10 --save_total_limit 3 \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 \
-  --report_to none --check_model false --seed 42 "$@"
+  --report_to none --check_model false --seed 42 "${dynamic[@]}" "$@"
