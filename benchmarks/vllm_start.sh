@@ -12,7 +12,7 @@
 #   vllm_start LOG CMD...      # CMD's output is appended to LOG; exit status: CMD's (of the last attempt)
 vllm_start() {
   local log=$1 before rc=0; shift
-  before=$(wc -l < "$log" 2>/dev/null || echo 0)
+  before=0; [ -f "$log" ] && before=$(wc -l < "$log")  # the first evaluation of a run has no log yet
   "$@" >> "$log" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ] && tail -n +"$((before + 1))" "$log" | grep -q "Error in memory profiling"; then
     echo "vllm_start: vLLM's start-up memory check lost a race with another process; trying once more" >> "$log"

@@ -186,3 +186,22 @@ def test_vllm_start_tries_again_only_after_the_memory_profiling_race(tmp_path, s
     assert (status, tries) == (rc, attempts), log
     assert log.startswith("an earlier run's line")  # appended to, never overwritten
     assert ("trying once more" in log) == (attempts == 2)
+
+
+def test_vllm_start_begins_a_log_quietly_and_still_retries_the_race(tmp_path):
+    # The first evaluation of a run has no log yet: on 2026-12-01c every such start printed
+    # "vllm_start.sh: line 15: .../eval.log: No such file or directory" into the phase's output.
+    log, raced = tmp_path / "new.log", tmp_path / "raced"
+    script = f"[ -e {raced} ] || {{ touch {raced}; echo '{VLLM_RACE}'; exit 1; }}; echo ok"
+    command = (
+        f"source {ROOT / 'benchmarks' / 'vllm_start.sh'}; attempt() ( {script} ); vllm_start {log} attempt"
+    )
+    done = subprocess.run(
+        ["bash", "-c", command],
+        env={**os.environ, "VLLM_RETRY_PAUSE": "0"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "trying once more" in log.read_text() and log.read_text().endswith("ok\n")
