@@ -1,0 +1,146 @@
+"""Why questions fail: each episode of an evaluation sorted into one kind of outcome, per model.
+
+Reads the ``trajectories-*.jsonl.gz`` files the h200.sh evaluations keep beside their ``eval-*.json``
+(``swift-rlfactory eval``'s episodes: the row, the tool calls with their observations, the messages and the
+rewards) and prints one markdown table row per file::
+
+    python benchmarks/issue15/failures.py deepsearch sft=ds/trajectories-sft.jsonl.gz grpo=ds/trajectories-trained.jsonl.gz
+    python benchmarks/issue15/failures.py arithmetic step-0=ar/trajectories-step-0.jsonl.gz step-75=ar/trajectories-step-75.jsonl.gz
+
+``deepsearch`` looks at the two-hop questions of test and holdout and asks, for each miss, which search
+went wrong: the first (the bridge passage, with the answer's name in it, did not come back), the choice of
+the name (the answer is another name the bridge passage prints, or a title the second search brought that
+the passage does not name), or the reading (the second search brought the answer's article and the model
+answered another title); what is left is an answer from none of those, or none. ``arithmetic`` looks at the GSM-Symbolic split (``family: gsm_symbolic``): no
+tool call, only failed calls, the right result seen but not answered, a non-integer last result (an
+expression no story of whole things gives), or a wrong expression.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from swift_rlfactory.retrieval.format import parse_hits  # noqa: E402
+
+Episode = dict[str, Any]
+
+DEEPSEARCH = (
+    "right",
+    "first search short",
+    "another name of the bridge passage",
+    "a title of the 2nd search the passage does not name",
+    "answer's article found, another title answered",
+    "something else answered",
+    "no answer",
+)
+ARITHMETIC = (
+    "right",
+    "no tool call",
+    "only failed calls",
+    "right result, not answered",
+    "non-integer result",
+    "wrong expression",
+)
+
+
+def final_answer(episode: Episode) -> str | None:
+    """The last ``<answer>`` the model wrote, stripped; ``None`` when it wrote none."""
+    text = " ".join(
+        m["content"] for m in episode["messages"] if m["role"] == "assistant" and m.get("content")
+    )
+    answers = re.findall(r"<answer>(.*?)</answer>", text, re.S)
+    return answers[-1].strip() if answers else None
+
+
+def deepsearch_kind(episode: Episode) -> str | None:
+    """The outcome of a two-hop test or holdout episode; ``None`` for every other question."""
+    row = episode["row"]
+    if row.get("hops") != 2 or row.get("split") not in ("test", "holdout"):
+        return None
+    if episode["rewards"].get("em") == 1:
+        return "right"
+    gold, bridge = row["solution"], row["support"][0]
+    hits = [parse_hits(call.get("observation") or "") for call in episode["tool_calls"]]
+    first = hits[0] if hits else {}
+    second = hits[1] if len(hits) > 1 else {}
+    answer = final_answer(episode)
+    if gold not in first.get(bridge, ""):
+        return "first search short"
+    if gold in second:
+        return "answer's article found, another title answered"
+    if answer is None:
+        return "no answer"
+    if answer in first[bridge]:
+        return "another name of the bridge passage"
+    if answer in second:
+        return "a title of the 2nd search the passage does not name"
+    return "something else answered"
+
+
+def arithmetic_kind(episode: Episode) -> str | None:
+    """The outcome of a GSM-Symbolic episode; ``None`` for every other question."""
+    row = episode["row"]
+    if row.get("family") != "gsm_symbolic":
+        return None
+    if episode["rewards"].get("em") == 1:
+        return "right"
+    calls = episode["tool_calls"]
+    results = [(c.get("observation") or "").split("\n")[0].strip() for c in calls if not c.get("error")]
+    if not calls:
+        return "no tool call"
+    if not results:
+        return "only failed calls"
+    if row["solution"] in results:
+        return "right result, not answered"
+    try:
+        last = float(results[-1])
+    except ValueError:
+        return "wrong expression"
+    return "non-integer result" if not last.is_integer() else "wrong expression"
+
+
+def read(path: Path) -> Iterable[Episode]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        yield from (json.loads(line) for line in f if line.strip())
+
+
+def table(runs: list[tuple[str, Path]], kind: Callable[[Episode], str | None], kinds: tuple[str, ...]) -> str:
+    """A markdown table: one row per run, one column per kind, plus the number of questions looked at."""
+    lines = [f"| model | questions | {' | '.join(kinds)} |", "| --- " * (len(kinds) + 2) + "|"]
+    for name, path in runs:
+        counts = Counter(k for k in map(kind, read(path)) if k is not None)
+        lines.append(f"| {name} | {sum(counts.values())} | {' | '.join(str(counts[k]) for k in kinds)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("task", choices=("deepsearch", "arithmetic"))
+    parser.add_argument("runs", nargs="+", help="NAME=trajectories.jsonl[.gz]")
+    args = parser.parse_args(argv)
+    runs = []
+    for spec in args.runs:
+        name, sep, path = spec.partition("=")
+        runs.append((name, Path(path)) if sep else (Path(spec).name, Path(spec)))
+    if args.task == "deepsearch":
+        print(table(runs, deepsearch_kind, DEEPSEARCH))
+    else:
+        print(table(runs, arithmetic_kind, ARITHMETIC))
+
+
+if __name__ == "__main__":
+    main()
