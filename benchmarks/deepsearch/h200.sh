@@ -89,7 +89,8 @@ with open("/tmp/eval-sets.jsonl", "w") as out:
         out.write(json.dumps({**row, "cell": f"{row['split']}/{row.get('hops', '-')}"}) + "\n")
 PY
     mkdir -p /tmp/split
-    head -n 1000 examples/deepsearch/data/train.jsonl > /tmp/split/sft.jsonl
+    # SFT_ROWS (1000): the train questions SFT demonstrates; fewer leave GRPO more of the skill to learn
+    head -n "${SFT_ROWS:-1000}" examples/deepsearch/data/train.jsonl > /tmp/split/sft.jsonl
     # GRPO's pool: POOL_FILE, by default data/pool.jsonl (build_data.py --pool: 418 two-hop questions of
     # 1,000, against ~175 in train's second half, where select found only 46 mixed two-hop ones on 2026-12-01)
     pool_file=${POOL_FILE:-examples/deepsearch/data/pool.jsonl}
