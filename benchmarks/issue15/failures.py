@@ -19,12 +19,9 @@ expression no story of whole things gives), or a wrong expression.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from swift_rlfactory.retrieval.format import parse_hits  # noqa: E402
+from swift_rlfactory.rewards.rules import extract_answer  # noqa: E402
+from swift_rlfactory.rollout.log import read_trajectories  # noqa: E402
 
 Episode = dict[str, Any]
 
@@ -56,11 +55,9 @@ ARITHMETIC = (
 
 def final_answer(episode: Episode) -> str | None:
     """The last ``<answer>`` the model wrote, stripped; ``None`` when it wrote none."""
-    text = " ".join(
-        m["content"] for m in episode["messages"] if m["role"] == "assistant" and m.get("content")
+    return extract_answer(
+        " ".join(m["content"] for m in episode["messages"] if m["role"] == "assistant" and m.get("content"))
     )
-    answers = re.findall(r"<answer>(.*?)</answer>", text, re.S)
-    return answers[-1].strip() if answers else None
 
 
 def deepsearch_kind(episode: Episode) -> str | None:
@@ -110,17 +107,11 @@ def arithmetic_kind(episode: Episode) -> str | None:
     return "non-integer result" if not last.is_integer() else "wrong expression"
 
 
-def read(path: Path) -> Iterable[Episode]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        yield from (json.loads(line) for line in f if line.strip())
-
-
 def table(runs: list[tuple[str, Path]], kind: Callable[[Episode], str | None], kinds: tuple[str, ...]) -> str:
     """A markdown table: one row per run, one column per kind, plus the number of questions looked at."""
     lines = [f"| model | questions | {' | '.join(kinds)} |", "| --- " * (len(kinds) + 2) + "|"]
     for name, path in runs:
-        counts = Counter(k for k in map(kind, read(path)) if k is not None)
+        counts = Counter(k for k in map(kind, read_trajectories(path)) if k is not None)
         lines.append(f"| {name} | {sum(counts.values())} | {' | '.join(str(counts[k]) for k in kinds)} |")
     return "\n".join(lines)
 

@@ -7,6 +7,7 @@ without interleaving inside a line.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import time
@@ -46,6 +47,8 @@ def append_lines(path: Path, text: str) -> None:
 
 
 def read_trajectories(path: str | Path) -> list[dict]:
-    """Every line of a trajectory log, parsed."""
-    with open(path) as f:
+    """Every line of a trajectory log, parsed; a ``.gz`` log (as the GPU benchmarks return them) is read
+    through gzip."""
+    opener = gzip.open if Path(path).suffix == ".gz" else open
+    with opener(path, "rt") as f:
         return [json.loads(line) for line in f if line.strip()]
