@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import re
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -125,7 +127,7 @@ def test_mix_splits_have_24_balanced_families_answered_by_the_tool():
 def test_no_question_is_shared_between_any_two_splits():
     splits = {
         name: [r["messages"][0]["content"] for r in rows(name)]
-        for name in ("train", "heldout", "ood", "train_mix", "heldout_mix")
+        for name in ("train", "heldout", "ood", "train_mix", "heldout_mix", "heldout_chain")
     }
     for name, questions in splits.items():
         assert len(set(questions)) == len(questions), name
@@ -158,7 +160,127 @@ def test_build_data_reproduces_the_committed_files(tmp_path):
     """Re-running the generator (without the reasoning-gym OOD split) writes every other file byte for byte."""
     builder = load_builder()
     builder.main(["--out", str(tmp_path), "--ood", "0"])
-    for name in ("train", "heldout", "train_mix", "heldout_mix"):
+    for name in ("train", "heldout", "train_mix", "heldout_mix", "heldout_chain", "train_chain"):
         assert (tmp_path / f"{name}.jsonl").read_bytes() == (HERE / "data" / f"{name}.jsonl").read_bytes(), (
             name
         )
+
+
+# A reader of the chain families' sentences, written apart from build_data.py: it solves a story from its
+# text alone, so a generator whose expression says something other than its sentences fails here.
+_COUNT = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
+_K = r"(twice|three times|four times|\d+ times)"
+_PART = {"half": 2, "a third": 3, "a quarter": 4}
+_WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                 "nine": 9, "ten": 10}  # fmt: skip
+
+
+def _n(text: str) -> int:
+    return int(text) if text.isdigit() else _WORD_NUMBERS[text]
+
+
+def _k(text: str) -> int:
+    return {"twice": 2, "three times": 3, "four times": 4}.get(text) or int(text.split()[0])
+
+
+def _unknown(values: dict[str, float], x: str, y: str, times: float = 1, plus: float = 0) -> None:
+    """``x = y * times + plus``: solved for ``x`` when ``y`` is known, else for ``y``; one new amount each."""
+    if y in values and x not in values:
+        values[x] = values[y] * times + plus
+    elif x in values and y not in values:
+        values[y] = (values[x] - plus) / times
+    else:
+        raise AssertionError(f"a relation between {x} and {y} gives no new amount")
+
+
+def solve_chain(question: str) -> float:
+    """The answer of a ``chain`` or ``prices`` story, from its sentences."""
+    name = r"(?:[Aa]n? )?([A-Z]?[a-z]+)"
+    verb = r"(?:has|costs)"
+    values: dict[str, float] = {}
+    order: list[str] = []
+    asked = bill = basket = basket_bought = None
+    for sentence in re.split(r"(?<=[.?]) ", question):
+        s = sentence.rstrip(".?")
+        if re.search(r"years old|cousins|degrees outside|floor|opened|minutes", s):
+            continue  # the distractors: a number the answer does not use
+        if m := re.fullmatch(rf"{name} {verb} (\d+) [a-z]+", s):
+            values[m[1].lower()] = int(m[2])
+        elif m := re.fullmatch(rf"{name} {verb} {_K} as (?:much|many [a-z]+) as {name}", s):
+            _unknown(values, m[1].lower(), m[3].lower(), times=_k(m[2]))
+        elif m := re.fullmatch(
+            rf"{name} {verb} (half|a third|a quarter) as (?:much|many [a-z]+) as {name}", s
+        ):
+            _unknown(values, m[1].lower(), m[3].lower(), times=Fraction(1, _PART[m[2]]))
+        elif m := re.fullmatch(rf"{name} {verb} (\d+) [a-z]+ (more|fewer|less) than {name}", s):
+            _unknown(values, m[1].lower(), m[4].lower(), plus=int(m[2]) if m[3] == "more" else -int(m[2]))
+        elif m := re.fullmatch(rf"{name} {verb} as (?:much|many [a-z]+) as {name} and {name} together", s):
+            values[m[1].lower()] = values[m[2].lower()] + values[m[3].lower()]
+        elif m := re.fullmatch(r"[A-Z][a-z]+ buys (.+) and pays with (\d+) dollars", s):
+            basket_bought, bill = m[1], int(m[2])
+        elif s.startswith(("How ", "What ")):
+            asked = s
+        else:
+            raise AssertionError(f"unread sentence: {s!r}")
+        for key in values:
+            if key not in order:
+                order.append(key)
+    assert asked, question
+    if bill is not None:
+        assert re.fullmatch(r"How many dollars of change does [A-Z][a-z]+ get", asked), asked
+        basket = basket_bought
+    elif m := re.fullmatch(r"How many dollars does [A-Z][a-z]+ pay for (.+)", asked):
+        basket = m[1]
+    if bill is not None or basket:
+        cost = 0
+        for count, item in re.findall(rf"{_COUNT} ([a-z]+)", basket):
+            key = next(
+                k for k in values if item in (k, k + "s", k + "es") or (k, item) == ("scarf", "scarves")
+            )
+            cost += _n(count) * values[key]
+        return bill - cost if bill is not None else cost
+    if m := re.fullmatch(r"How many more [a-z]+ does ([A-Z][a-z]+) have than ([A-Z][a-z]+)", asked):
+        return values[m[1].lower()] - values[m[2].lower()]
+    if m := re.fullmatch(r"How many [a-z]+ do ([A-Z][a-z]+) and ([A-Z][a-z]+) have together", asked):
+        return values[m[1].lower()] + values[m[2].lower()]
+    if m := re.fullmatch(r"How many [a-z]+ does ([A-Z][a-z]+) have", asked):
+        return values[m[1].lower()]
+    assert re.search(r"altogether|in all|total number", asked), asked
+    return sum(values[k] for k in order)
+
+
+def test_chain_stories_are_solved_from_their_text_alone():
+    """Every committed chain row: a reader that never sees the expression gets the committed answer."""
+    chain_rows = [
+        r for r in rows("heldout_chain") + rows("train_chain") if r["family"] in ("chain", "prices")
+    ]
+    assert len(chain_rows) == 100 + 666
+    for row in chain_rows:
+        question = row["messages"][0]["content"]
+        assert solve_chain(question) == int(row["solution"]), question
+        assert row["solution"] == calculate(row["expression"])
+
+
+def test_chain_splits_mix_a_third_of_chains_into_train_mix():
+    train_chain, heldout_chain = rows("train_chain"), rows("heldout_chain")
+    assert (len(train_chain), len(heldout_chain)) == (2000, 100)
+    assert Counter(r["family"] for r in heldout_chain) == {"chain": 50, "prices": 50}
+    counts = Counter(r["family"] for r in train_chain)
+    assert counts["chain"] == counts["prices"] == 333
+    mix = {r["messages"][0]["content"] for r in rows("train_mix")}
+    others = [r for r in train_chain if r["family"] not in ("chain", "prices")]
+    assert len(others) == 2000 - 666 and all(r["messages"][0]["content"] in mix for r in others)
+    # chains are not one template: depth, the kind of question, the relations and reversed relations vary
+    chains = [r for r in train_chain + heldout_chain if r["family"] in ("chain", "prices")]
+    assert {r["steps"] for r in chains} >= {2, 3, 4, 5, 6}
+    texts = [r["messages"][0]["content"] for r in chains]
+    for phrase in (
+        "altogether",
+        "together?",
+        "How many more",
+        "change",
+        "as much as",
+        "fewer than",
+        "half as",
+    ):
+        assert sum(phrase in t for t in texts) >= 10, phrase

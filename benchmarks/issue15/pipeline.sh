@@ -140,7 +140,8 @@ deepsearch() {
 
 arithmetic() {
   # AR_TRAIN_DATA: the training file (default the 24-family mix; data/train.jsonl is the 8-template set of
-  # 2026-12-01's run). Every arithmetic phase must see the same one: it names the run and evals folders.
+  # 2026-12-01's run, data/train_chain.jsonl the mix with a third of chains). Every arithmetic phase must
+  # see the same one: it names the run and evals folders.
   local -x TRAIN_DATA=${AR_TRAIN_DATA:-examples/arithmetic/data/train_mix.jsonl}
   local -x DYNAMIC_SAMPLE=$AR_DYNAMIC STRIDE=$AR_STRIDE  # the run's folders carry DYNAMIC_SAMPLE too
   EVAL_UTIL=0.1 phase ar-eval-base $AR eval-base "$R/ar"

@@ -7,11 +7,12 @@
 #     bash benchmarks/rl_from_base/h200.sh eval-base|train|eval-checkpoints|curve  OUT_DIR
 #
 # TRAIN_DATA (default data/train.jsonl, the eight one-pattern templates) is train.sh's DATASET;
-# data/train_mix.jsonl is the 24-family mix of varied phrasings (build_data.py says why). Each
+# data/train_mix.jsonl is the 24-family mix of varied phrasings, data/train_chain.jsonl the mix with a
+# third of chains of derived quantities (build_data.py says why). Each
 # ENV_FILE x TRAIN_DATA pair has its own run and evals folders, so two runs never share checkpoints.
 # DYNAMIC_SAMPLE=1 (train.sh: regenerate the groups whose samples all scored alike) is a run of its own too.
 #
-#   eval-base         base model, greedy, 300 held-out + 200 OOD + 300 held-out mix    ~2.5 min
+#   eval-base         base model, greedy, 300 held-out + 200 OOD + 300 mix + 100 chains  ~2.5 min
 #   train             GRPO up to STEPS (200), checkpoint every 25 steps; stops itself
 #                     at TRAIN_TIMEOUT (540 s) - run it again to resume                  ~9 min a call, 2 calls
 #   eval-checkpoints  every STRIDE-th (50) saved checkpoint not scored yet, greedy,
@@ -31,9 +32,10 @@ source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's sta
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
 # One eval set, one engine start-up: the 300 held-out problems (our templates, never trained on), the
 # OOD problems (data/ood.jsonl: GSM-Symbolic word problems, phrased unlike any template, never trained on)
-# and the 300 held-out problems of the mix (data/heldout_mix.jsonl: its 16 new families), `split` naming each.
+# the 300 held-out problems of the mix (data/heldout_mix.jsonl: its 16 new families) and the 100 held-out
+# chains (data/heldout_chain.jsonl: stories of derived quantities), `split` naming each.
 EVAL_SET=/tmp/arith-eval-set.jsonl
-extra=(); for f in ood heldout_mix; do
+extra=(); for f in ood heldout_mix heldout_chain; do
   [ -f "examples/arithmetic/data/$f.jsonl" ] && extra+=("examples/arithmetic/data/$f.jsonl"); done
 python3 examples/deepsearch/eval_sets.py "$EVAL_SET.$$" examples/arithmetic/data/heldout.jsonl "${extra[@]}" > /dev/null
 mv "$EVAL_SET.$$" "$EVAL_SET"  # atomic: phases running side by side never read a half-written file

@@ -54,6 +54,26 @@ had. Both come from their own random streams, after the other splits (which stay
 share no question text with any split. GSM-Symbolic stays out of every training split; it is the one
 test of translation that no generator here resembles.
 
+**Chains: stories whose answer needs every step.** After GRPO on the mix, most GSM-Symbolic misses are one
+step of a multi-step story answered at once (benchmarks/issue15/results/2026-12-01c): the mix's stories have
+2-4 operations, each sentence adding one. Two more families (``CHAIN_FAMILIES``) are built as chains of
+derived quantities, with random structure rather than a template:
+
+- ``chain``: three to five people; the first has a number of things and each next one's amount is said
+  through amounts already given: k times as many, m more or fewer, half / a third / a quarter as many, as
+  many as two others together, or the other way round ("Omar has 5 more than Mia" with Omar known, so Mia is
+  a difference; "Omar has twice as many as Mia", a quotient). The question asks the total of all, of two,
+  a difference, or the last person's amount;
+- ``prices``: two to four items whose prices are given the same way, then a basket of several of each:
+  what it costs, or the change from a bill.
+
+Nothing in them was taken from GSM-Symbolic's questions: the relations are the ones the mix already had
+("k times as many", "m fewer than") composed to any depth, so a policy that answers with the last relation it
+read is wrong. ``data/train_chain.jsonl`` (2000 rows: a third chains, the rest train_mix's first rows, in a
+shuffled order) trains with them; ``data/heldout_chain.jsonl`` (100 rows, the two chain families) scores
+them. ``tests/test_rl_from_base.py`` solves every chain story from its text alone, with a reader of its own,
+and checks the committed answer.
+
 ``data/ood.jsonl`` (200 rows, committed) is the out-of-distribution split, never trained on: GSM8K-style
 grade-school word problems from ``reasoning_gym``'s ``gsm_symbolic`` dataset (the GSM-Symbolic templates,
 written independently of this file, with fixed seed 0), phrased unlike the families above and often needing
@@ -64,7 +84,8 @@ answer) and the rest of the text is verbatim. Its rows have ``family: "gsm_symbo
 heldout should hold here too: report the two side by side. It needs ``pip install reasoning-gym==0.1.25``
 (only for ``--ood``; ``--ood 0`` skips it)::
 
-    python examples/arithmetic/build_data.py  # train, heldout, ood, heldout_mix, train_mix (.jsonl in data/)
+    python examples/arithmetic/build_data.py  # train, heldout, ood, heldout_mix, train_mix, heldout_chain,
+                                              # train_chain (.jsonl in data/)
 """
 
 from __future__ import annotations
@@ -703,6 +724,124 @@ MIX_FAMILIES: dict[str, Callable[[random.Random], Problem]] = {
 }
 
 
+# --- Chains: every sentence derives a quantity from earlier ones, the question combines several ----------
+
+THINGS = ["stickers", "marbles", "coins", "books", "stamps", "shells", "cards", "beads"]
+ITEMS = {"notebook": "notebooks", "pen": "pens", "backpack": "backpacks", "ruler": "rulers", "lamp": "lamps",
+         "mug": "mugs", "scarf": "scarves", "kite": "kites", "puzzle": "puzzles", "torch": "torches"}  # fmt: skip
+Known = dict[str, tuple[str, int]]  # name -> (expression, value) of each amount the story has given so far
+
+
+def _group(expression: str) -> str:
+    """``expression`` as one operand: a bare number stays bare, anything else gets parentheses."""
+    return expression if expression.isdigit() else f"({expression})"
+
+
+def _relation(
+    r: random.Random, subject: str, known: Known, say: Callable[[str], str], verb: str, unit: str
+) -> tuple[str, str, int]:
+    """One sentence that gives ``subject``'s amount through amounts already known: (sentence, expression, value).
+
+    The relations: k times as many, m more, m fewer, a part (half, a third, a quarter), as many as two known
+    amounts together, and the first two said the other way round ("Omar has 5 more than Mia" or "Omar has
+    twice as many as Mia" with Omar known and Mia new: a difference or a quotient). ``say`` turns a name
+    into its noun phrase ("Mia", "a mug"), ``verb`` is "has" or "costs", ``unit`` "stickers" or "dollars".
+    """
+    ref = r.choice(list(known))
+    e, v = known[ref]
+    new, old = say(subject), say(ref)
+    k, m = r.randint(2, 4), r.randint(3, max(3, min(40, v - 1)))
+    many = (
+        "much" if verb == "costs" else f"many {unit}"
+    )  # "costs twice as much as", "has twice as many coins as"
+    fewer = "less" if verb == "costs" else "fewer"
+    options = [
+        (f"{new} {verb} {_times(r, k)} as {many} as {old}.", f"{_group(e)} * {k}", v * k),
+        (f"{new} {verb} {m} {unit} more than {old}.", f"{_group(e)} + {m}", v + m),
+    ]
+    if v > m:
+        options.append((f"{new} {verb} {m} {unit} {fewer} than {old}.", f"{_group(e)} - {m}", v - m))
+        options.append((f"{old} {verb} {m} {unit} more than {new}.", f"{_group(e)} - {m}", v - m))
+    for d, part in PARTS.items():
+        if d < 5 and v % d == 0 and v // d > 1:
+            options.append((f"{new} {verb} {part} as {many} as {old}.", f"{_group(e)} / {d}", v // d))
+            options.append((f"{old} {verb} {_times(r, d)} as {many} as {new}.", f"{_group(e)} / {d}", v // d))
+    if len(known) >= 2:
+        a, b = r.sample(list(known), 2)
+        (ea, va), (eb, vb) = known[a], known[b]
+        options.append(
+            (
+                f"{new} {verb} as {many} as {say(a)} and {say(b)} together.",
+                f"{_group(ea)} + {_group(eb)}",
+                va + vb,
+            )
+        )
+    sentence, expression, value = r.choice(options)
+    return sentence[0].upper() + sentence[1:], expression, value
+
+
+def _chain(r: random.Random) -> Problem:
+    """Three to five people, each amount derived from earlier ones; the question adds, compares or follows."""
+    thing, people = r.choice(THINGS), r.sample(NAMES, r.randint(3, 5))
+    x = r.randint(12, 150)
+    known: Known = {people[0]: (str(x), x)}
+    facts = [f"{people[0]} has {x} {thing}."]
+    for person in people[1:]:
+        sentence, e, v = _relation(r, person, known, str, "has", thing)
+        known[person] = (e, v)
+        facts.append(sentence)
+    a, b = sorted(r.sample(people, 2), key=lambda p: known[p][1], reverse=True)
+    match r.randrange(4):
+        case 0:
+            question = r.choice([
+                f"How many {thing} do they have altogether?",
+                f"How many {thing} do the {_num(r, len(people))} friends have in all?",
+                f"What is the total number of {thing} the friends have?",
+            ])  # fmt: skip
+            expression = " + ".join(_group(e) for e, _ in known.values())
+        case 1:
+            question = f"How many {thing} do {a} and {b} have together?"
+            expression = f"{_group(known[a][0])} + {_group(known[b][0])}"
+        case 2 if known[a][1] > known[b][1]:
+            question = f"How many more {thing} does {a} have than {b}?"
+            expression = f"{_group(known[a][0])} - {_group(known[b][0])}"
+        case _:
+            question = f"How many {thing} does {people[-1]} have?"
+            expression = known[people[-1]][0]
+    if r.random() < 0.25:  # the question first, then the facts
+        return f"{question} {' '.join(facts)}", expression
+    return _story(r, facts, question, people[0]), expression
+
+
+def _prices(r: random.Random) -> Problem:
+    """Prices given through one another, then a basket of several of each: its cost or the change."""
+    items = r.sample(list(ITEMS), r.randint(2, 4))
+    x = r.randint(3, 60)
+    known: Known = {items[0]: (str(x), x)}
+    facts = [f"A {items[0]} costs {x} dollars."]
+    for item in items[1:]:
+        sentence, e, v = _relation(r, item, known, lambda i: f"a {i}", "costs", "dollars")
+        known[item] = (e, v)
+        facts.append(sentence)
+    name = r.choice(NAMES)
+    counts = {item: r.randint(1, 6) for item in r.sample(items, r.randint(2, len(items)))}
+    basket = " and ".join(
+        f"{_num(r, n)} {ITEMS[i] if n > 1 else i}" if n > 1 else f"one {i}" for i, n in counts.items()
+    )
+    cost = " + ".join(
+        f"{_group(known[i][0])} * {n}" if n > 1 else _group(known[i][0]) for i, n in counts.items()
+    )
+    if r.random() < 0.5:
+        return _story(r, facts, f"How many dollars does {name} pay for {basket}?", name), cost
+    total = sum(known[i][1] * n for i, n in counts.items())
+    bill = next(b for b in (20, 50, 100, 200, 500, 1000, 5000, 10000, 100000) if b >= total)
+    facts.append(f"{name} buys {basket} and pays with {bill} dollars.")
+    return _story(r, facts, f"How many dollars of change does {name} get?", name), f"{bill} - ({cost})"
+
+
+CHAIN_FAMILIES: dict[str, Callable[[random.Random], Problem]] = {"chain": _chain, "prices": _prices}
+
+
 def evaluate(expression: str) -> int:
     """The value of an expression as the environment's own ``calculate`` tool returns it.
 
@@ -803,6 +942,16 @@ def main(argv: list[str] | None = None) -> None:
     splits["train_mix"] = build_split(
         args.train, f"{args.seed}:train_mix", exclude=taken, families=FAMILIES | MIX_FAMILIES
     )
+    # The chains, last again: a third of train_chain's rows, the rest train_mix's first rows.
+    taken |= {r["messages"][0]["content"] for r in splits["train_mix"]}
+    splits["heldout_chain"] = build_split(
+        args.heldout // 3, f"{args.seed}:heldout_chain", exclude=taken, families=CHAIN_FAMILIES
+    )
+    taken |= {r["messages"][0]["content"] for r in splits["heldout_chain"]}
+    chains = build_split(args.train // 3, f"{args.seed}:train_chain", exclude=taken, families=CHAIN_FAMILIES)
+    train_chain = chains + splits["train_mix"][: args.train - len(chains)]
+    random.Random(f"{args.seed}:train_chain:order").shuffle(train_chain)
+    splits["train_chain"] = train_chain
     for name, rows in splits.items():
         write_jsonl(rows, args.out / f"{name}.jsonl")
         families = Counter(r["family"] for r in rows)
