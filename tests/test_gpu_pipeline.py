@@ -22,14 +22,14 @@ STUB = r"""#!/usr/bin/env bash
 # stub of benchmarks/*/h200.sh: PHASE OUT [MODE]; records each call as one JSON line
 track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
-import json, os, sys
+import json, os, sys, time
 calls, track, phase, *rest = sys.argv[1:]
 keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS")
 with open(calls, "a") as out:
-    out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], **{k: os.environ.get(k) for k in keys}}) + "\n")
+    out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], "t": time.time(), **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
 case "$track:$1" in
-  ds:train) mkdir -p "$RUNS/${RUN_NAME:-ds}"/v0/checkpoint-{20,40}; sleep 1 ;;
+  ds:train) mkdir -p "$RUNS/${RUN_NAME:-ds}"/v0/checkpoint-{20,40}; sleep "${STUB_TRAIN_S:-1}" ;;
   ds:credit-train) mkdir -p "$RUNS"/ds-credit-turn/v0/checkpoint-20; sleep 1 ;;  # cut short by its time limit
   ar:train) sleep 1 ;;
 esac
@@ -109,6 +109,23 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
     trajectory = next(c for c in calls if c["phase"] == "credit-eval" and c["args"] == ["trajectory"])
     assert trajectory["CHECKPOINT"] == str(tmp_path / "runs" / "ds" / "v0" / "checkpoint-20")
     assert all(c["GPU_UTIL"] for c in calls if c["track"] == "ds" and "eval" in c["phase"])
+
+
+@pytest.mark.timeout(120)
+def test_validation_beside_training_leaves_the_scoring_its_reserve(tmp_path):
+    """2026-12-01d: validation beside training had no budget, ran 300 s past the end of training, and the
+    test evaluation started 26 s before DEADLINE. Each call beside training now ends SCORE_RESERVE early."""
+    calls = run_pipeline(tmp_path, STUB_TRAIN_S="3", VALIDATE_EVERY="0", TRACKS="deepsearch")
+    trained = next(c["t"] for c in calls if c["phase"] == "train" and c["RUN_NAME"] is None) + 3
+    beside = [c for c in calls if c["phase"] == "validate" and c["t"] < trained]
+    assert len(beside) >= 4 and {c["RUN_NAME"] for c in beside} == {None, "ds-lr"}
+    assert all(0 < int(c["EVAL_BUDGET"]) <= 1440 - 330 for c in beside)
+    # no reserve left: nothing is validated beside training, and the arms are still validated and scored
+    (tmp_path / "late").mkdir()
+    calls = run_pipeline(tmp_path / "late", STUB_TRAIN_S="3", VALIDATE_EVERY="0", SCORE_RESERVE="1500")
+    validations = [c for c in calls if c["phase"] == "validate"]
+    assert sorted(c["RUN_NAME"] or "" for c in validations) == ["", "ds-lr"]
+    assert sorted(c["RUN_NAME"] or "" for c in calls if c["phase"] == "eval-trained") == ["", "ds-lr"]
 
 
 @pytest.mark.timeout(120)

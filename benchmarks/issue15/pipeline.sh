@@ -36,6 +36,8 @@
 # 40 on and three quarters of arithmetic's). AR_STRIDE (50): the arithmetic checkpoints scored.
 # DS_SFT_ROWS (1000): h200.sh's SFT_ROWS, the train questions the SFT demonstrations come from: a lighter
 # warm start (e.g. 200) leaves the single-hop skill GRPO did learn on 2026-12-01c (cloze, entity type) to GRPO.
+# SCORE_RESERVE (330 s): when the ds arm's training stops before DEADLINE, and when validation beside
+# training (every VALIDATE_EVERY, 30 s) stops starting checkpoints, so the evaluation on test is never cut.
 # Each phase's output goes to R/<phase>.out and its start, end, exit status and seconds to R/phases.tsv;
 # R/gpu.csv samples GPU memory every 10 s; the h200.sh scripts write their logs, eval-*.json and
 # trajectories-*.jsonl.gz into R/ds and R/ar. A failed phase is retried once while time allows (the
@@ -84,9 +86,17 @@ train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); 
    printf '%s,%s\n' "$(elapsed)" "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ')"
  done >> "$R/gpu.csv") & monitor=$!
 
+# Validation beside training stops starting checkpoints once fewer than SCORE_RESERVE seconds are left: the
+# time the ds arm's training leaves for what follows it (validate_and_score: the last checkpoints, then the
+# evaluation on test, holdout and OOD). On 2026-12-01d it had no limit, went on with both arms' last
+# checkpoints for 300 s after training, and eval-trained started 26 s before DEADLINE: no test numbers.
+SCORE_RESERVE=${SCORE_RESERVE:-330} VALIDATE_EVERY=${VALIDATE_EVERY:-30}
 validate_arms() {  # every trajectory-credit GRPO run on the validation split (h200.sh validate)
+  local -x EVAL_BUDGET=$(( $(left) - SCORE_RESERVE ))  # h200.sh validate starts no checkpoint past it
+  [ "$EVAL_BUDGET" -gt 0 ] || return 0
   $DS validate "$R/ds"
-  [ -z "$DS_LR2" ] || RUN_NAME=ds-lr $DS validate "$R/ds"
+  EVAL_BUDGET=$(( $(left) - SCORE_RESERVE ))
+  [ -z "$DS_LR2" ] || [ "$EVAL_BUDGET" -le 0 ] || RUN_NAME=ds-lr $DS validate "$R/ds"
 }
 
 # After training, each trajectory-credit arm (RUN_NAME: empty for ds, else ds-lr) scores the checkpoints
@@ -118,7 +128,7 @@ deepsearch() {
   local trainers=()
   local -x DYNAMIC_SAMPLE=$DS_DYNAMIC  # the GRPO arms' train.sh (the SFT above ran without it)
   ( [ -z "$DS_LR" ] || export LR=$DS_LR
-    MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout 330)" \
+    MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout "$SCORE_RESERVE")" \
       phase ds-train $DS train "$R/ds" ) & trainers+=($!)
   if [ -n "$DS_CREDIT" ]; then
     sleep "$STAGGER"
@@ -130,7 +140,7 @@ deepsearch() {
     MASTER_PORT=29515 RUN_NAME=ds-lr LR=$DS_LR2 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS \
       TRAIN_TIMEOUT="$(train_timeout 300)" phase ds-train-lr $DS train "$R/ds" & trainers+=($!)
   fi
-  GPU_UTIL=0.08 EVAL_BUDGET=100000 beside "${trainers[0]}" 30 validate_arms >> "$R/ds-validate.out" 2>&1
+  GPU_UTIL=0.08 beside "${trainers[0]}" "$VALIDATE_EVERY" validate_arms >> "$R/ds-validate.out" 2>&1
   wait "${trainers[@]}"
   [ -z "$DS_CREDIT" ] || credit_evals &
   validate_and_score "" &
