@@ -3,13 +3,16 @@
 The phases themselves need an H200; what runs here is everything around them: the order of the phases,
 which of them share the GPU, the knobs each one gets, the retry after a failure and the choice of the
 checkpoints the credit comparison scores. Both bugs of the first GPU run live here: the arithmetic
-``ENV_FILE`` reached the DeepSearch phases, and the trainers shared one MASTER_PORT.
+``ENV_FILE`` reached the DeepSearch phases, and the trainers shared one MASTER_PORT. At the end,
+``benchmarks/deepsearch/h200.sh``'s own choice of the model to score (validate, eval-trained) runs around a
+stub of the evaluation.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -227,3 +230,77 @@ def test_vllm_start_begins_a_log_quietly_and_still_retries_the_race(tmp_path):
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert "trying once more" in log.read_text() and log.read_text().endswith("ok\n")
+
+
+# benchmarks/deepsearch/h200.sh's validate and eval-trained phases, for real, around a stub eval.sh: the
+# script keeps its runs in /tmp (it is the GPU machine's layout), so it runs in bubblewrap with a /tmp of its
+# own. The stub scores each model by the EM its name is given in STUB_EM and logs every call.
+STUB_EVAL = r"""#!/usr/bin/env bash
+set -euo pipefail
+mkdir -p "$1"
+key=$(basename "${ADAPTERS:-sft}")
+python3 - "$1" "$key" <<'PY'
+import json, os, sys
+out, key = sys.argv[1:]
+em = dict(p.split("=") for p in os.environ["STUB_EM"].split(","))[key]
+cell = {"questions": 1, "em": float(em), "tool_calls": 1.0}
+json.dump({"em": float(em), "tool_calls": 1.0, "by_hops": {"1": cell}, "by_family": {"f": cell}},
+          open(f"{out}/metrics.json", "w"))
+open(f"{out}/trajectories.jsonl", "w").close()
+with open(os.environ["EVAL_CALLS"], "a") as calls:
+    calls.write(json.dumps({"adapters": os.environ.get("ADAPTERS", ""), "dataset": os.environ["DATASET"]}) + "\n")
+PY
+"""
+
+
+def run_h200(root: Path, phase: str, **env: str) -> subprocess.CompletedProcess:
+    """``bash benchmarks/deepsearch/h200.sh PHASE /work/out`` in the fake repository ``root``, /tmp private."""
+    script = (
+        "mkdir -p /tmp/ds/v0/checkpoint-20 /tmp/ds/v0/checkpoint-40 /tmp/ds-lr/v0/checkpoint-20 && "
+        "touch /tmp/device_env.sh /tmp/ds/v0/checkpoint-{20,40}/trainer_state.json "
+        "/tmp/ds-lr/v0/checkpoint-20/trainer_state.json && "
+        f"for p in {' '.join(phase.split(';'))}; do RUN_NAME=${{p%%:*}} bash benchmarks/deepsearch/h200.sh ${{p#*:}} /work/out "
+        "|| exit $?; done"
+    )  # fmt: skip
+    return subprocess.run(
+        ["bwrap", "--dev-bind", "/", "/", "--tmpfs", "/tmp", "--bind", str(root), "/work", "--chdir", "/work",
+         "bash", "-c", script],
+        env={"PYTHONPATH": "", **os.environ, "EVAL_CALLS": "/work/calls.jsonl", **env}, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def fake_repo(tmp_path: Path) -> Path:
+    for path in ("benchmarks/deepsearch/h200.sh", "benchmarks/vllm_start.sh"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text((ROOT / path).read_text())
+    (tmp_path / "examples" / "deepsearch" / "data").mkdir(parents=True)
+    (tmp_path / "examples" / "deepsearch" / "eval.sh").write_text(STUB_EVAL)
+    (tmp_path / "examples" / "deepsearch" / "data" / "val.jsonl").write_text("")
+    return tmp_path
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)")
+@pytest.mark.parametrize(
+    ("scores", "chosen"),
+    [
+        ("sft=0.70,checkpoint-20=0.72,checkpoint-40=0.69", "/tmp/ds/v0/checkpoint-20"),
+        ("sft=0.70,checkpoint-20=0.70,checkpoint-40=0.65", "sft"),  # no checkpoint beats the SFT model
+    ],
+)
+def test_validation_starts_at_the_sft_model_and_may_keep_it(fake_repo, scores, chosen):
+    done = run_h200(fake_repo, "ds:validate;ds-lr:validate;ds:eval-trained", STUB_EM=scores)
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = [json.loads(line) for line in (fake_repo / "calls.jsonl").read_text().splitlines()]
+    validation = json.loads((fake_repo / "out" / "validation.json").read_text())
+    assert [s["step"] for s in validation["scores"]] == [0, 20, 40]
+    assert validation["scores"][0]["em"] == 0.70 and validation["best"]["checkpoint"] == chosen
+    # the SFT model is scored on validation once, for both runs; then the chosen model on the eval set
+    val_calls = [c for c in calls if c["dataset"].endswith("val.jsonl")]
+    assert sorted(c["adapters"] for c in val_calls) == [
+        "", "/tmp/ds-lr/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-40",
+    ]  # fmt: skip
+    [final] = [c for c in calls if c["dataset"] == "/tmp/eval-sets.jsonl"]
+    assert final["adapters"] == ("" if chosen == "sft" else chosen)
+    assert (fake_repo / "out" / "checkpoint.txt").read_text().strip() == chosen

@@ -13,9 +13,11 @@
 #   train          GRPO from the SFT model (ENV_FILE: env_grpo.yaml = env_budget.yaml + the per-turn
 #                  search_hit reward, trajectory credit; BETA: 0.04, saves every 20 steps); stops at
 #                  TRAIN_TIMEOUT (540 s) - run it again to resume                                     ~9 min a call
-#   validate       every saved checkpoint not scored yet on data/val.jsonl (greedy) until
-#                  EVAL_BUDGET (480 s); writes the best one's path (best EM, earliest on ties)         ~1.5 min a checkpoint
-#   eval-trained   the best checkpoint on validation (else the last) on the eval set                  ~3 min
+#   validate       the SFT model (step 0) and every saved checkpoint not scored yet on data/val.jsonl
+#                  (greedy) until EVAL_BUDGET (480 s); writes the best one's path, or "sft" when no
+#                  checkpoint beats the SFT model (best EM, earliest on ties)                          ~1.5 min a checkpoint
+#   eval-trained   the best checkpoint on validation (else the last; the SFT model when it was
+#                  "sft") on the eval set                                                              ~3 min
 #   (train, validate and eval-trained act on the run RUN_NAME, default ds: see below)
 #   credit-train MODE / credit-eval MODE (MODE = trajectory | turn): item 4 of issue 15, the same data,
 #                  seed and steps from the SFT model with env_grpo.yaml's `credit:` set to MODE; the
@@ -117,17 +119,25 @@ PY
     python3 -c "import json,collections; r=[json.loads(l) for l in open('/tmp/split/grpo.jsonl')]; print(collections.Counter((x['hops'], x['family']) for x in r))" \
       | tee -a "$out/select.log" ;;
   train) train_grpo "$RUN" "${ENV_FILE:-examples/deepsearch/env_grpo.yaml}" ;;
-  validate)  # score saved checkpoints on the validation split; the best one's path -> /tmp/<name>-best.txt
+  validate)  # score the SFT model and saved checkpoints on the validation split; the best -> /tmp/<name>-best.txt
+    # Step 0 is the SFT model itself: the curve starts where GRPO did (2026-12-01d could not say what GRPO
+    # gained on validation), and a run whose checkpoints never beat it is scored as the SFT model. It is
+    # scored once for all runs (/tmp/eval-val-sft.json): every arm starts from the same SFT model.
     mkdir -p "$VAL"; start=$(date +%s)
-    for ckpt in $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
-      step=${ckpt##*-}
+    for ckpt in sft $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
+      step=${ckpt##*-}; [ "$ckpt" = sft ] && step=0
       [ -f "$VAL/step-$step.json" ] && continue
-      [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (validate runs beside train)
+      [ "$ckpt" = sft ] || [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (validate runs beside train)
       [ $(( $(date +%s) - start )) -lt "${EVAL_BUDGET:-480}" ] || { echo "budget spent: run validate again"; break; }
-      MODEL=/tmp/qwen05-sft ADAPTERS=$ckpt DATASET=examples/deepsearch/data/val.jsonl GROUP_BY="hops family" \
-        vllm_start "$out/validate$sfx.log" bash examples/deepsearch/eval.sh "/tmp/eval-val-$name-$step"
+      metrics=/tmp/eval-val-$name-$step/metrics.json
+      if [ "$ckpt" = sft ] && [ -f /tmp/eval-val-sft.json ]; then metrics=/tmp/eval-val-sft.json  # another run's
+      else
+        MODEL=/tmp/qwen05-sft ADAPTERS=$([ "$ckpt" = sft ] || echo "$ckpt") DATASET=examples/deepsearch/data/val.jsonl \
+          GROUP_BY="hops family" vllm_start "$out/validate$sfx.log" bash examples/deepsearch/eval.sh "/tmp/eval-val-$name-$step"
+        [ "$ckpt" = sft ] && cp "$metrics" /tmp/eval-val-sft.json
+      fi
       python3 -c "import json,sys; m=json.load(open(sys.argv[1])); json.dump({'step': int(sys.argv[2]), 'checkpoint': sys.argv[3], 'em': m['em'], 'tool_calls': m['tool_calls'], 'by_hops': m['by_hops'], 'by_family': m['by_family']}, open(sys.argv[4], 'w'))" \
-        "/tmp/eval-val-$name-$step/metrics.json" "$step" "$ckpt" "$VAL/step-$step.json"
+        "$metrics" "$step" "$ckpt" "$VAL/step-$step.json"
     done
     python3 - "$out" "$VAL" "$RUN-best.txt" "validation$sfx.json" <<'PY'  # the best: highest val EM, earliest on ties
 import json, pathlib, sys
@@ -142,10 +152,10 @@ pathlib.Path(best_file).write_text(best["checkpoint"] + "\n")
 (pathlib.Path(out) / report).write_text(json.dumps({"best": best, "scores": scores}, indent=1))
 PY
     ;;
-  eval-trained)  # the checkpoint validation chose; the last one when validate has not run
+  eval-trained)  # the checkpoint validation chose ("sft": none beat the SFT model); the last one when validate has not run
     ckpt=$(cat "$RUN-best.txt" 2>/dev/null || last_checkpoint "$RUN")
     echo "$ckpt" > "$out/checkpoint$sfx.txt"
-    evaluate "trained$sfx" /tmp/qwen05-sft "$ckpt" ;;
+    evaluate "trained$sfx" /tmp/qwen05-sft "$([ "$ckpt" = sft ] || echo "$ckpt")" ;;
   credit-train|credit-eval)  # MODE in $3: trajectory or turn; same data (grpo.jsonl), seed 42 and STEPS
     mode=${3:?credit mode: trajectory or turn}
     run=/tmp/ds-credit-$mode; env_file=/tmp/env-credit-$mode.yaml
