@@ -263,6 +263,9 @@ def test_chain_stories_are_solved_from_their_text_alone():
 
 def test_chain_splits_mix_a_third_of_chains_into_train_mix():
     train_chain, heldout_chain = rows("train_chain"), rows("heldout_chain")
+    # the question is the last sentence (qa_row adds "?" to a text that does not end with one)
+    assert all(r["messages"][0]["content"].endswith("?") for r in train_chain + heldout_chain)
+    assert not [r for r in train_chain + heldout_chain if ".?" in r["messages"][0]["content"]]
     assert (len(train_chain), len(heldout_chain)) == (2000, 100)
     assert Counter(r["family"] for r in heldout_chain) == {"chain": 50, "prices": 50}
     counts = Counter(r["family"] for r in train_chain)

@@ -808,8 +808,6 @@ def _chain(r: random.Random) -> Problem:
         case _:
             question = f"How many {thing} does {people[-1]} have?"
             expression = known[people[-1]][0]
-    if r.random() < 0.25:  # the question first, then the facts
-        return f"{question} {' '.join(facts)}", expression
     return _story(r, facts, question, people[0]), expression
 
 
