@@ -201,3 +201,38 @@ def test_search_hit_credits_the_first_search_turn_that_brings_back_the_answers_a
         assert turns(env, [hit, hit]) == ([1.0, 0.0, 0.0], pytest.approx(1 / 3))  # finding it again: nothing
         assert turns(env, [miss]) == ([0.0, 0.0], 0.0)
         assert turns(env, []) == ([0.0], 0.0)
+
+
+def test_a_lighter_warm_start_keeps_every_two_hop_demonstration():
+    train = split("train")[:1000]
+    rows = build_sft.warm_start_rows(train, 150)
+    assert [r for r in rows if r["hops"] == 2] == [r for r in train if r["hops"] == 2]  # all 185, in order
+    assert [r for r in rows if r["hops"] == 1] == [r for r in train if r["hops"] == 1][:150]
+    assert [train.index(r) for r in rows] == sorted(train.index(r) for r in rows)  # the file's order
+    assert build_sft.warm_start_rows(train, None) == train
+
+
+@pytest.mark.timeout(120)
+def test_sft_sh_passes_single_hop_to_the_demonstrations(tmp_path: Path):
+    """sft.sh's SINGLE_HOP reaches build_sft.py; swift itself is stubbed (SWIFT), the demonstrations are real."""
+    train = split("train")
+    rows = [r for r in train if r["hops"] == 1][:3] + [r for r in train if r["hops"] == 2][:2]
+    dataset = tmp_path / "rows.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "v0" / "checkpoint-1").mkdir(parents=True)
+    for step in ("sft", "export"):  # $SWIFT.sft and $SWIFT.export
+        (tmp_path / f"swift.{step}").write_text("#!/bin/sh\nexit 0\n")
+        (tmp_path / f"swift.{step}").chmod(0o755)
+    done = subprocess.run(
+        ["bash", "examples/deepsearch/sft.sh"], cwd=ROOT, capture_output=True, text=True, timeout=110,
+        env={**os.environ, "MODEL": "m", "DATASET": str(dataset), "OUTPUT": str(tmp_path), "SINGLE_HOP": "1",
+             "SWIFT": str(tmp_path / "swift")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    demonstrated = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    questions = [m["content"] for d in demonstrated for m in d["messages"] if m["role"] == "user"]
+    assert (
+        rows[1]["messages"][0]["content"] not in questions
+        and rows[2]["messages"][0]["content"] not in questions
+    )
+    assert "/5 questions kept" not in done.stdout and "/3 questions kept" in done.stdout

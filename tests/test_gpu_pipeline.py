@@ -27,7 +27,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys, time
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], "t": time.time(), **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -94,6 +94,7 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
     }
     assert all(c["TRAIN_DATA"] is None for c in calls if c["track"] == "ds")
     assert [c["SFT_ROWS"] for c in calls if c["phase"] == "prepare"] == ["1000"]  # the recipe as run
+    assert not [c for c in calls if c["SINGLE_HOP"]]  # every single-hop question demonstrated
     arms = [c for c in calls if c["phase"] in ("train", "credit-train") and c["track"] == "ds"]
     assert {c["STEPS"] for c in arms} == {"80"} and all(c["VLLM_UTIL"] for c in arms)
     # three arms: ds, ds-lr (a higher learning rate, validated and scored on its own) and the turn arm
@@ -142,9 +143,11 @@ def test_tracks_and_arms_can_be_left_out_to_give_the_rest_the_gpu(tmp_path):
         DS_LR2="1e-4",
         DS_RECHECK="0.3",
         DS_SFT_ROWS="200",
+        DS_SFT_SINGLE="150",
     )
     assert {c["track"] for c in calls} == {"ds"}  # no arithmetic phase at all
     assert {c["phase"]: c["RECHECK"] for c in calls if c["RECHECK"]} == {"sft": "0.3"}  # the SFT data only
+    assert {c["phase"]: c["SINGLE_HOP"] for c in calls if c["SINGLE_HOP"]} == {"sft": "150"}
     assert {c["phase"]: c["SFT_ROWS"] for c in calls if c["SFT_ROWS"]} == {
         "prepare": "200"
     }  # where it is cut

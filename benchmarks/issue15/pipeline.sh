@@ -34,8 +34,10 @@
 # DS_DYNAMIC and AR_DYNAMIC (0): 1 gives that track's GRPO runs train.sh's DYNAMIC_SAMPLE (groups whose
 # samples all scored alike are regenerated: on 2026-12-01b they were half of DeepSearch's groups from step
 # 40 on and three quarters of arithmetic's). AR_STRIDE (50): the arithmetic checkpoints scored.
-# DS_SFT_ROWS (1000): h200.sh's SFT_ROWS, the train questions the SFT demonstrations come from: a lighter
-# warm start (e.g. 200) leaves the single-hop skill GRPO did learn on 2026-12-01c (cloze, entity type) to GRPO.
+# DS_SFT_ROWS (1000): h200.sh's SFT_ROWS, the train questions the SFT demonstrations come from (200 on
+# 2026-12-01d: that SFT model never searched twice, nor did GRPO teach it to). DS_SFT_SINGLE (empty: all):
+# sft.sh's SINGLE_HOP, of those questions demonstrate only the first N single-hop ones and every two-hop one,
+# so the warm start teaches the two-search protocol in full and leaves single-hop queries to GRPO.
 # SCORE_RESERVE (330 s): when the ds arm's training stops before DEADLINE, and when validation beside
 # training (every VALIDATE_EVERY, 30 s) stops starting checkpoints, so the evaluation on test is never cut.
 # Each phase's output goes to R/<phase>.out and its start, end, exit status and seconds to R/phases.tsv;
@@ -54,6 +56,7 @@ mkdir -p "$R/ds" "$R/ar"
 T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic} DS_STEPS=${DS_STEPS:-80}
 DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} DS_RECHECK=${DS_RECHECK:-0} STAGGER=${STAGGER:-40}
 DS_DYNAMIC=${DS_DYNAMIC:-0} AR_DYNAMIC=${AR_DYNAMIC:-0} AR_STRIDE=${AR_STRIDE:-50} DS_SFT_ROWS=${DS_SFT_ROWS:-1000}
+DS_SFT_SINGLE=${DS_SFT_SINGLE:-}
 RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
@@ -118,7 +121,7 @@ credit_evals() {  # both credit arms at the DS_CREDIT arm's last step: the same 
 
 deepsearch() {
   SFT_ROWS=$DS_SFT_ROWS phase ds-prepare $DS prepare "$R/ds" || return
-  RECHECK=$DS_RECHECK MASTER_PORT=29514 MICRO_BATCH=8 GRAD_ACC=2 phase ds-sft $DS sft "$R/ds" || return
+  RECHECK=$DS_RECHECK SINGLE_HOP=$DS_SFT_SINGLE MASTER_PORT=29514 MICRO_BATCH=8 GRAD_ACC=2 phase ds-sft $DS sft "$R/ds" || return
   GPU_UTIL=0.1 phase ds-eval-sft $DS eval-sft "$R/ds" &
   sleep "$STAGGER"  # vLLM start-ups one after another: each measures the GPU's free memory while it starts
   GPU_UTIL=0.1 phase ds-select $DS select "$R/ds" || return

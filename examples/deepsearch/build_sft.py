@@ -160,6 +160,21 @@ def _two_hop_parts(row: dict[str, Any], question: str) -> dict[str, str] | None:
     return match.groupdict() if match else None
 
 
+def warm_start_rows(rows: list[dict[str, Any]], single_hop: int | None = None) -> list[dict[str, Any]]:
+    """The rows to demonstrate: every two-hop row, and the first ``single_hop`` single-hop ones (all: None).
+
+    A warm start must teach the protocol, and two searches are a protocol GRPO does not find by itself
+    (2026-12-01d: an SFT model shown 38 two-hop episodes never searched twice, nor did it after 100 GRPO
+    steps). Which query finds an article is a skill GRPO does learn from single-hop rewards, so fewer
+    single-hop demonstrations leave more of it to GRPO without losing the protocol.
+    """
+    if single_hop is None:
+        return rows
+    singles = [i for i, row in enumerate(rows) if row.get("hops") != 2][:single_hop]
+    keep = set(singles)
+    return [row for i, row in enumerate(rows) if row.get("hops") == 2 or i in keep]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Write one SFT row per train question whose scripted episode retrieved the answer."""
     parser = argparse.ArgumentParser(
@@ -169,6 +184,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dataset", type=Path, default=HERE / "data" / "train.jsonl")
     parser.add_argument("--template", default="qwen2_5", help="ms-swift template of the model to train")
     parser.add_argument("--limit", type=int, help="use only the first N questions")
+    parser.add_argument(
+        "--single-hop", type=int, metavar="N",
+        help="of those, demonstrate only the first N single-hop questions (every two-hop one is kept)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
         "--recheck", type=float, default=0.0,
@@ -178,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     template = template_by_name(args.template)
-    rows = load_rows(args.dataset, args.limit)
+    rows = warm_start_rows(load_rows(args.dataset, args.limit), args.single_hop)
     kept = searches = 0
     with Environment.load(args.env) as env:
         system = with_system_prompt([], template, env.system_prompt, env.tool_schemas())

@@ -14,8 +14,10 @@ DATASET=${DATASET:-examples/deepsearch/data/train.jsonl}
 SWIFT=${SWIFT:-"python3 -m swift.cli"}
 
 # RECHECK (0-1, default 0): the share of two-hop demonstrations that search a wrong name first (build_sft.py)
+# SINGLE_HOP (default: all): demonstrate only the first N single-hop questions, every two-hop one
+single=(); [ -n "${SINGLE_HOP:-}" ] && single=(--single-hop "$SINGLE_HOP")
 python3 examples/deepsearch/build_sft.py --dataset "$DATASET" --template "$TEMPLATE" --out "$OUTPUT/sft.jsonl" \
-  --recheck "${RECHECK:-0}"
+  --recheck "${RECHECK:-0}" "${single[@]}"
 $SWIFT.sft --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" --check_model false \
   --dataset "$OUTPUT/sft.jsonl" \
   --tuner_type lora --lora_rank 32 --lora_alpha 64 --target_modules all-linear \
