@@ -72,7 +72,9 @@ Nothing in them was taken from GSM-Symbolic's questions: the relations are the o
 read is wrong. ``data/train_chain.jsonl`` (2000 rows: a third chains, the rest train_mix's first rows, in a
 shuffled order) trains with them; ``data/heldout_chain.jsonl`` (100 rows, the two chain families) scores
 them. ``tests/test_rl_from_base.py`` solves every chain story from its text alone, with a reader of its own,
-and checks the committed answer.
+and checks the committed answer. They turned out too deep for GRPO from base: the base model solves 1 of the
+100 held-out chains, so their groups carry no reward signal, and after 100 steps it solved 3
+(benchmarks/issue15/results/2026-12-01d).
 
 ``data/ood.jsonl`` (200 rows, committed) is the out-of-distribution split, never trained on: GSM8K-style
 grade-school word problems from ``reasoning_gym``'s ``gsm_symbolic`` dataset (the GSM-Symbolic templates,
@@ -751,9 +753,8 @@ def _relation(
     e, v = known[ref]
     new, old = say(subject), say(ref)
     k, m = r.randint(2, 4), r.randint(3, max(3, min(40, v - 1)))
-    many = (
-        "much" if verb == "costs" else f"many {unit}"
-    )  # "costs twice as much as", "has twice as many coins as"
+    # "costs twice as much as", "has twice as many coins as"
+    many = "much" if verb == "costs" else f"many {unit}"
     fewer = "less" if verb == "costs" else "fewer"
     options = [
         (f"{new} {verb} {_times(r, k)} as {many} as {old}.", f"{_group(e)} * {k}", v * k),
@@ -823,9 +824,7 @@ def _prices(r: random.Random) -> Problem:
         facts.append(sentence)
     name = r.choice(NAMES)
     counts = {item: r.randint(1, 6) for item in r.sample(items, r.randint(2, len(items)))}
-    basket = " and ".join(
-        f"{_num(r, n)} {ITEMS[i] if n > 1 else i}" if n > 1 else f"one {i}" for i, n in counts.items()
-    )
+    basket = " and ".join(f"{_num(r, n)} {ITEMS[i]}" if n > 1 else f"one {i}" for i, n in counts.items())
     cost = " + ".join(
         f"{_group(known[i][0])} * {n}" if n > 1 else _group(known[i][0]) for i, n in counts.items()
     )
