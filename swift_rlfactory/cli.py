@@ -164,7 +164,7 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from .eval.command import EvalOptions, run_eval
+    from .eval.command import EvalOptions, run_eval, run_evals
 
     try:
         extra_body = json.loads(args.extra_body) if args.extra_body else None
@@ -176,7 +176,7 @@ def _eval(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         output=args.output,
         model=args.model,
-        adapters=args.adapters,
+        adapters=args.adapters[0] if args.adapters and len(args.adapters) == 1 else None,
         model_type=args.model_type,
         template=args.template,
         engine=args.engine,
@@ -199,6 +199,8 @@ def _eval(args: argparse.Namespace) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization,
         tensor_parallel_size=args.tensor_parallel_size,
     )
+    if args.adapters and len(args.adapters) > 1:
+        return run_evals(options, args.adapters, console)
     return run_eval(options, console)
 
 
@@ -222,7 +224,13 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     )
     local = ev.add_argument_group("a local model (ms-swift inference engine)")
     local.add_argument("--model", help="a model folder, a hub id, or a bundled name (as `train` takes)")
-    local.add_argument("--adapters", help="LoRA checkpoint folder (e.g. output/run/v0-.../checkpoint-100)")
+    local.add_argument(
+        "--adapters",
+        nargs="+",
+        metavar="FOLDER",
+        help="LoRA checkpoint folder (e.g. output/run/v0-.../checkpoint-100); several: one engine scores "
+        "each into OUTPUT/<folder name>/",
+    )
     local.add_argument("--model-type", help="ms-swift --model_type")
     local.add_argument("--template", help="ms-swift --template (with --base-url: its system-prompt rules)")
     local.add_argument("--engine", choices=["transformers", "vllm"], help="default: vllm if torch sees a GPU")

@@ -158,6 +158,66 @@ def test_eval_resumes_without_rerunning_finished_episodes(local_runs: dict[str, 
     print(f"two local eval runs: {local_runs['seconds']:.1f} s")
 
 
+@pytest.fixture(scope="module")
+def two_checkpoints(agent_model: Path, tmp_path_factory) -> list[Path]:
+    """Two LoRA checkpoints of the agent model: one that changes nothing (B = 0), one of random weights."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    work = tmp_path_factory.mktemp("checkpoints")
+    folders = []
+    for name, init in (("checkpoint-10", True), ("checkpoint-20", False)):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_pretrained(agent_model)
+        config = LoraConfig(r=8, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=init)
+        get_peft_model(model, config).save_pretrained(work / name)
+        folders.append(work / name)
+    return folders
+
+
+@pytest.mark.timeout(300)
+def test_several_checkpoints_share_one_engine_and_score_as_each_alone(
+    agent_model: Path, two_checkpoints: list[Path], tmp_path: Path
+):
+    """``--adapters A B``: one engine, each checkpoint's episodes exactly those of a run of its own."""
+    dataset = write_dataset(tmp_path / "q.jsonl", AGENT_PAIRS[:2])
+    common = [
+        "--env", str(AGENT_ENV), "--model", str(agent_model), "--model-type", "qwen3", "--template", "qwen3",
+        "--engine", "transformers", "--dataset", str(dataset), "--max-tokens", "48", "--concurrency", "4",
+    ]  # fmt: skip
+    both = eval_cli(*common, "--output", str(tmp_path / "both"), "--adapters", *map(str, two_checkpoints))
+    assert both.returncode == 0, (both.stdout + both.stderr)[-4000:]
+    assert both.stderr.count("Loading model from") == 1  # one engine for both checkpoints
+    alone = eval_cli(*common, "--output", str(tmp_path / "alone"), "--adapters", str(two_checkpoints[1]))
+    base = eval_cli(*common, "--output", str(tmp_path / "base"))
+    assert alone.returncode == base.returncode == 0, (alone.stderr + base.stderr)[-4000:]
+
+    def episodes(folder: Path) -> list[list[dict]]:
+        return [
+            r["messages"]
+            for r in sorted(read_trajectories(folder / "trajectories.jsonl"), key=lambda r: r["index"])
+        ]
+
+    assert episodes(tmp_path / "both" / "checkpoint-20") == episodes(tmp_path / "alone")
+    assert episodes(tmp_path / "both" / "checkpoint-10") == episodes(tmp_path / "base")  # B = 0: the base
+    assert episodes(tmp_path / "both" / "checkpoint-20") != episodes(tmp_path / "base")  # the switch is real
+    for checkpoint in two_checkpoints:
+        metrics = json.loads((tmp_path / "both" / checkpoint.name / "metrics.json").read_text())
+        assert metrics["config"]["adapters"] == str(checkpoint.resolve()) and metrics["questions"] == 2
+
+
+def test_several_checkpoints_need_distinct_folder_names(tmp_path: Path):
+    for run in ("a", "b"):
+        (tmp_path / run / "checkpoint-10").mkdir(parents=True)
+    done = eval_cli(
+        "--env", str(AGENT_ENV), "--model", "x", "--dataset", str(write_dataset(tmp_path / "q.jsonl", [(1, 2)])),
+        "--output", str(tmp_path / "out"), "--adapters", str(tmp_path / "a" / "checkpoint-10"),
+        str(tmp_path / "b" / "checkpoint-10"),
+    )  # fmt: skip
+    assert done.returncode == 2 and "two folders share a name" in done.stderr + done.stdout
+
+
 def test_local_prompts_match_training_token_for_token(agent_model: Path):
     """Every turn's prompt is the training rollout's: history assistant turns go back as sampled ids.
 

@@ -240,18 +240,23 @@ def test_vllm_start_begins_a_log_quietly_and_still_retries_the_race(tmp_path):
 # own. The stub scores each model by the EM its name is given in STUB_EM and logs every call.
 STUB_EVAL = r"""#!/usr/bin/env bash
 set -euo pipefail
-mkdir -p "$1"
-key=$(basename "${ADAPTERS:-sft}")
-python3 - "$1" "$key" <<'PY'
+python3 - "$1" <<'PY'
 import json, os, sys
-out, key = sys.argv[1:]
-em = dict(p.split("=") for p in os.environ["STUB_EM"].split(","))[key]
-cell = {"questions": 1, "em": float(em), "tool_calls": 1.0}
-json.dump({"em": float(em), "tool_calls": 1.0, "by_hops": {"1": cell}, "by_family": {"f": cell}},
-          open(f"{out}/metrics.json", "w"))
-open(f"{out}/trajectories.jsonl", "w").close()
+from pathlib import Path
+out = Path(sys.argv[1])
+adapters = os.environ.get("ADAPTERS", "").split()
 with open(os.environ["EVAL_CALLS"], "a") as calls:
     calls.write(json.dumps({"adapters": os.environ.get("ADAPTERS", ""), "dataset": os.environ["DATASET"]}) + "\n")
+if len(adapters) > 1 and os.environ.get("STUB_FAIL_MANY"):
+    sys.exit("the engine would not take several adapters")
+scores = dict(p.split("=") for p in os.environ["STUB_EM"].split(","))
+for adapter in adapters if len(adapters) > 1 else [adapters[0] if adapters else ""]:
+    folder = out / Path(adapter).name if len(adapters) > 1 else out  # eval --adapters A B: OUT/<name>/
+    folder.mkdir(parents=True, exist_ok=True)
+    em = float(scores[Path(adapter).name if adapter else "sft"])
+    cell = {"questions": 1, "em": em, "tool_calls": 1.0}
+    (folder / "metrics.json").write_text(json.dumps({"em": em, "tool_calls": 1.0, "by_hops": {"1": cell}, "by_family": {"f": cell}}))
+    (folder / "trajectories.jsonl").write_text("")
 PY
 """
 
@@ -286,24 +291,30 @@ def fake_repo(tmp_path: Path) -> Path:
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)")
 @pytest.mark.parametrize(
-    ("scores", "chosen"),
+    ("scores", "chosen", "fail_many"),
     [
-        ("sft=0.70,checkpoint-20=0.72,checkpoint-40=0.69", "/tmp/ds/v0/checkpoint-20"),
-        ("sft=0.70,checkpoint-20=0.70,checkpoint-40=0.65", "sft"),  # no checkpoint beats the SFT model
+        ("sft=0.70,checkpoint-20=0.72,checkpoint-40=0.69", "/tmp/ds/v0/checkpoint-20", ""),
+        ("sft=0.70,checkpoint-20=0.70,checkpoint-40=0.65", "sft", ""),  # no checkpoint beats the SFT model
+        ("sft=0.70,checkpoint-20=0.72,checkpoint-40=0.69", "/tmp/ds/v0/checkpoint-20", "1"),  # one by one
     ],
 )
-def test_validation_starts_at_the_sft_model_and_may_keep_it(fake_repo, scores, chosen):
-    done = run_h200(fake_repo, "ds:validate;ds-lr:validate;ds:eval-trained", STUB_EM=scores)
+def test_validation_starts_at_the_sft_model_and_may_keep_it(fake_repo, scores, chosen, fail_many):
+    done = run_h200(
+        fake_repo, "ds:validate;ds-lr:validate;ds:eval-trained", STUB_EM=scores, STUB_FAIL_MANY=fail_many
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     calls = [json.loads(line) for line in (fake_repo / "calls.jsonl").read_text().splitlines()]
     validation = json.loads((fake_repo / "out" / "validation.json").read_text())
     assert [s["step"] for s in validation["scores"]] == [0, 20, 40]
     assert validation["scores"][0]["em"] == 0.70 and validation["best"]["checkpoint"] == chosen
-    # the SFT model is scored on validation once, for both runs; then the chosen model on the eval set
+    # the SFT model is scored on validation once, for both runs, and a run's new checkpoints through one
+    # engine (one by one when that fails); then the chosen model on the eval set
     val_calls = [c for c in calls if c["dataset"].endswith("val.jsonl")]
-    assert sorted(c["adapters"] for c in val_calls) == [
-        "", "/tmp/ds-lr/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-40",
-    ]  # fmt: skip
+    alone = ["/tmp/ds/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-40"] if fail_many else []
+    assert sorted(c["adapters"] for c in val_calls) == sorted([
+        "", "/tmp/ds-lr/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-20 /tmp/ds/v0/checkpoint-40", *alone,
+    ])  # fmt: skip
+    assert ("scoring them one by one" in done.stdout) == bool(fail_many)
     [final] = [c for c in calls if c["dataset"] == "/tmp/eval-sets.jsonl"]
     assert final["adapters"] == ("" if chosen == "sft" else chosen)
     assert (fake_repo / "out" / "checkpoint.txt").read_text().strip() == chosen

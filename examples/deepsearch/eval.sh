@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Evaluate a model (optionally with a LoRA adapter) on the DeepSearch test split. From the repository root:
 #   MODEL=/path/to/model [ADAPTERS=output/deepsearch/v0-.../checkpoint-120] bash examples/deepsearch/eval.sh OUT_DIR
+#   (ADAPTERS="A B ...": several checkpoints through one engine, each scored into OUT_DIR/<folder name>/)
 #   BASE_URL=http://host:8000/v1 SERVED_MODEL=name [API_KEY=...] bash examples/deepsearch/eval.sh OUT_DIR
 # Optional: EVAL_ENV (environment file), DATASET, SAMPLES, TEMPERATURE, LIMIT (first N questions), CONCURRENCY (episodes in flight),
 # GROUP_BY (columns, space-separated; default hops: single- vs two-hop scores; GROUP_BY= for data without
@@ -24,7 +25,8 @@ if [ -n "${BASE_URL:-}" ]; then
   [ -n "${API_KEY:-}" ] && args+=(--api-key "$API_KEY")
 else
   args=(--model "${MODEL:?set MODEL or BASE_URL}" --model-type "${MODEL_TYPE:-qwen2}" --engine "${ENGINE:-vllm}")
-  [ -n "${ADAPTERS:-}" ] && args+=(--adapters "$ADAPTERS")
+  # several folders, space-separated: one engine scores each into OUT_DIR/<folder name>/
+  [ -n "${ADAPTERS:-}" ] && read -ra adapters <<< "$ADAPTERS" && args+=(--adapters "${adapters[@]}")
 fi
 args+=(--env "${EVAL_ENV:-examples/deepsearch/env.yaml}" --template "${TEMPLATE:-qwen2_5}" --dataset "$DATASET"
        --output "$OUT" --samples "${SAMPLES:-1}" --temperature "${TEMPERATURE:-0}" --max-tokens 256

@@ -16,10 +16,11 @@ drives. The prompt is the one training rollouts see, token for token:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from swift.infer_engine import InferRequest, RequestConfig
+from swift.infer_engine import AdapterRequest, InferRequest, RequestConfig
 
 from ..rollout.episode import Generation, Messages
 from .swift_template import turn_end_id, with_system_prompt
@@ -37,8 +38,15 @@ class SwiftPolicy:
         max_length: context budget in tokens for :meth:`SwiftEpisode.fits`; default the engine's.
     """
 
-    def __init__(self, engine: Any, request_config: RequestConfig, max_length: int | None = None):
+    def __init__(
+        self,
+        engine: Any,
+        request_config: RequestConfig,
+        max_length: int | None = None,
+        adapter_request: AdapterRequest | None = None,
+    ):
         self.engine = engine
+        self.adapter_request = adapter_request  # None: the engine's own model (and its one adapter, if any)
         self.template = engine.template
         self.tokenizer = self.template.tokenizer
         request_config.return_details = True
@@ -56,7 +64,7 @@ class SwiftPolicy:
         engine: str = "transformers",
         model_type: str | None = None,
         template: str | None = None,
-        adapters: str | None = None,
+        adapters: str | Sequence[str] | None = None,
         temperature: float = 0.0,
         top_p: float | None = None,
         max_tokens: int = 512,
@@ -66,14 +74,20 @@ class SwiftPolicy:
         gpu_memory_utilization: float = 0.9,
         tensor_parallel_size: int = 1,
     ) -> SwiftPolicy:
-        """Load ``model`` (a folder or hub id) with an optional LoRA ``adapters`` folder in ``engine``."""
+        """Load ``model`` (a folder or hub id) in ``engine`` with an optional LoRA ``adapters`` folder.
+
+        Several folders make one engine that can serve each of them: the policy itself is the base model,
+        and :meth:`for_adapter` gives the policy of one folder (vLLM loads each as a LoRA request, the
+        transformers engine as a named PEFT adapter). Scoring checkpoints this way starts the engine once.
+        """
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
         if seed is not None:
             from swift.utils import seed_everything
 
             seed_everything(seed)
-        lora = [adapters] if adapters else None
+        folders = [adapters] if isinstance(adapters, str) else list(adapters or [])
+        lora = folders if len(folders) == 1 else None  # one: the engine's default; several: per request
         if engine == "vllm":
             from swift.infer_engine import VllmEngine
 
@@ -82,7 +96,9 @@ class SwiftPolicy:
                 model_type=model_type,
                 template_type=template,
                 adapters=lora,
-                max_lora_rank=max(16, _lora_rank(adapters)),
+                enable_lora=bool(folders),
+                max_loras=max(1, len(folders)),
+                max_lora_rank=max([16, *map(_lora_rank, folders)]),
                 use_async_engine=True,
                 max_model_len=max_length,
                 max_num_seqs=max(concurrency, 1),
@@ -94,15 +110,22 @@ class SwiftPolicy:
             from swift.infer_engine import TransformersEngine
 
             # Requests with equal sampling settings are batched; one batch holds every episode in flight.
+            # Except per-request adapters: ms-swift 4.6 gives PEFT one adapter name for a whole batch, which
+            # PEFT refuses for more than one input ("Length of `adapter_names` should be the same as the
+            # number of inputs"), so an engine serving several checkpoints answers one request at a time.
             infer_engine = TransformersEngine(
                 model,
                 model_type=model_type,
                 template_type=template,
                 adapters=lora,
-                max_batch_size=concurrency,
+                max_batch_size=concurrency if len(folders) < 2 else 1,
             )
         config = RequestConfig(max_tokens=max_tokens, temperature=temperature, top_p=top_p)
         return cls(infer_engine, config, max_length=max_length)
+
+    def for_adapter(self, folder: str) -> SwiftPolicy:
+        """The same engine answering with the LoRA checkpoint ``folder`` (an engine loaded with several)."""
+        return SwiftPolicy(self.engine, self.request_config, self.max_length, AdapterRequest(folder, folder))
 
     def render_prompt(
         self, messages: Messages, system_prompt: str | None, tools: list[dict] | None
@@ -144,7 +167,9 @@ class SwiftEpisode:
         """The next assistant turn of ``messages``."""
         policy = self.policy
         request = InferRequest(messages=[self._as_ids(m) for m in messages])
-        response = await policy.engine.infer_async(request, policy.request_config)
+        response = await policy.engine.infer_async(
+            request, policy.request_config, adapter_request=policy.adapter_request
+        )
         choice = response.choices[0]
         text = choice.message.content or ""
         ids = list(choice.token_ids or [])
@@ -164,10 +189,8 @@ class SwiftEpisode:
         return dict(message)
 
 
-def _lora_rank(adapters: str | None) -> int:
+def _lora_rank(adapters: str) -> int:
     """The LoRA rank in ``adapter_config.json`` (vLLM must be told the largest rank it will serve)."""
-    if not adapters:
-        return 0
     config = Path(adapters) / "adapter_config.json"
     try:
         return int(json.loads(config.read_text()).get("r", 0))
