@@ -36,6 +36,8 @@ class SwiftPolicy:
         request_config: sampling settings applied to every turn (``return_details`` is forced on: the
             sampled ids are what goes back into the history).
         max_length: context budget in tokens for :meth:`SwiftEpisode.fits`; default the engine's.
+        adapter_request: the LoRA checkpoint every turn is asked of (:meth:`for_adapter`); ``None``: the
+            engine's own model, with the one adapter it was loaded with, if any.
     """
 
     def __init__(
@@ -46,7 +48,7 @@ class SwiftPolicy:
         adapter_request: AdapterRequest | None = None,
     ):
         self.engine = engine
-        self.adapter_request = adapter_request  # None: the engine's own model (and its one adapter, if any)
+        self.adapter_request = adapter_request
         self.template = engine.template
         self.tokenizer = self.template.tokenizer
         request_config.return_details = True
