@@ -127,7 +127,8 @@ PY
     # start-up, most of a checkpoint's 65 s on 2026-12-01d (the episodes took 9 s), is paid once. If that
     # run fails, the loop below scores them one engine each, as before.
     mkdir -p "$VAL"; start=$(date +%s); batch=/tmp/eval-val-$name-batch-$start pending=()
-    for ckpt in $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
+    checkpoints=$(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V || true)
+    for ckpt in $checkpoints; do
       [ -f "$VAL/step-${ckpt##*-}.json" ] || [ ! -f "$ckpt/trainer_state.json" ] || pending+=("$ckpt")
     done
     if [ "${#pending[@]}" -gt 1 ]; then
@@ -135,7 +136,7 @@ PY
         vllm_start "$out/validate$sfx.log" bash examples/deepsearch/eval.sh "$batch" \
         || echo "one engine for ${#pending[@]} checkpoints failed (see validate$sfx.log): scoring them one by one"
     fi
-    for ckpt in sft $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
+    for ckpt in sft $checkpoints; do
       step=${ckpt##*-}; [ "$ckpt" = sft ] && step=0
       [ -f "$VAL/step-$step.json" ] && continue
       [ "$ckpt" = sft ] || [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (validate runs beside train)

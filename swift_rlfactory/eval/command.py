@@ -107,20 +107,22 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
     names = [Path(a).name for a in adapters]
     if len(set(names)) < len(names):
         raise ValueError(f"--adapters: two folders share a name ({', '.join(names)}); each names its output")
-    if options.base_url:
-        raise ValueError("--adapters and --engine apply to a local --model only")
     folders = [str(Path(a).expanduser().resolve()) for a in adapters]
     missing = [a for a in folders if not Path(a).is_dir()]
     if missing:
         raise ValueError(f"--adapters: no such folder {missing[0]}")
-    options.validate()
+    runs = [
+        replace(options, adapters=f, output=Path(options.output) / n)
+        for f, n in zip(folders, names, strict=True)
+    ]
+    for each in runs:  # before the engine loads: e.g. --base-url with --adapters
+        each.validate()
     model = choose_model(options.model) if options.model else None
-    engine = _policy(replace(options, adapters=None), model, console, adapters=folders)
+    engine = _policy(runs[0], model, console, adapters=folders)
     failed = 0
-    for folder, name in zip(folders, names, strict=True):
+    for each, name in zip(runs, names, strict=True):
         console.print(f"[bold]{escape(name)}[/bold]")
-        each = replace(options, adapters=folder, output=Path(options.output) / name)
-        failed |= run_eval(each, console, policy=engine.for_adapter(folder))
+        failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters))
     return failed
 
 
