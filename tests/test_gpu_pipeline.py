@@ -86,7 +86,7 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
     ]:
         assert order.index(earlier) < order.index(later), (earlier, later, order)
     # the base model's arithmetic evaluation runs beside training, not before it (155 s on 2026-12-01d)
-    started = {n: c["t"] for n, c in zip(order, calls)}
+    started = {n: c["t"] for n, c in zip(order, calls, strict=True)}
     assert started["ar:train"] - started["ar:eval-base"] < 3
     trainers = [c for c in calls if c["phase"] in ("train", "credit-train", "sft")]
     ports = [c["MASTER_PORT"] for c in trainers]
