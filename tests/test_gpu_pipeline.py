@@ -81,13 +81,13 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
         ("ds:select", "ds:train"),
         ("ds:train", "ds:eval-trained"),
         ("ds:credit-train", "ds:credit-eval"),
-        ("ar:eval-base", "ar:train"),
         ("ar:train", "ar:curve"),
+        ("ar:eval-base", "ar:curve"),
     ]:
         assert order.index(earlier) < order.index(later), (earlier, later, order)
     # the base model's arithmetic evaluation runs beside training, not before it (155 s on 2026-12-01d)
     started = {n: c["t"] for n, c in zip(order, calls, strict=True)}
-    assert started["ar:train"] - started["ar:eval-base"] < 3
+    assert abs(started["ar:train"] - started["ar:eval-base"]) < 3
     trainers = [c for c in calls if c["phase"] in ("train", "credit-train", "sft")]
     ports = [c["MASTER_PORT"] for c in trainers]
     assert None not in ports and len(set(ports)) == len(ports)  # one torch.distributed store each
