@@ -22,7 +22,7 @@
 #                             \-> eval-sft  |--> train RUN_NAME=ds-lr (LR=DS_LR2) + validate ----> eval-trained
 #                                           \--> credit-train turn ----------------------------------> credit-eval turn
 #                                                 credit-eval trajectory: train's checkpoint at the turn arm's last step
-#   arithmetic: train (200 steps) + eval-base and eval-checkpoints beside it -> the rest of the checkpoints
+#   arithmetic: eval-base -> train (200 steps) + eval-checkpoints beside it -> the rest of the checkpoints
 #
 # DEADLINE (s, default 1440) bounds the whole pipeline: the GRPO runs stop early (TRAIN_TIMEOUT) so that the
 # evaluations after them still fit. TRACKS ("deepsearch arithmetic"): which tracks run. DS_STEPS (80): GRPO
@@ -157,13 +157,13 @@ arithmetic() {
   # see the same one: it names the run and evals folders.
   local -x TRAIN_DATA=${AR_TRAIN_DATA:-examples/arithmetic/data/train_mix.jsonl}
   local -x DYNAMIC_SAMPLE=$AR_DYNAMIC STRIDE=$AR_STRIDE  # the run's folders carry DYNAMIC_SAMPLE too
-  # The base model's evaluation runs beside training rather than before it: on 2026-12-01d it took 155 s
-  # of the track's 1,400, and GSM-Symbolic was still rising at the last step scored (100 of 144).
-  EVAL_UTIL=0.1 phase ar-eval-base $AR eval-base "$R/ar" & local base=$!
-  sleep "$STAGGER"  # its vLLM measures the GPU's free memory before the trainer's starts
+  # The base model's evaluation comes first, and not beside training: on 2026-12-01e the trainer started
+  # beside it, during DeepSearch's SFT, and its colocated vLLM lost the start-up memory race twice ("No
+  # available memory for the cache blocks", then "Error in memory profiling": the SFT's memory moved while
+  # vLLM measured it). Its 155 s are about the SFT's, so running it first costs the trainer nothing.
+  EVAL_UTIL=0.1 phase ar-eval-base $AR eval-base "$R/ar"
   MASTER_PORT=29513 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 TRAIN_TIMEOUT="$(train_timeout 150)" phase ar-train $AR train "$R/ar" & local train=$!
   EVAL_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $AR eval-checkpoints "$R/ar" >> "$R/ar-evals.out" 2>&1
-  wait "$base"
   EVAL_UTIL=0.1 EVAL_BUDGET=$(( $(left) - 20 )) phase ar-eval-checkpoints $AR eval-checkpoints "$R/ar"
   phase ar-curve $AR curve "$R/ar"
 }
