@@ -27,7 +27,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys, time
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP", "BETA")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], "t": time.time(), **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -95,6 +95,7 @@ def test_pipeline_runs_each_track_in_order_with_its_own_knobs(tmp_path):
     assert all(c["TRAIN_DATA"] is None for c in calls if c["track"] == "ds")
     assert [c["SFT_ROWS"] for c in calls if c["phase"] == "prepare"] == ["1000"]  # the recipe as run
     assert not [c for c in calls if c["SINGLE_HOP"]]  # every single-hop question demonstrated
+    assert not [c for c in calls if c["BETA"]]  # h200.sh's own KL coefficient
     arms = [c for c in calls if c["phase"] in ("train", "credit-train") and c["track"] == "ds"]
     assert {c["STEPS"] for c in arms} == {"80"} and all(c["VLLM_UTIL"] for c in arms)
     # three arms: ds, ds-lr (a higher learning rate, validated and scored on its own) and the turn arm
@@ -159,8 +160,13 @@ def test_tracks_and_arms_can_be_left_out_to_give_the_rest_the_gpu(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_dynamic_sampling_reaches_the_grpo_runs_of_its_own_track_only(tmp_path):
-    calls = run_pipeline(tmp_path, DS_DYNAMIC="1", AR_STRIDE="25")
+def test_grpo_knobs_reach_the_runs_of_their_own_track_only(tmp_path):
+    calls = run_pipeline(tmp_path, DS_DYNAMIC="1", AR_STRIDE="25", DS_BETA="0.2")
+    # the KL coefficient: every DeepSearch GRPO arm, never arithmetic (its train.sh reads the same BETA)
+    assert {c["BETA"] for c in calls if c["phase"] in ("train", "credit-train") and c["track"] == "ds"} == {
+        "0.2"
+    }
+    assert {c["BETA"] for c in calls if c["track"] == "ar"} == {None}
     dynamic = {(c["track"], c["phase"], c["DYNAMIC_SAMPLE"]) for c in calls}
     assert {d for t, p, d in dynamic if t == "ds" and p in ("train", "credit-train")} == {"1"}
     assert {d for t, p, d in dynamic if t == "ds" and p in ("prepare", "sft")} == {None}  # SFT never samples

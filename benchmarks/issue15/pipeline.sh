@@ -38,6 +38,9 @@
 # 2026-12-01d: that SFT model never searched twice, nor did GRPO teach it to). DS_SFT_SINGLE (empty: all):
 # sft.sh's SINGLE_HOP, of those questions demonstrate only the first N single-hop ones and every two-hop one,
 # so the warm start teaches the two-search protocol in full and leaves single-hop queries to GRPO.
+# DS_BETA (empty: h200.sh's 0.04): the KL coefficient to the SFT policy of every DeepSearch GRPO arm, and of
+# none of arithmetic's (its train.sh reads the same BETA). On 2026-12-01e, at 0.04, the arm dropped the
+# second search within 6 steps, on two-hop questions too.
 # SCORE_RESERVE (330 s): when the ds arm's training stops before DEADLINE, and when validation beside
 # training (every VALIDATE_EVERY, 30 s) stops starting checkpoints, so the evaluation on test is never cut.
 # Each phase's output goes to R/<phase>.out and its start, end, exit status and seconds to R/phases.tsv;
@@ -56,7 +59,7 @@ mkdir -p "$R/ds" "$R/ar"
 T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic} DS_STEPS=${DS_STEPS:-80}
 DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} DS_RECHECK=${DS_RECHECK:-0} STAGGER=${STAGGER:-40}
 DS_DYNAMIC=${DS_DYNAMIC:-0} AR_DYNAMIC=${AR_DYNAMIC:-0} AR_STRIDE=${AR_STRIDE:-50} DS_SFT_ROWS=${DS_SFT_ROWS:-1000}
-DS_SFT_SINGLE=${DS_SFT_SINGLE:-}
+DS_SFT_SINGLE=${DS_SFT_SINGLE:-} DS_BETA=${DS_BETA:-}
 RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
@@ -130,6 +133,7 @@ deepsearch() {
   # ds-lr (ds at learning rate DS_LR2).
   local trainers=()
   local -x DYNAMIC_SAMPLE=$DS_DYNAMIC  # the GRPO arms' train.sh (the SFT above ran without it)
+  [ -z "$DS_BETA" ] || local -x BETA=$DS_BETA
   ( [ -z "$DS_LR" ] || export LR=$DS_LR
     MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout "$SCORE_RESERVE")" \
       phase ds-train $DS train "$R/ds" ) & trainers+=($!)
