@@ -46,6 +46,8 @@ _OFF_LOOP_CHARS = 16_384
 """Results longer than this are cut by the tokenizer in a worker thread, so other calls keep flowing."""
 _ERROR_CHARS = 4096
 """Longest ``ToolRecord.error`` kept (the observation is cut to the token budget as usual)."""
+RETRY_WAIT_MAX_S = 5.0
+"""Longest wait between two attempts of a call (exponential back-off from ``limits.retry_backoff_s``)."""
 
 
 @dataclass
@@ -242,7 +244,7 @@ class ToolExecutor:
                 async for attempt in AsyncRetrying(
                     retry=retry_if_exception_type(TransportError),
                     stop=stop_after_attempt(self.limits.retries),
-                    wait=wait_exponential(multiplier=self.limits.retry_backoff_s, max=5.0),
+                    wait=wait_exponential(multiplier=self.limits.retry_backoff_s, max=RETRY_WAIT_MAX_S),
                     reraise=True,
                 ):
                     with attempt:
@@ -262,6 +264,14 @@ class ToolExecutor:
     def _timeout(self, tool: Tool) -> float:
         own = getattr(tool, "timeout_s", None)
         return self.limits.call_timeout_s if own is None else own
+
+    def call_bound_s(self, name: str) -> float:
+        """The longest one call of tool ``name`` takes once it holds its slots: every attempt's timeout (the
+        tool's own, e.g. an MCP server's ``timeout``, else ``limits.call_timeout_s``) and the waits between
+        attempts. A watchdog above the executor must allow at least this much."""
+        tool = self.tools.get(name)
+        timeout = self.limits.call_timeout_s if tool is None else self._timeout(tool)
+        return (self.limits.retries + 1) * timeout + self.limits.retries * RETRY_WAIT_MAX_S
 
     async def _attempt(
         self, tool: Tool, arguments: dict[str, Any], record: ToolRecord, timeout: float

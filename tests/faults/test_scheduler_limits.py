@@ -122,3 +122,21 @@ def test_an_observation_that_overflows_the_context_budget_stops_the_trajectory(r
     assert len(huge["tool_calls"]) == 1  # the call ran; its observation is what did not fit
     assert len(template.tokenizer.encode(huge["tool_calls"][0]["observation"])) < 3072 - 400
     assert small["stop_reason"] == "answer" and small["turns"] == 2
+
+
+def test_a_servers_own_timeout_over_call_timeout_s_holds_for_the_turn_watchdog(run_state, template, tmp_path):
+    """An MCP server's ``timeout`` (here 10 s) outranks ``limits.call_timeout_s`` (0.5 s) in the executor;
+    the scheduler's watchdog (2 x 0.5 + 5 s if it counted only call_timeout_s) must allow it too."""
+    server = ENV_DIR.parent.parent / "servers" / "slow_server.py"
+    patient = tmp_path / "patient.yaml"
+    patient.write_text(
+        f"tools: {{mcp: {{mcpServers: {{slow: {{command: python, args: ['{server}'], timeout: 10}}}}}}}}\n"
+        "limits: {call_timeout_s: 0.5, retries: 0}\nreward: [{name: em}]\n"
+    )
+    requests = [request("patient", env=str(patient))]
+    scripts = {"patient": [call("sleep", seconds=6.5)]}
+    outputs = run_batch(scheduler(template), template, requests, scripts, max_turns=6)
+
+    out = info(outputs["patient"])
+    assert out["stop_reason"] == "answer", out.get("error")
+    assert [(c["observation"], c["error"]) for c in out["tool_calls"]] == [("slept", None)]
