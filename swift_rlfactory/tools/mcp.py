@@ -661,6 +661,6 @@ def _describe(exc: BaseException) -> str:
 
 def _endpoint(config: McpServerConfig) -> str:
     """The command line of a stdio server or the URL of a remote one, for (redacted) error messages."""
-    if config.command:
+    if config.command is not None:
         return shlex.join([config.command, *config.args])
     return f"{config.kind} {config.url}"

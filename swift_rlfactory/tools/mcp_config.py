@@ -13,7 +13,9 @@ What is accepted, and how it is read:
 * **Where the servers are**: ``mcpServers`` (Claude, Cursor, Windsurf, Cline, ...), ``servers`` (VS Code's
   ``mcp.json``), ``context_servers`` (Zed), ``mcp`` (opencode), or a list of ``{"name": ..., ...}``
   entries (Continue). Other top-level keys (``globalShortcut``, VS Code's ``inputs``, ...) are ignored with
-  a debug log. The file may be JSON with comments and trailing commas (VS Code, Zed) or YAML.
+  a debug log, unless they hold servers (``mcpServer:``, a server without the wrapper): that fails, naming
+  the key, rather than start a run with no tools. The file may be JSON with comments and trailing commas
+  (VS Code, Zed) or YAML.
 * **Kind**: ``command`` (a string, or opencode's list) starts a stdio server; ``url`` (or Windsurf's
   ``serverUrl``, Gemini CLI's ``httpUrl``) reaches a remote one. ``type`` / ``transport`` /
   ``transportType`` in any spelling (``stdio``, ``sse``, ``http``, ``streamable-http``,
@@ -161,6 +163,9 @@ class McpServerConfig(BaseModel):
     def _one_kind(self) -> McpServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("give exactly one of 'command' (stdio server) or 'url' (remote server)")
+        for key in ("command", "url"):
+            if getattr(self, key) is not None and not getattr(self, key).strip():
+                raise ValueError(f"'{key}' is empty")
         if self.command is not None and self.transport not in (None, "stdio"):
             raise ValueError(f"transport {self.transport!r} needs a 'url', not a 'command'")
         if self.url is not None and self.transport == "stdio":
@@ -245,9 +250,15 @@ class McpConfig(BaseModel):
                 if name in servers:
                     raise ValueError(f"server {name!r} is defined twice (again under '{key}')")
                 servers[name] = server
-        for key in data:
-            if key not in SERVER_KEYS:
-                logger.debug("MCP config: ignoring top-level key %r", key)
+        for key, value in data.items():
+            if key in SERVER_KEYS:
+                continue
+            if _is_server(value) or (isinstance(value, dict) and any(map(_is_server, value.values()))):
+                raise ValueError(
+                    f"top-level key {key!r} holds MCP servers, but servers are read only under one of "
+                    f"{', '.join(SERVER_KEYS)}: write them as mcpServers: {{name: {{command: ...}}}}"
+                )
+            logger.debug("MCP config: ignoring top-level key %r", key)
         return {"mcpServers": servers}
 
     @field_validator("mcpServers")
@@ -256,6 +267,11 @@ class McpConfig(BaseModel):
         for name in [n for n, s in servers.items() if s.disabled]:
             logger.info("MCP server %r is disabled in its config; skipping it", name)
         return {name: server for name, server in servers.items() if not server.disabled}
+
+
+def _is_server(value: Any) -> bool:
+    """Whether ``value`` is written like one server entry (it says how to start or reach it)."""
+    return isinstance(value, dict) and any(k in value for k in ("command", "url", "serverUrl", "httpUrl"))
 
 
 def read_config_file(path: Path) -> Any:

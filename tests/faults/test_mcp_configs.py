@@ -256,11 +256,37 @@ def test_server_timeout_becomes_the_tools_timeout() -> None:
         ({"url": URL, "serverUrl": URL}, "either 'url' or 'serverUrl'"),
         ({"command": "python", "type": "sse"}, "needs a 'url'"),
         ({"command": "python", "max_result_mb": 0}, "max_result_mb"),
+        ({"command": "", "args": ["server.py"]}, "'command' is empty"),
+        ({"url": "  "}, "'url' is empty"),
     ],
 )
 def test_wrong_values_fail_at_load_naming_the_field(entry: dict, field: str, tmp_path: Path) -> None:
     with pytest.raises(EnvConfigError, match=rf"(?s)mcp_config.*s1.*{field}|{field}"):
         load_env_config(env_with(tmp_path, "servers.json", json.dumps({"mcpServers": {"s1": entry}})))
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ({"mcpServer": {"s1": {"command": "python"}}}, "mcpServer"),  # a misspelt wrapper
+        ({"s1": {"command": "python", "args": ["server.py"]}}, "s1"),  # no wrapper at all
+        ({"mcpservers": {"s1": {"url": URL}}}, "mcpservers"),
+    ],
+)
+def test_servers_outside_the_server_keys_fail_at_load_naming_the_key(
+    text: dict, key: str, tmp_path: Path
+) -> None:
+    """A run must not start without its tools because the servers sat under a key no client reads."""
+    with pytest.raises(EnvConfigError, match=rf"top-level key '{key}' holds MCP servers.*mcpServers"):
+        load_env_config(env_with(tmp_path, "servers.json", json.dumps(text)))
+    inline = tmp_path / "inline.yaml"  # the same inside an environment file's tools.mcp
+    inline.write_text(f"tools:\n  mcp: {json.dumps(text)}\nreward: [{{name: em}}]\n")
+    with pytest.raises(EnvConfigError, match=rf"tools.mcp: .*top-level key '{key}'"):
+        load_env_config(inline)
+    # other top-level keys of a client's file (Claude Desktop's settings, VS Code's inputs) stay ignored
+    other = {"globalShortcut": "Ctrl+Space", "inputs": [{"id": "token"}], "preferences": {"theme": "dark"}}
+    config = McpConfig.model_validate({**other, "mcpServers": {"s1": {"command": "python"}}})
+    assert list(config.mcpServers) == ["s1"]
 
 
 def test_missing_env_file_is_named(tmp_path: Path) -> None:
