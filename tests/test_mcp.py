@@ -173,6 +173,35 @@ def test_server_that_cannot_start_is_named() -> None:
     executor.close()
 
 
+RESOURCES_ONLY_SERVER = """
+import anyio
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.types import ListResourcesResult, Resource
+
+async def resources(ctx, params):
+    return ListResourcesResult(resources=[Resource(name="notes", uri="file:///notes.txt")])
+
+server = Server("notes", on_list_resources=resources)  # no tool handler: no tools capability
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(main)
+"""
+
+
+def test_a_server_without_the_tools_capability_starts_with_no_tools(tmp_path: Path) -> None:
+    """A resources- or prompts-only server answers tools/list with "method not found" (the specification
+    lets it); it is not asked, and the other servers' tools work beside it."""
+    (tmp_path / "notes.py").write_text(RESOURCES_ONLY_SERVER)
+    notes = McpProvider("notes", McpServerConfig(command="python", args=[str(tmp_path / "notes.py")]))
+    with ToolExecutor([notes, McpProvider("slow", stdio())]) as executor:
+        assert "echo" in executor.tools and not [t for t in executor.tools if "notes" in t]
+        assert executor.execute([ToolCall("echo", {"text": "beside it"})])[0].observation == "beside it"
+
+
 def test_silent_server_times_out_at_start() -> None:
     config = McpServerConfig(
         command="python", args=["-c", "import time; time.sleep(60)"], startup_timeout_s=1

@@ -359,7 +359,7 @@ class _Session:
                     read, write = await stack.enter_async_context(_transport(self, kind))
                     client = await stack.enter_async_context(ClientSession(read, write))
                     try:
-                        await client.initialize()
+                        init = await client.initialize()
                     except MCPError as exc:
                         # Per the spec's backwards-compatibility rule, a 4xx to the initialize POST means
                         # "try the old HTTP+SSE transport at the same URL".
@@ -369,7 +369,9 @@ class _Session:
                         continue
                     # Listing on every session, not just the first, also primes the SDK's per-session cache
                     # of output schemas; unprimed, the first concurrent calls would each list the tools again.
-                    self.tools = await _list_tools(client)
+                    # A server that does not declare the tools capability (resources or prompts only) is not
+                    # asked: the specification lets it answer tools/list with "method not found".
+                    self.tools = await _list_tools(client) if init.capabilities.tools is not None else []
                     self.kind = kind
                     self.client = client
                     ready.set()
