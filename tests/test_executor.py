@@ -178,3 +178,42 @@ def test_provider_failure_at_start_is_raised():
     with pytest.raises(RuntimeError, match="'broken' failed to start"):
         ex.start()
     ex.close()
+
+
+def test_clashing_names_get_free_public_names_and_each_call_reaches_its_own_tool():
+    """The ``web`` provider offers ``web_echo`` (its own name) and ``echo`` (taken by the first provider):
+    the renamed ``echo`` must not take ``web_echo``, nor fail the start-up."""
+
+    def echo_as(name: str, reply: str):
+        return tool(lambda text: f"{reply}: {text}", name=name, description="Say who answered.")
+
+    local = PythonProvider([echo_as("echo", "local")], name="local")
+    web = PythonProvider(
+        [echo_as("echo", "web"), echo_as("web_echo", "web's own"), echo_as("echo", "web again")], name="web"
+    )
+    with ToolExecutor([local, web]) as executor:
+        assert sorted(executor.tools) == ["echo", "web_echo", "web_echo_2", "web_echo_3"]
+        replies = executor.execute(
+            [ToolCall(n, {"text": "hi"}) for n in ("echo", "web_echo", "web_echo_2", "web_echo_3")]
+        )
+        assert [r.observation for r in replies] == ["local: hi", "web's own: hi", "web: hi", "web again: hi"]
+
+
+def test_a_failure_while_merging_the_tools_closes_every_provider():
+    closed = []
+
+    class Provider:
+        def __init__(self, name, tools):
+            self.name, self._tools = name, tools
+
+        async def start(self):
+            return self._tools
+
+        async def close(self):
+            closed.append(self.name)
+
+    ex = ToolExecutor([Provider("good", [nap]), Provider("buggy", [object()])])  # not a tool: no spec
+    with pytest.raises(AttributeError):
+        ex.start()
+    assert sorted(closed) == ["buggy", "good"]
+    ex.close()

@@ -1,8 +1,9 @@
 """A set of tool providers started together, with one namespace of unique tool names.
 
 Two MCP servers may both offer ``search``. The first keeps the plain name; later ones are exposed as
-``<provider>_<tool>``, and the schema the model sees carries that public name while the call still reaches
-the server under its own name.
+``<provider>_<tool>`` (``<provider>_<tool>_2``, ``_3``, ... if that is taken too, and never another tool's
+own name), and the schema the model sees carries that public name while the call still reaches the server
+under its own name.
 """
 
 from __future__ import annotations
@@ -60,16 +61,26 @@ class ToolSet:
         if failures:
             await self.close()
             raise failures[0]
-        self.tools = {}
+        try:
+            self.tools = self._merge(results)
+        except BaseException:
+            await self.close()
+            raise
+
+    def _merge(self, results: Sequence[list[Tool]]) -> dict[str, Tool]:
+        own = {tool.spec.name for tools in results for tool in tools}  # a rename never takes one of these
+        merged: dict[str, Tool] = {}
         for provider, tools in zip(self.providers, results, strict=True):
             for tool in tools:
                 name = tool.spec.name
-                if name in self.tools:
+                if name in merged:
                     prefix = getattr(provider, "name", type(provider).__name__)
-                    tool = RenamedTool(tool, f"{prefix}_{name}")
-                    if tool.spec.name in self.tools:
-                        raise ValueError(f"tool name {tool.spec.name!r} is offered twice")
-                self.tools[tool.spec.name] = tool
+                    public, n = f"{prefix}_{name}", 2
+                    while public in merged or public in own:
+                        public, n = f"{prefix}_{name}_{n}", n + 1
+                    tool = RenamedTool(tool, public)
+                merged[tool.spec.name] = tool
+        return merged
 
     async def close(self) -> None:
         """Close every provider, collecting rather than raising their errors."""
