@@ -80,6 +80,37 @@ def test_other_text_with_json_is_not_a_call(text):
     assert parse_tool_calls(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "f", "arguments": {"x": 1}}\n{"name": "g", "arguments": {}}',
+        '{"name": "f", "arguments": {"x": 1}} {"name": "g", "arguments": {}}\n',
+        '```json\n{"name": "f", "arguments": {"x": 1}}\n{"name": "g", "arguments": {}}\n```',
+        '[{"name": "f", "arguments": {"x": 1}}]\n{"name": "g", "parameters": {}}',
+    ],
+)
+def test_a_reply_of_bare_call_objects_one_after_another_is_those_calls(text):
+    """As inside a <tool_call> block: dropping them would end the trajectory as an answer."""
+    assert [(c.name, c.arguments, c.error) for c in parse_tool_calls(text)] == [
+        ("f", {"x": 1}, None),
+        ("g", {}, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "f", "arguments": {}}\n{"name": "g"}',  # one of them without explicit arguments
+        '{"name": "f", "arguments": {}}\nSo the answer is 4.',  # prose after the calls
+        '{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}',  # a comma is not an array
+        '{"name": "f", "arguments": {"n": NaN}}',  # not strict JSON
+        '{"answer": 1}\n{"answer": 2}',  # JSON, but no call
+    ],
+)
+def test_bare_json_that_is_not_all_valid_calls_is_no_call(text):
+    assert parse_tool_calls(text) == []
+
+
 def test_plain_answer_has_no_calls():
     assert parse_tool_calls("<answer>42</answer>") == []
     assert not has_tool_call("<answer>42</answer>")
@@ -142,6 +173,10 @@ def test_repairs_that_keep_every_value_are_accepted(body, arguments):
         (block('"f"'), "not a JSON object"),
         (block('{"name": "f", "arguments": {"q": "\\ud83d"}}'), "lone surrogate \\ud83d"),
         (block('{"name": "f", "arguments": {"q": "\udc00"}}'), "lone surrogate \\udc00"),
+        # numbers JSON does not know: an MCP server would receive null, and the trajectory log invalid JSON
+        (block('{"name": "f", "arguments": {"n": NaN}}'), "expected a value"),
+        (block('{"name": "f", "arguments": {"n": -Infinity}}'), "expected a value"),
+        (block("{'name': 'f', 'arguments': {'n': Infinity,}}"), "expected a value"),  # on the repair path too
     ],
 )
 def test_repairs_that_would_change_meaning_become_error_calls(text, message):

@@ -20,8 +20,9 @@ Where calls are
       never closed is reasoning, and a first ``</think>`` with no ``<think>`` before it closes a think block
       the chat template opened in the prompt (Qwen3 thinking models), so the text before it is reasoning.
     * Without any block, a reply that is nothing but call JSON (fenced or not, after any reasoning) is that
-      call. Only strict JSON with an explicit ``"arguments"`` (or ``"parameters"``) counts here, so prose,
-      answers and stray JSON stay what they are.
+      call, or those calls: an array, or call objects one after another. Only strict JSON with an explicit
+      ``"arguments"`` (or ``"parameters"``) counts here, every call of the reply valid, so prose, answers
+      and stray JSON stay what they are.
 
 What a call looks like
     ``{"name": ..., "arguments": {...}}``; ``"parameters"`` is the same as ``"arguments"``; arguments may
@@ -41,7 +42,8 @@ What is repaired, and what is refused
     its backslash), a code fence around the JSON, extra closing brackets after it, and closing brackets
     missing at the very end, but only after a complete string, literal or bracket (``{"n": 12`` may be a
     cut ``123``). Refused: a missing value (``{"y": }``), a missing colon or comma, a string that is never
-    closed, unquoted words, numbers JSON does not know (``0x1F``, ``.5``), mismatched brackets, and text
+    closed, unquoted words, numbers JSON does not know (``0x1F``, ``.5``, ``NaN``, ``Infinity``: no JSON
+    transport or MCP server can carry them), mismatched brackets, and text
     before or after the JSON, which would be thrown away.
 
     The well-known ``json-repair`` library was tried first and is not used: it turns ``{"y": }`` into
@@ -77,7 +79,7 @@ _TOKEN = re.compile(
     | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
     | (?P<quoted>'[^'\\]*(?:\\.[^'\\]*)*')
     | (?P<number>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![\w.]))
-    | (?P<literal>(?:true|false|null|True|False|None|NaN|-?Infinity)(?![\w.]))
+    | (?P<literal>(?:true|false|null|True|False|None)(?![\w.]))
     | (?P<punct>[][{}:,])
     | (?P<comment>//(?:[^\n<]|<(?!/?tool_call>))*|/\*(?:[^*<]|\*(?!/)|<(?!/?tool_call>))*\*/)
     | (?P<fence>```[\w+-]*)
@@ -175,7 +177,11 @@ def _read(text: str, pos: int, in_block: bool = True) -> _Body:
     resume = end + len(_CLOSE) if text.startswith(_CLOSE, end) else end
     inside = _fenced(text, pos, end)
     try:  # the common case, valid JSON: one C call (a successful parse also proves the tag is not in a string)
-        value = json.loads(text[inside[0] : inside[1]] if inside else text[pos:end], strict=False)
+        value = json.loads(
+            text[inside[0] : inside[1]] if inside else text[pos:end],
+            strict=False,
+            parse_constant=_no_constant,
+        )
     except (ValueError, RecursionError):
         if inside:  # a fence ends right before the tag, so the tag is not inside a string
             return _lex(text, inside[0], in_block, stop=(inside[1], resume))
@@ -252,6 +258,11 @@ def _lex(text: str, pos: int, in_block: bool, stop: tuple[int, int] | None = Non
             if failed is not None:
                 return failed
             out, where = [], []
+
+
+def _no_constant(name: str) -> Any:
+    """``json.loads``'s hook for ``NaN`` and ``Infinity``, which Python reads and strict JSON does not."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def _strict(kind: str | None, tok: str) -> str:
@@ -335,13 +346,17 @@ def _bare_calls(text: str) -> list[ToolCall]:
     body = (text[inside[0] : inside[1]] if inside else text).strip()
     if not body.startswith(("{", "[")):
         return []
+    decoder, values, pos = json.JSONDecoder(parse_constant=_no_constant), [], 0
     try:
-        value = json.loads(body)
+        while pos < len(body):  # values one after another, only white space between them
+            value, pos = decoder.raw_decode(body, pos)
+            values.append(value)
+            pos = _SPACE.match(body, pos).end()
     except (ValueError, RecursionError):
         return []
-    if _too_deep(value) or value == []:
+    if any(_too_deep(value) or value == [] for value in values):
         return []
-    calls = _calls(value, text, bare=True)
+    calls = [call for value in values for call in _calls(value, text, bare=True)]
     return calls if all(call.error is None for call in calls) else []
 
 
