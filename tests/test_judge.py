@@ -161,6 +161,9 @@ def test_replies_are_clamped_and_tags_are_read(server):
     assert scale.score([traj("Paris"), traj("Lyon")]) == [1.0, 0.0]  # 15 and -3 clamped to [0, 1]
     out_of_ten = judge_spec(server, model="scale", max_score=10)
     assert out_of_ten.score([traj("Paris"), traj("Lyon")]) == [1.0, 0.0]
+    parts = judge_spec(server, model="parts")  # the reply as content parts
+    assert parts.score([traj("Paris"), traj("Lyon")]) == [1.0, 0.0]
+    parts.close()
     tagged = judge_spec(server, model="tagged")
     assert tagged.score([traj("Paris"), traj("Lyon")]) == [1.0, 0.0]
     tagged_group = judge_spec(server, model="tagged", mode="group")
@@ -193,6 +196,51 @@ def test_transient_failures_are_retried_until_they_pass(server):
     spec.close()
 
 
+def test_a_429_is_retried_after_the_servers_retry_after(server):
+    spec = judge_spec(server, model="ratelimit", retries=1)
+    assert spec.score([traj("Paris")]) == [1.0]
+    [gap] = server.stats()["retry_gaps"]
+    assert gap >= 0.95  # the server asked for 1 s; the back-off alone would have waited 0.25 s
+    spec.close()
+
+
+def test_a_redirect_names_where_it_points(server, caplog):
+    spec = judge_spec(server, model="redirect")
+    assert spec.score([traj("Paris")]) == [0.0]
+    assert "HTTP 307: redirected to /v2/chat/completions; point base_url there" in caplog.text
+    spec.close()
+
+
+def test_judgments_nobody_waits_for_free_their_slots(server):
+    """Four wrong answers hang at the judge and their rewards time out; with two slots, the right answer
+    judged next must not queue behind them (it would score the fallback 0)."""
+    spec = judge_spec(server, model="hang_wrong", max_concurrency=2, call_timeout_s=30, timeout_s=1.0)
+    assert spec.score([traj(f"Lyon {i}") for i in range(4)]) == [0.0] * 4
+    assert spec.score([traj("Paris")]) == [1.0]
+    spec.close()
+    group = judge_spec(server, model="hang_wrong", mode="group", max_concurrency=1, timeout_s=1.0)
+    assert group.score([traj("Lyon"), traj("Nice")]) == [0.0, 0.0]  # the whole group request hangs
+    assert group.score([traj("Paris", question="Capital?")]) == [1.0]
+    group.close()
+
+
+def test_the_cache_keeps_replies_so_settings_that_change_scores_apply(server, tmp_path):
+    """A new max_score rescales cached replies; another endpoint or temperature is another request."""
+    cache = ToolCache(sqlite_path=tmp_path / "cache.sqlite")
+    specs = [
+        judge_spec(server, model="scale", cache=cache, **args)
+        for args in ({}, {"max_score": 30}, {"temperature": 0.7})
+    ]
+    assert specs[0].score([traj("Paris")]) == [1.0]  # 15, clamped
+    assert specs[1].score([traj("Paris")]) == [0.5]
+    assert server.requests("scale") == 1  # the second run read the cached reply
+    specs[2].score([traj("Paris")])
+    assert server.requests("scale") == 2
+    for spec in specs:
+        spec.close()
+    cache.close()
+
+
 @pytest.mark.parametrize("model", ["hang", "trickle"])
 def test_a_hung_judge_times_out(server, model):
     spec = judge_spec(server, model=model, call_timeout_s=0.5, retries=1, fallback=0.5)
@@ -214,7 +262,7 @@ def test_the_api_key_is_sent_but_never_logged(server, monkeypatch, caplog, tmp_p
     monkeypatch.setenv("JUDGE_KEY", secret)
     caplog.set_level(logging.DEBUG)
     texts = []
-    for model in ("rule", "malformed", "error500", "hang"):
+    for model in ("rule", "malformed", "error500", "hang", "echo401"):  # echo401's body repeats the key
         spec = judge_spec(server, model=model, api_key="${JUDGE_KEY}", call_timeout_s=0.5, retries=1)
         batch = [traj("Paris")]
         spec.score(batch)
@@ -224,6 +272,13 @@ def test_the_api_key_is_sent_but_never_logged(server, monkeypatch, caplog, tmp_p
     assert f"Bearer {secret}" in server.stats()["auth"]
     assert caplog.records and secret not in caplog.text
     assert all(secret not in text for text in texts)
+    # a password in base_url, expanded from ${VAR}: the HTTP client logs every request URL at INFO
+    password = "pw-7c6b5a4d3e2f"
+    monkeypatch.setenv("JUDGE_PW", password)
+    spec = judge_spec(server, base_url=server.url.replace("http://", "http://judge:${JUDGE_PW}@"))
+    assert spec.score([traj("Paris")]) == [1.0]
+    spec.close()
+    assert password not in caplog.text
     # an unset variable fails at load, naming the field and the variable, not a value
     env = tmp_path / "env.yaml"
     env.write_text(

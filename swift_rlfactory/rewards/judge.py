@@ -16,9 +16,13 @@
 Judgments run on a private event loop (one HTTP client, one concurrency limit for the whole run) and can
 start before the reward is asked for: the ms-swift scheduler hands each finished trajectory to
 :meth:`Judge.start` (a group starts when its last member finishes), so judge calls overlap the rest of the
-rollout, and the reward then awaits results that are already there or on the way. Each request is cached in
-the environment's cache (key: judge model + the exact prompt, which holds the trajectory text), retried on
-transport errors, 429 and 5xx, and bounded by ``call_timeout_s``. A judgment that cannot be had (the
+rollout, and the reward then awaits results that are already there or on the way. A judgment nobody waits
+for any more (its reward timed out) is cancelled, so a hung judge cannot hold the concurrency slots that
+later judgments need. Each reply is cached in the environment's cache (key: the endpoint, the model, the
+sampling settings and the exact prompt, which holds the trajectory text; the score is read from the reply
+each time, so a new ``max_score`` applies to cached replies too), retried on transport errors, 429 and 5xx
+(after the server's ``Retry-After``, up to :data:`RETRY_AFTER_MAX_S`), and bounded by ``call_timeout_s``.
+The API key and every ``${VAR}`` value are recorded as secrets, so no log or error shows them. A judgment that cannot be had (the
 endpoint is down, the reply holds no score) raises :class:`JudgeError`; the reward spec turns that into the
 term's ``fallback`` and counts it. Metrics: ``judge/calls``, ``judge/cache_hit_rate``, ``judge/errors``,
 ``judge/latency_p50_s`` (see :meth:`Judge.drain_metrics`).
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import email.utils
 import json
 import logging
 import os
@@ -43,8 +48,9 @@ from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
+from .. import secrets
 from ..tools.cache import ToolCache
 from ..tools.loop import LoopThread
 from ..trajectory import Trajectory
@@ -60,6 +66,9 @@ DEFAULT_RUBRIC = (
 )
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PENDING_LIMIT = 8192  # judgments kept for the reward to pick up; older ones are recomputed (or cached)
+RETRY_AFTER_MAX_S = 30.0
+"""Longest wait a 429's or 503's ``Retry-After`` gets (the term's ``timeout_s`` bounds the whole judgment)."""
+_BACKOFF = wait_exponential(multiplier=0.25, max=2.0)
 
 
 class JudgeError(RuntimeError):
@@ -111,6 +120,7 @@ class JudgeConfig(BaseModel):
     def _expand_secret(cls, value: Any) -> Any:
         if isinstance(value, str):
             value = _expand_vars(value)
+            secrets.remember(value, "<judge api_key>")  # a literal key too (an expanded one is ${VAR})
         return value or None
 
     @field_validator("base_url")
@@ -118,6 +128,9 @@ class JudgeConfig(BaseModel):
     def _http(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        password = httpx.URL(value).password if "@" in value else None
+        if password:  # http://user:key@host/v1
+            secrets.remember(password, "<judge base_url password>")
         return value.rstrip("/")
 
 
@@ -128,6 +141,7 @@ def _expand_vars(text: str) -> str:
     def value(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         if os.environ.get(name):
+            secrets.remember(os.environ[name], f"${{{name}}}")
             return os.environ[name]
         if default is not None:
             return default
@@ -137,7 +151,33 @@ def _expand_vars(text: str) -> str:
 
 
 class _Transient(Exception):
-    """A failure worth retrying: transport error, timeout, 429 or 5xx."""
+    """A failure worth retrying: transport error, timeout, 429 or 5xx (``retry_after``: the server's wait)."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _wait(state: RetryCallState) -> float:
+    """Exponential back-off, or the server's ``Retry-After`` when it asks for longer."""
+    failure = state.outcome.exception() if state.outcome is not None else None
+    asked = getattr(failure, "retry_after", None) or 0.0
+    return max(_BACKOFF(state), min(asked, RETRY_AFTER_MAX_S))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """``Retry-After`` in seconds: a number, or an HTTP date (RFC 9110); ``None`` when absent or unreadable."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
 
 
 class JudgeStats:
@@ -169,6 +209,10 @@ class Judge:
         self._lock = threading.Lock()  # the scheduler's loop and the reward's loop both start judgments
         self._loop_lock = threading.Lock()
         self._pending: OrderedDict[str, concurrent.futures.Future[float]] = OrderedDict()
+        self._waiters: dict[concurrent.futures.Future[float], int] = {}  # rewards awaiting each judgment
+        # the cache key's prefix: everything besides the prompt that changes the reply
+        settings = (config.base_url, config.model, config.temperature, config.max_tokens, config.extra_body)
+        self._key_prefix = json.dumps(settings, sort_keys=True, default=str)
         self._arrived: dict[str, dict[str, Trajectory]] = {}  # group -> distinct members so far
         self._arrivals: dict[str, int] = {}  # group -> members finished so far (identical ones too)
 
@@ -187,14 +231,21 @@ class Judge:
             future = self._take(key)
         if future is None:  # evicted between the two lines: thousands of judgments are pending
             raise JudgeError("too many judgments pending")
+        with self._lock:
+            self._waiters[future] = self._waiters.get(future, 0) + 1
         try:
             # shielded: a reward timeout must not cancel a judgment that an identical trajectory also awaits
             return await asyncio.shield(asyncio.wrap_future(future))
         finally:
             # picked up: the next batch looks again (a cache hit, or a fresh try after a failure)
             with self._lock:
+                left = self._waiters.pop(future) - 1
+                if left:
+                    self._waiters[future] = left
                 if self._pending.get(key) is future:
                     del self._pending[key]
+            if not left and not future.done():  # abandoned (its reward timed out): free its slot
+                future.cancel()
 
     def start(self, trajectory: Trajectory, group_size: int | None = None) -> None:
         """Launch the judgment of a finished trajectory without waiting for it.
@@ -266,7 +317,7 @@ class Judge:
     def _pending_key(self, trajectory: Trajectory) -> str:
         """Pointwise: the request's cache key; in a group: the group and the member."""
         if self.config.mode == "pointwise":
-            return judge_text.prompt_key(self.config.model, self._pointwise_messages(trajectory))
+            return judge_text.prompt_key(self._key_prefix, self._pointwise_messages(trajectory))
         return self._member_key(judge_text.group_key(trajectory), judge_text.member_key(trajectory))
 
     @staticmethod
@@ -302,6 +353,8 @@ class Judge:
 
         def settle(done: concurrent.futures.Future) -> None:
             for k, future in enumerate(futures):
+                if future.done():  # its reward stopped waiting and cancelled it
+                    continue
                 if done.cancelled():
                     future.cancel()
                 elif done.exception() is not None:
@@ -310,6 +363,13 @@ class Judge:
                     future.set_result(done.result()[k])
 
         whole.add_done_callback(settle)
+
+        def abandoned(_: concurrent.futures.Future) -> None:  # every member's reward stopped waiting
+            if all(f.done() for f in futures) and not whole.done():
+                whole.cancel()
+
+        for future in futures:
+            future.add_done_callback(abandoned)
         with self._lock:
             for member, future in zip(members, futures, strict=True):
                 self._remember(self._member_key(group, judge_text.member_key(member)), future)
@@ -321,32 +381,39 @@ class Judge:
     async def _pointwise(self, trajectory: Trajectory) -> float:
         messages = self._pointwise_messages(trajectory)
 
-        async def judged() -> str:
-            reply = await self._chat(messages)
-            score = judge_text.parse_score(reply, self.config.max_score)
-            if score is None:
-                raise JudgeError(f"the judge's reply holds no score: {reply[:200]!r}")
-            return json.dumps(score)
+        def score(reply: str) -> float:
+            value = judge_text.parse_score(reply, self.config.max_score)
+            if value is None:
+                raise JudgeError(f"the judge's reply holds no score: {secrets.redact(reply[:200])!r}")
+            return value
 
-        return float(json.loads(await self._cached(messages, judged)))
+        return score(await self._cached(messages, score))
 
     async def _group(self, members: list[Trajectory]) -> list[float]:
         messages = judge_text.group_messages(self.config.rubric, members, self.config.max_chars)
 
+        def scores(reply: str) -> list[float]:
+            values = judge_text.parse_group_scores(reply, len(members), self.config.max_score)
+            if values is None:
+                shown = secrets.redact(reply[:200])
+                raise JudgeError(f"the judge's reply holds no {len(members)} scores: {shown!r}")
+            return values
+
+        return [float(s) for s in scores(await self._cached(messages, scores))]
+
+    async def _cached(self, messages: judge_text.Messages, read) -> str:
+        """The judge's reply to ``messages``, from the cache or the endpoint; a reply that ``read`` cannot
+        score raises and is not cached, so the next batch asks again."""
+
         async def judged() -> str:
             reply = await self._chat(messages)
-            scores = judge_text.parse_group_scores(reply, len(members), self.config.max_score)
-            if scores is None:
-                raise JudgeError(f"the judge's reply holds no {len(members)} scores: {reply[:200]!r}")
-            return json.dumps(scores)
+            read(reply)
+            return reply
 
-        return [float(s) for s in json.loads(await self._cached(messages, judged))]
-
-    async def _cached(self, messages: judge_text.Messages, judged) -> str:
         self.stats.lookups += 1
         try:
             value, hit = await self.cache.get_or_run(
-                judge_text.prompt_key(self.config.model, messages), judged
+                judge_text.prompt_key(self._key_prefix, messages), judged
             )
         except Exception as exc:
             self.stats.errors += 1
@@ -375,7 +442,7 @@ class Judge:
         }
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.config.retries + 1),
-            wait=wait_exponential(multiplier=0.25, max=2.0),
+            wait=_wait,
             retry=retry_if_exception(lambda exc: isinstance(exc, _Transient)),
             reraise=True,
         )
@@ -396,14 +463,21 @@ class Judge:
                 raise _Transient(_describe(exc)) from None
             latency = time.perf_counter() - t0
         if response.status_code == 429 or response.status_code >= 500:
-            raise _Transient(f"HTTP {response.status_code}")
+            raise _Transient(f"HTTP {response.status_code}", _retry_after(response))
+        if response.is_redirect:
+            where = secrets.redact(response.headers.get("location", "?"))
+            raise JudgeError(f"HTTP {response.status_code}: redirected to {where}; point base_url there")
         if response.status_code >= 400:
-            raise JudgeError(f"HTTP {response.status_code}: {response.text[:200]!r}")
+            raise JudgeError(f"HTTP {response.status_code}: {secrets.redact(response.text[:200])!r}")
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise JudgeError(f"not a chat completion: {response.text[:200]!r}") from None
+            raise JudgeError(f"not a chat completion: {secrets.redact(response.text[:200])!r}") from None
         self.stats.latencies.append(latency)
+        if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+            content = "".join(
+                p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+            )
         return content if isinstance(content, str) else ""
 
 

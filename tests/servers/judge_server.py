@@ -13,10 +13,16 @@ The requested ``model`` picks the behaviour, so one server serves every test:
 ``error500``   HTTP 500 every time
 ``flaky``      HTTP 500 for the first two requests of each prompt, then ``rule``
 ``slow``       ``rule`` after 0.3 s (to see requests overlap)
+``hang_wrong`` never answers when the answer is wrong, else ``rule`` (abandoned judgments' slots)
+``ratelimit``  HTTP 429 with ``Retry-After: 1`` for the first request of each prompt, then ``rule``
+``echo401``    HTTP 401 whose body repeats the authorization header (as some gateways do)
+``redirect``   HTTP 307 to another path
+``parts``      ``rule``'s reply as a list of content parts (text, then an image part)
 =============  ===============================================================================
 
 ``GET /stats`` returns the requests seen per model, the authorization headers seen, the most requests in
-flight at once and the number of responses in each group request; ``POST /reset`` clears them. Run as ``python judge_server.py``: it binds
+flight at once, the number of responses in each group request and the seconds between the first two
+requests of each rate-limited prompt; ``POST /reset`` clears them. Run as ``python judge_server.py``: it binds
 127.0.0.1 on a free port and prints ``PORT <n>`` on its first line.
 """
 
@@ -27,6 +33,7 @@ import json
 import re
 import socket
 import sys
+import time
 from collections import Counter
 
 import uvicorn
@@ -40,6 +47,8 @@ _auth: set[str] = set()
 _group_sizes: list[int] = []
 _in_flight = 0
 _max_in_flight = 0
+_first_seen: dict[str, float] = {}
+_retry_gaps: list[float] = []
 
 _REFERENCE = re.compile(r"Reference answers: (.*)")
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -105,9 +114,24 @@ async def chat(request: Request):
             return StreamingResponse(_trickle(), media_type="application/json")
         if model == "slow":
             await asyncio.sleep(0.3)
+        if model == "hang_wrong" and not _grade(body["messages"])[0]:
+            await asyncio.sleep(3600)
+        if model == "ratelimit":
+            if _prompts[prompt] == 1:
+                _first_seen[prompt] = time.monotonic()
+                return JSONResponse({"error": "slow down"}, status_code=429, headers={"Retry-After": "1"})
+            if _prompts[prompt] == 2:
+                _retry_gaps.append(time.monotonic() - _first_seen[prompt])
+        if model == "echo401":
+            seen = request.headers.get("authorization", "")
+            return JSONResponse({"error": f"invalid credentials: {seen}"}, status_code=401)
+        if model == "redirect":
+            return JSONResponse({}, status_code=307, headers={"Location": "/v2/chat/completions"})
         if model == "error500" or (model == "flaky" and _prompts[prompt] <= 2):
             return JSONResponse({"error": "judge overloaded"}, status_code=500)
         content = _reply(model, body["messages"])
+        if model == "parts":
+            content = [{"type": "text", "text": content}, {"type": "image_url", "image_url": {"url": "x"}}]
     finally:
         _in_flight -= 1
     return {
@@ -127,6 +151,7 @@ async def stats():
         "auth": sorted(_auth),
         "max_in_flight": _max_in_flight,
         "group_sizes": _group_sizes,
+        "retry_gaps": _retry_gaps,
     }
 
 
@@ -137,6 +162,8 @@ async def reset():
     _prompts.clear()
     _auth.clear()
     _group_sizes.clear()
+    _first_seen.clear()
+    _retry_gaps.clear()
     _max_in_flight = 0
     return {}
 
