@@ -76,14 +76,14 @@ class Trajectory:
 
     @property
     def golden_answers(self) -> list[str]:
-        """Reference answers from the row: ``golden_answers`` (list or str), else ``solution``/``answer``."""
+        """Reference answers from the row: ``golden_answers`` (a list, or one value), else ``solution``/
+        ``answer``/``answers``. Numbers count as their text (``2`` is ``"2"``); empty entries do not count."""
         for key in ("golden_answers", "solution", "answer", "answers"):
             value = self.row.get(key)
             if value is None:
                 continue
-            if isinstance(value, str):
-                return [value]
-            return [str(v) for v in value]
+            values = value if isinstance(value, list | tuple) else [value]
+            return [str(v) for v in values if v is not None and str(v) != ""]
         return []
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:

@@ -281,3 +281,122 @@ def test_non_finite_and_unknown_reward_fields_fail_at_load(tmp_path, entry, fiel
     path.write_text(f"reward:\n  - {entry}\n")
     with pytest.raises(EnvConfigError, match=field.replace(".", r"\.")):
         load_env_config(path)
+
+
+@pytest.mark.parametrize(
+    ("row", "golds"),
+    [
+        ({"golden_answers": 2}, ["2"]),  # a GSM8K-style number
+        ({"solution": 2}, ["2"]),
+        ({"answer": 3.5}, ["3.5"]),
+        ({"golden_answers": [2, None, "", "two"]}, ["2", "two"]),  # empty entries do not count
+        ({"golden_answers": ["", None]}, []),  # so this row has none (counted as missing_field)
+    ],
+)
+def test_golden_answers_of_any_json_type_score_instead_of_crashing_the_batch(row, golds):
+    t = Trajectory(messages=[{"role": "assistant", "content": "<answer>2</answer>"}], row=row)
+    assert t.golden_answers == golds
+    other = traj("<answer>Paris</answer>")
+    assert RewardSpec([RewardTerm(name="em")]).score([t, other]) == [float(golds[:1] == ["2"]), 1.0]
+
+
+class _BadFloat:
+    def __float__(self):
+        return 1 / 0
+
+
+def test_returns_float_cannot_read_fall_back_instead_of_crashing_the_batch():
+    register_reward("huge")(lambda trajectory: 10**400)  # OverflowError
+    register_reward("bad_float")(lambda trajectory: _BadFloat())  # ZeroDivisionError
+    register_reward("huge_steps", per_turn=True)(
+        lambda trajectory: [10**400] * len(trajectory.assistant_turns)
+    )
+    spec = RewardSpec([RewardTerm(name=n) for n in ("em", "huge", "bad_float", "huge_steps")])
+    t = traj("<answer>Paris</answer>")
+    assert spec.score([t]) == [1.0]
+    assert t.reward_errors == {
+        "huge": "error: OverflowError",
+        "bad_float": "error: ZeroDivisionError",
+        "huge_steps": "error: OverflowError",
+    }
+
+
+def test_a_reward_that_exits_or_cancels_itself_costs_only_its_score():
+    import sys
+
+    register_reward("exits")(lambda trajectory: sys.exit(3))  # in a daemon thread
+
+    @register_reward("cancels")
+    async def cancels(trajectory):
+        raise asyncio.CancelledError
+
+    spec = RewardSpec([RewardTerm(name=n) for n in ("em", "exits", "cancels")])
+    t = traj("<answer>Paris</answer>")
+    assert spec.score([t]) == [1.0]
+    assert t.reward_errors == {"exits": "error: RuntimeError", "cancels": "error: CancelledError"}
+
+
+def test_cancelling_the_scoring_itself_still_cancels_it():
+    @register_reward("forever")
+    async def forever(trajectory):
+        await asyncio.sleep(3600)
+
+    spec = RewardSpec([RewardTerm(name="forever", timeout_s=3600)])
+
+    async def cancel_soon():
+        task = asyncio.ensure_future(spec.ascore([traj("x")]))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(asyncio.wait_for(cancel_soon(), 10))
+
+
+def test_reward_args_the_function_cannot_take_fail_at_load(tmp_path):
+    (tmp_path / "kw.py").write_text(
+        "def scaled(trajectory, alpha=1.0):\n    return alpha\n\ndef needs(trajectory, k):\n    return k\n"
+    )
+    cases = [
+        (
+            RewardTerm(name="tool_use", args={"max_callz": 2}),
+            r"reward\[0\]\.args: .*unexpected keyword argument 'max_callz'",
+        ),
+        (
+            RewardTerm(name="kw.py:scaled", args={"alhpa": 2}),
+            r"reward\[0\]\.args: .*'alhpa'.*\(trajectory, alpha=1\.0\)",
+        ),
+        (RewardTerm(name="kw.py:needs"), r"reward\[0\]\.args: missing a required argument: 'k'"),
+    ]
+    for term, message in cases:
+        with pytest.raises(ValueError, match=message):
+            RewardSpec([term], base_dir=tmp_path)
+    assert RewardSpec([RewardTerm(name="kw.py:scaled", args={"alpha": 2})], base_dir=tmp_path).score(
+        [traj("x")]
+    ) == [2.0]
+
+
+@pytest.mark.parametrize(
+    ("source", "cause"),
+    [
+        ("def r(trajectory:\n    return 1\n", "SyntaxError"),
+        ("raise RuntimeError('no GPU here')\n", "RuntimeError: no GPU here"),
+    ],
+)
+def test_a_reward_file_that_fails_at_import_is_named_at_load(tmp_path, source, cause):
+    (tmp_path / "broken.py").write_text(source)
+    with pytest.raises(ValueError, match=rf"reward\[1\]\.name \('broken\.py:r'\): {cause}"):
+        RewardSpec([RewardTerm(name="em"), RewardTerm(name="broken.py:r")], base_dir=tmp_path)
+
+
+def test_two_terms_of_one_name_keep_their_own_scores_and_total_is_reserved():
+    register_reward("half")(lambda trajectory: 0.5)
+    spec = RewardSpec(
+        [RewardTerm(name="half"), RewardTerm(name="em", weight=2.0), RewardTerm(name="half", weight=3.0)]
+    )
+    t = traj("<answer>Paris</answer>")
+    assert spec.names == ["half", "em", "half_2"]
+    assert spec.score([t]) == [0.5 + 2.0 + 1.5]
+    assert t.rewards == {"half": 0.5, "em": 1.0, "half_2": 0.5, "total": 4.0}
+    with pytest.raises(ValueError, match=r"reward\[0\]\.name: 'total' is the weighted sum's own key"):
+        RewardSpec([RewardTerm(name="total")])

@@ -24,6 +24,10 @@ What scoring stores on each trajectory (the contract turn-level credit and the l
 * ``trajectory.reward_errors[name]``: why a component scored its fallback, as ``cause`` or ``cause: detail``
   with cause one of ``error``, ``timeout``, ``non_finite``, ``wrong_length``, ``missing_field``.
 
+Loading checks what it can: a reward file that fails at import, ``args`` the function cannot take (a
+misspelt keyword) and the name ``total`` fail naming the term. Two terms of one name (two judges with
+different rubrics) are stored as ``judge`` and ``judge_2``, each with its own score, metric and error.
+
 A component is per-turn when its built-in is (``turn_*``), when the YAML says ``per_turn: true``, or when
 the function returns a list; declare user per-turn rewards in the YAML, so a failure of one trajectory still
 yields a per-turn fallback and every trajectory of a group has the same keys.
@@ -33,7 +37,8 @@ user sync functions run in daemon threads) and never raises. A component that ra
 its ``timeout_s``, returns NaN or infinity, returns a list of the wrong length, or lacks a dataset field it
 needs (``em``/``f1`` without golden answers) scores its ``fallback`` (default 0) for that trajectory, is
 counted in ``errors`` and recorded in ``reward_errors``, so it shows up in the logs instead of killing or
-hanging the run.
+hanging the run. So does one that raises ``SystemExit`` or ``CancelledError`` on its own, and one whose
+value ``float()`` cannot read (``10**400``).
 """
 
 from __future__ import annotations
@@ -168,17 +173,23 @@ class RewardSpec:
     ):
         self.components: list[RewardComponent] = []
         for i, term in enumerate(terms):
+            if term.name == "total":
+                raise ValueError(f"reward[{i}].name: 'total' is the weighted sum's own key")
             try:
                 found = resolve_reward(term.name, base_dir)
-            except (ValueError, ImportError) as exc:
+            except ValueError as exc:
                 raise ValueError(f"reward[{i}].name: {exc}") from None
+            except Exception as exc:  # the user's file fails at import: a syntax error, an import, its code
+                raise ValueError(f"reward[{i}].name ({term.name!r}): {type(exc).__name__}: {exc}") from None
             fn, args = found.fn, dict(term.args)
             if found.build is not None:
                 fn, args = _built(found.build, args, cache, f"reward[{i}].args"), {}
+            else:
+                _check_args(found.fn, args, f"reward[{i}].args")
             assert fn is not None
             self.components.append(
                 RewardComponent(
-                    name=term.name,
+                    name=_unique(term.name, self.names),
                     fn=fn,
                     weight=term.weight,
                     args=args,
@@ -287,7 +298,9 @@ class RewardSpec:
                 component.name, component.timeout_s, component.fallback,
             )  # fmt: skip
             return self._failed(component, n_turns, "timeout")
-        except Exception as exc:  # a broken reward must not end the training run
+        except (Exception, SystemExit, asyncio.CancelledError) as exc:  # a broken reward must not end the run
+            if isinstance(exc, asyncio.CancelledError) and _cancelled_from_outside():
+                raise
             first = self.failures["error"] == 0
             logger.warning(
                 "reward %r failed (%s: %s); scoring %g for this trajectory",
@@ -311,7 +324,7 @@ class RewardSpec:
         if isinstance(raw, list | tuple) or getattr(raw, "ndim", 0) == 1:
             try:
                 values = [float(v) for v in raw]
-            except (TypeError, ValueError) as exc:
+            except Exception as exc:  # TypeError, ValueError, OverflowError (10**400), a raising __float__
                 return self._failed(component, n_turns, f"error: {type(exc).__name__}")
             if len(values) != n_turns:
                 logger.warning(
@@ -330,7 +343,7 @@ class RewardSpec:
             return self._failed(component, n_turns, f"wrong_length: a scalar for {n_turns} turns")
         try:
             value = float(raw)
-        except (TypeError, ValueError) as exc:
+        except Exception as exc:  # as above
             return self._failed(component, n_turns, f"error: {type(exc).__name__}")
         if not math.isfinite(value):
             return self._failed(component, n_turns, "non_finite")
@@ -378,6 +391,35 @@ def _built(
         raise ValueError(f"{where}.{field}: {err['msg']}" if field else f"{where}: {err['msg']}") from None
 
 
+def _check_args(fn: RewardFn | None, args: dict[str, Any], where: str) -> None:
+    """Fail at load when ``fn(trajectory, **args)`` could never be called (a misspelt or missing argument),
+    instead of every trajectory scoring its fallback with a TypeError."""
+    try:
+        signature = inspect.signature(fn)  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # a callable without one: it is called as given
+        return
+    try:
+        signature.bind(None, **args)
+    except TypeError as exc:
+        raise ValueError(f"{where}: {exc} (the function takes {signature})") from None
+
+
+def _unique(name: str, taken: Sequence[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``, ... when an earlier term of the spec already has it (two judges
+    with different rubrics): each keeps its own score, metric and error."""
+    unique, n = name, 2
+    while unique in taken:
+        unique, n = f"{name}_{n}", n + 1
+    return unique
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether the running task was cancelled by its caller (and must stop), rather than a reward raising
+    ``CancelledError`` on its own."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _has_field(trajectory: Trajectory, name: str) -> bool:
     if name == GOLDEN_ANSWERS:
         return bool(trajectory.golden_answers)
@@ -406,8 +448,10 @@ async def _in_daemon_thread(fn: RewardFn, *args: Any, **kwargs: Any) -> Any:
     def run() -> None:
         try:
             result, exc = fn(*args, **kwargs), None
-        except BaseException as error:
+        except Exception as error:
             result, exc = None, error
+        except BaseException as error:  # SystemExit, KeyboardInterrupt: the reward's, not the run's to obey
+            result, exc = None, RuntimeError(f"the reward raised {type(error).__name__}{error.args!r}")
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(settle, result, exc)
 
