@@ -425,6 +425,30 @@ def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
     assert rows[1]["solution"] == "4" and load_rows(path, limit=1) == rows[:1]
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        (
+            "torn.jsonl",
+            '{"question": "a", "golden_answers": ["x"]}\n\n{"question": "b", golden',
+            r"line 3: not valid JSON",
+        ),
+        ("list.jsonl", "[1, 2]\n", r"record 1: a record is a JSON object, got list"),
+        ("messages.jsonl", '{"messages": "hi"}\n', r"record 1: 'messages' must be a list"),
+        ("dict.json", '{"question": "a"}', r"a \.json dataset is a list of records, got dict"),
+        ("number.jsonl", '{"question": "a", "golden_answers": 7}\n', None),  # a number is an answer
+    ],
+)
+def test_load_rows_names_the_file_and_record_of_a_bad_row(tmp_path: Path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    if message is None:
+        assert load_rows(path)[0]["golden_answers"] == ["7"]
+        return
+    with pytest.raises(ValueError, match=rf"{name}: {message}"):
+        load_rows(path)
+
+
 def test_context_check_stops_before_the_budget():
     class Policy:
         max_length, max_tokens = 100, 20

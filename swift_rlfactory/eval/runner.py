@@ -90,18 +90,49 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
         rows = load_qa(path)
     else:
         text = path.read_text(encoding="utf-8")
-        records = (
-            json.loads(text)
-            if path.suffix == ".json"
-            else [json.loads(x) for x in text.splitlines() if x.strip()]
-        )
+        try:
+            records = (
+                json.loads(text)
+                if path.suffix == ".json"
+                else [_json_line(x, n) for n, x in enumerate(text.splitlines(), 1)]
+            )
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+        if not isinstance(records, list):
+            raise ValueError(f"{path}: a .json dataset is a list of records, got {type(records).__name__}")
         rows = []
         for number, record in enumerate(records, start=1):
+            if record is None:  # a blank line of a .jsonl file
+                continue
             try:
-                rows.append(record if "messages" in record else convert_qa_record(record))
+                rows.append(_row(record))
             except ValueError as exc:
                 raise ValueError(f"{path}: record {number}: {exc}") from None
     return rows[:limit] if limit is not None else rows
+
+
+def _json_line(line: str, number: int) -> Any:
+    """Line ``number`` of a ``.jsonl`` file (``None`` when blank), its error saying where it broke."""
+    if not line.strip():
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"line {number}: not valid JSON ({exc.msg}, column {exc.colno}): {line[:80]!r}"
+        ) from None
+
+
+def _row(record: Any) -> dict[str, Any]:
+    """A record as an ms-swift row: checked when it has ``messages``, converted when it is a QA record."""
+    if not isinstance(record, dict):
+        raise ValueError(f"a record is a JSON object, got {type(record).__name__}")
+    if "messages" not in record:
+        return convert_qa_record(record)
+    messages = record["messages"]
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise ValueError("'messages' must be a list of {role, content} objects")
+    return record
 
 
 def question_of(row: dict[str, Any]) -> str:

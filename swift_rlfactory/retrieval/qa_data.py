@@ -77,17 +77,25 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
 
 def _answers(record: Mapping[str, Any]) -> Any:
     for key in ("golden_answers", "answers", "answer", "solution"):
-        if record.get(key) is not None and len(record[key]) > 0:
+        if _given(record.get(key)):
             return _plain(record[key])
     target = ((record.get("reward_model") or {}).get("ground_truth") or {}).get("target")
-    if target is not None and len(target) > 0:
+    if _given(target):
         return _plain(target)
     raise ValueError("record without 'golden_answers'")
 
 
+def _given(value: Any) -> bool:
+    """An answer is there: a non-empty string or list, or a number (``2``, a GSM8K-style answer)."""
+    if value is None or isinstance(value, Mapping):
+        return False
+    return len(value) > 0 if hasattr(value, "__len__") else True
+
+
 def _plain(value: Any) -> Any:
-    # Parquet hands back numpy arrays for list columns.
-    return value.tolist() if hasattr(value, "tolist") else value
+    # Parquet hands back numpy arrays for list columns; a number is its text.
+    value = value.tolist() if hasattr(value, "tolist") else value
+    return value if isinstance(value, str | list) else str(value)
 
 
 def _read_records(path: Path) -> list[Mapping[str, Any]]:
