@@ -400,3 +400,22 @@ def test_two_terms_of_one_name_keep_their_own_scores_and_total_is_reserved():
     assert t.rewards == {"half": 0.5, "em": 1.0, "half_2": 0.5, "total": 4.0}
     with pytest.raises(ValueError, match=r"reward\[0\]\.name: 'total' is the weighted sum's own key"):
         RewardSpec([RewardTerm(name="total")])
+
+
+def test_a_score_that_overflows_once_weighted_falls_back_as_non_finite():
+    register_reward("near_max")(lambda trajectory: 1e308)
+    register_reward("near_max_steps", per_turn=True)(
+        lambda trajectory: [1e308] * len(trajectory.assistant_turns)
+    )
+    spec = RewardSpec(
+        [
+            RewardTerm(name="em"),
+            RewardTerm(name="near_max", weight=10.0),
+            RewardTerm(name="near_max_steps", weight=10.0),
+        ]
+    )
+    t = three_turns()
+    [total] = spec.score([t])
+    assert math.isfinite(total) and math.isfinite(sum(t.turn_rewards["total"]))
+    assert t.reward_errors["near_max"] == "non_finite" and t.reward_errors["near_max_steps"] == "non_finite"
+    assert RewardSpec([RewardTerm(name="near_max")]).score([t]) == [1e308]  # unweighted it is a number

@@ -267,6 +267,10 @@ class RewardSpec:
         turn_total: list[float] | None = None
         total = 0.0
         for component, score in zip(self.components, scores, strict=True):
+            if not math.isfinite(component.weight * score.value) or not all(
+                math.isfinite(component.weight * v) for v in score.turns or ()
+            ):  # finite, but past float's range once weighted (1e308 x 10): the total would be inf
+                score = self._failed(component, len(score.turns or ()), "non_finite")
             trajectory.rewards[component.name] = score.value
             total += component.weight * score.value
             if score.turns is not None:
