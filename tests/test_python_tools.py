@@ -84,3 +84,39 @@ def test_load_errors_are_clear(tmp_path):
         load_python_tools("empty.py", tmp_path)
     with pytest.raises(ValueError, match="no attribute 'nope'"):
         load_python_tools("empty.py:nope", tmp_path)
+
+
+@tool
+def parse_cli(args: str) -> str:
+    """An argparse tool: bad arguments make argparse call sys.exit(2)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="parse_cli")
+    parser.add_argument("--n", type=int)
+    return str(parser.parse_args(args.split()).n)
+
+
+@tool
+async def quit_now(code: int) -> str:
+    """An async tool that exits."""
+    raise SystemExit(code)
+
+
+@pytest.mark.timeout(30)
+def test_a_tool_that_exits_is_an_error_observation_and_the_executor_lives_on():
+    """SystemExit re-raised on the executor's event loop would stop it: every later call would hang."""
+    from swift_rlfactory.tools import ToolCall, ToolExecutor
+    from swift_rlfactory.tools.toolset import PythonProvider
+
+    with ToolExecutor([PythonProvider([parse_cli, quit_now, convert])]) as executor:
+        for _ in range(2):  # twice: the first failure must leave the loop running
+            bad, exits, fine = executor.execute(
+                [
+                    ToolCall("parse_cli", {"args": "--n x"}),
+                    ToolCall("quit_now", {"code": 3}),
+                    ToolCall("convert", {"value": 2}),
+                ]
+            )
+            assert "SystemExit: 2" in bad.error and "SystemExit: 3" in exits.error
+            assert fine.error is None
+        assert executor.execute([ToolCall("parse_cli", {"args": "--n 4"})])[0].observation == "4"

@@ -89,6 +89,8 @@ class PythonTool:
             raise ToolError(f"{exc.title}: {_short(exc)}") from exc
         except Exception as exc:  # a bug or a refusal inside user code is the model's observation
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        except (SystemExit, KeyboardInterrupt) as exc:  # an async tool's sys.exit(): on the event loop
+            raise ToolError(f"{type(exc).__name__}: {exc}") from None  # it would stop it for good
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Decorated functions stay callable as plain functions."""

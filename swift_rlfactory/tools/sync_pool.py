@@ -45,8 +45,11 @@ class _Worker:
                 job.worker = self
             try:
                 result = job.fn()
-            except BaseException as exc:
+            except Exception as exc:
                 job.future.set_exception(exc)
+            except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt: re-raised on the event
+                # loop they would stop it for good, and every later call with it
+                job.future.set_exception(RuntimeError(f"{type(exc).__name__}: {exc}"))
             else:
                 job.future.set_result(result)
             with pool._lock:
