@@ -177,6 +177,7 @@ def test_repairs_that_keep_every_value_are_accepted(body, arguments):
         (block('{"name": "f", "arguments": {"n": NaN}}'), "expected a value"),
         (block('{"name": "f", "arguments": {"n": -Infinity}}'), "expected a value"),
         (block("{'name': 'f', 'arguments': {'n': Infinity,}}"), "expected a value"),  # on the repair path too
+        (block('{"name": "f", "arguments": {"n": %s}}' % ("9" * 5000)), "a number too long to read"),
     ],
 )
 def test_repairs_that_would_change_meaning_become_error_calls(text, message):

@@ -296,12 +296,14 @@ def _finish(
     strict = "".join(out)
     try:
         values.append(json.loads(strict, strict=False))
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         index, offset = 0, len(out[0])
         while index + 1 < len(out) and offset <= exc.pos:  # the token the error points at
             index += 1
             offset += len(out[index])
         return _fail(text, pos, in_block, f"not valid JSON ({exc.msg}): {_near(text, where[index])}")
+    except ValueError:  # Python's own limit: an integer of more than 4300 digits
+        return _fail(text, pos, in_block, "a number too long to read (more than 4300 digits)")
     return None
 
 
