@@ -17,9 +17,12 @@ from types import ModuleType
 
 
 def import_target(target: str, base_dir: Path) -> ModuleType:
-    """Import ``target`` (a dotted module or a ``.py`` path) and return the module."""
+    """Import ``target`` (a dotted module or a ``.py`` path, ``~`` expanded) and return the module.
+
+    A module that calls ``sys.exit()`` while it is imported (a script's argparse at top level) raises
+    ``ImportError`` saying so, instead of ending the program without a word."""
     if target.endswith(".py") or "/" in target:
-        path = (base_dir / target).resolve()
+        path = (base_dir / Path(target).expanduser()).resolve()
         if not path.is_file():
             raise ImportError(f"file not found: {path}")
         digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
@@ -31,10 +34,16 @@ def import_target(target: str, base_dir: Path) -> ModuleType:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
+        except SystemExit as exc:
+            del sys.modules[module_name]
+            raise ImportError(f"{path} called sys.exit({exc.code!r}) while it was imported") from None
         except BaseException:
             del sys.modules[module_name]
             raise
         return module
     if str(base_dir) not in sys.path:
         sys.path.insert(0, str(base_dir))
-    return importlib.import_module(target)
+    try:
+        return importlib.import_module(target)
+    except SystemExit as exc:
+        raise ImportError(f"module {target!r} called sys.exit({exc.code!r}) while it was imported") from None

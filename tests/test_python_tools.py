@@ -84,6 +84,17 @@ def test_load_errors_are_clear(tmp_path):
         load_python_tools("empty.py", tmp_path)
     with pytest.raises(ValueError, match="no attribute 'nope'"):
         load_python_tools("empty.py:nope", tmp_path)
+    (tmp_path / "script.py").write_text("import sys\nsys.exit(3)\n")  # argparse at top level does this
+    with pytest.raises(ImportError, match=r"script\.py called sys\.exit\(3\) while it was imported"):
+        load_python_tools("script.py", tmp_path)
+
+
+def test_a_tool_file_under_home_is_found_through_tilde(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "mine.py").write_text(
+        Path(__file__).with_name("test_python_tools.py").read_text().split("@tool(name")[0]
+    )
+    assert "convert" in [t.spec.name for t in load_python_tools("~/mine.py", Path("/nonexistent"))]
 
 
 @tool

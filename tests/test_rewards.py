@@ -381,6 +381,10 @@ def test_reward_args_the_function_cannot_take_fail_at_load(tmp_path):
     [
         ("def r(trajectory:\n    return 1\n", "SyntaxError"),
         ("raise RuntimeError('no GPU here')\n", "RuntimeError: no GPU here"),
+        (
+            "import sys\nsys.exit(0)\n",
+            r"ImportError: .*broken\.py called sys\.exit\(0\)",
+        ),  # the run ended, rc 0
     ],
 )
 def test_a_reward_file_that_fails_at_import_is_named_at_load(tmp_path, source, cause):
