@@ -132,6 +132,46 @@ except OSError:
 
 @needs_bwrap
 @pytest.mark.timeout(30)
+def test_home_folders_and_the_working_directory_are_hidden(tool, tmp_path):
+    """A token file readable by anyone on the host (a project's .env, ~/.cache/huggingface/token) must not
+    reach the trajectory: the working directory and the home folders are empty in the sandbox."""
+    secret = f"hf_{os.getpid()}SECRETTOKEN"
+    project = ROOT / f".sandbox-env-{os.getpid()}"
+    project.write_text(f"HF_TOKEN={secret}\n")
+    project.chmod(0o644)
+    code = f"""
+import os
+for path in [{str(project)!r}, "/root", "/home", "/dev/null"]:
+    try:
+        print(path, open(path).read() if os.path.isfile(path) else sorted(os.listdir(path)))
+    except OSError as exc:
+        print(path, "unreadable:", exc.strerror)
+open("/dev/null", "w").write("device nodes still work")
+"""
+    try:
+        ok, text, _ = run(tool, code)
+    finally:
+        project.unlink()
+    assert ok, text
+    assert secret not in text and "No such file" in text.splitlines()[0], text
+    assert "/root []" in text and "/home []" in text, text
+
+
+def test_an_interpreter_under_a_hidden_folder_is_bound_back_alone(tool):
+    """A venv inside the project (hidden as the working directory) still runs; the rest stays hidden."""
+    prefix = ROOT / f".sandbox-prefix-{os.getpid()}"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "python").symlink_to(tool.python)
+    (prefix / "pyvenv-like.txt").write_text("kept")
+    code = f"import os; print(open({str(prefix / 'pyvenv-like.txt')!r}).read(), os.listdir({str(ROOT)!r}))"
+    try:
+        result = asyncio.run(tool.sandbox.run([str(prefix / "bin" / "python"), "-c", code]))
+    finally:
+        shutil.rmtree(prefix)
+    assert result.ok, result.stderr
+    assert result.stdout.split() == ["kept", f"['{prefix.name}']"]
+
+
 def test_only_a_private_tmp_is_writable(tool):
     tag = f"sandbox-test-{os.getpid()}"
     host_dir = ROOT / f".{tag}"  # outside /tmp, which the sandbox replaces
@@ -143,6 +183,8 @@ def test_only_a_private_tmp_is_writable(tool):
         Path(f"/etc/{tag}"),
         Path(f"/root/{tag}"),
         Path(f"/var/tmp/{tag}"),
+        Path(f"/dev/{tag}"),  # tmpfs the size of half the host's memory, were they writable
+        Path(f"/run/{tag}"),
     ]
     code = f"""
 import os
@@ -167,7 +209,7 @@ print("tmp ok", os.listdir("/tmp"))
     reasons = [line.split()[2] for line in text.splitlines()[:-1]]
     # a checkout under the host's /tmp is not there at all (the sandbox's /tmp is its own): "No such file"
     assert all(reason in ("Read-only", "No") for reason in reasons[:2]), text
-    assert reasons[2:] == ["Read-only", "Permission", "Read-only"], text
+    assert reasons[2:] == ["Read-only"] * 5, text  # /root is hidden behind an empty read-only tmpfs
     assert "tmp ok" in text and "mine.txt" in text
     assert not Path("/tmp/mine.txt").exists()  # the sandbox's /tmp is not the host's
     ok, text, _ = run(tool, "import os; print(os.listdir('/tmp'))")

@@ -7,7 +7,10 @@ Each call starts a fresh sandbox (about 30 ms on top of the program's own start-
 
 * **bwrap** (`bubblewrap <https://github.com/containers/bubblewrap>`_) unshares every namespace: no
   network (not even the host's loopback), its own PIDs, IPC and hostname. The host's root is bound read-only,
-  ``/tmp`` and ``/dev/shm`` are private size-capped tmpfs, ``/proc`` is the sandbox's own. ``--die-with-parent``
+  ``/tmp`` and ``/dev/shm`` are private size-capped tmpfs, ``/proc`` is the sandbox's own, ``/dev`` and an
+  empty ``/run`` are read-only. Home folders (``/home``, ``/root``, ``$HOME``) and the working directory
+  are hidden behind empty read-only tmpfs, so a program cannot print a token file or a project's ``.env``
+  into a trajectory; only the program's own installation (the interpreter's prefix) is bound back. ``--die-with-parent``
   kills the sandbox if this process dies; when the program's PID 1 ends, the kernel kills every process left in
   its PID namespace, so a daemon it forked cannot outlive the call.
 * **prlimit** sets CPU seconds, address space (memory), processes, file size and open files inside the
@@ -30,9 +33,11 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -136,6 +141,8 @@ class Sandbox:
                 raise SandboxUnavailable("running as root needs setpriv (util-linux) to drop to nobody")
             prefix = [self.setpriv, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups"]
         tmp = str(lim.tmp_mb * MB)
+        hidden = _hidden_dirs()
+        kept = [d for d in _installation(argv[0]) if any(_under(d, h) for h in hidden)] if argv else []
         return [
             *prefix,
             self.bwrap,
@@ -149,7 +156,11 @@ class Sandbox:
             "--dev", "/dev",
             "--size", tmp, "--tmpfs", "/tmp",
             "--size", tmp, "--tmpfs", "/dev/shm",
-            "--tmpfs", "/run",
+            "--remount-ro", "/dev",  # device nodes still work; no files the size of the host's memory
+            "--tmpfs", "/run", "--remount-ro", "/run",
+            *(arg for d in hidden for arg in ("--tmpfs", d)),
+            *(arg for d in kept for arg in ("--ro-bind", d, d)),  # mount points made before the remount
+            *(arg for d in hidden for arg in ("--remount-ro", d)),
             "--hostname", "sandbox",
             "--chdir", "/tmp",
             "prlimit",
@@ -264,3 +275,32 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
     """SIGKILL the sandbox's process group; its PID namespace takes every process inside with it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+_SYSTEM_DIRS = frozenset(
+    {"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/run", "/sbin",
+     "/srv", "/sys", "/tmp", "/usr", "/var"}
+)  # fmt: skip
+
+
+def _hidden_dirs() -> list[str]:
+    """The home folders and the working directory, where credentials and a project's ``.env`` live; never a
+    system folder (a program run from ``/usr`` still finds its libraries)."""
+    candidates = ["/home", "/root", str(Path.home()), os.getcwd()]
+    found = [os.path.realpath(d) for d in candidates if os.path.isdir(d)]
+    found = [d for d in dict.fromkeys(found) if d not in _SYSTEM_DIRS]
+    return [d for d in found if not any(other != d and _under(d, other) for other in found)]  # outermost
+
+
+def _installation(program: str) -> list[str]:
+    """Where ``program`` (an interpreter) lives: its prefix, real and as called (a venv's root), plus this
+    interpreter's prefixes when it is this one."""
+    path = shutil.which(program) or program
+    prefixes = [Path(path).absolute().parent.parent, Path(path).resolve().parent.parent]
+    if os.path.realpath(path) == os.path.realpath(sys.executable):
+        prefixes += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+    return [str(p) for p in dict.fromkeys(prefixes) if p.is_dir() and str(p) not in _SYSTEM_DIRS]
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
