@@ -172,6 +172,8 @@ class EnvConfig(_Strict):
                 extra = McpConfig.model_validate(read_config_file(path))
             except FileNotFoundError:
                 raise EnvConfigError(f"tools.mcp_config: file not found: {path}") from None
+            except OSError as exc:  # a folder, no permission
+                raise EnvConfigError(f"tools.mcp_config: cannot read {path}: {exc.strerror or exc}") from None
             except ValidationError as exc:  # _describe names fields, never echoes values (they may be keys)
                 raise EnvConfigError(f"tools.mcp_config ({path}):\n{_describe(exc)}") from None
             except ValueError as exc:
@@ -217,7 +219,7 @@ def load_env_config(path: str | Path) -> EnvConfig:
         hint = f"; did you mean {path / 'env.yaml'}?" if (path / "env.yaml").is_file() else ""
         raise EnvConfigError(f"environment file is a folder, not a YAML file: {path}{hint}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (safe)
     except FileNotFoundError:
         raise EnvConfigError(f"environment file not found: {path}") from None
     except UnicodeDecodeError:
@@ -230,6 +232,10 @@ def load_env_config(path: str | Path) -> EnvConfig:
         raise EnvConfigError(f"{path}: the environment file is empty")
     if not isinstance(data, dict):
         raise EnvConfigError(f"{path}: the top level must be a mapping, got {type(data).__name__}")
+    for key in _LOADER_FIELDS & data.keys():
+        raise EnvConfigError(
+            f"{path}: {key}: set by the loader (the file's own folder and path), not in the file"
+        )
     try:
         config = EnvConfig.model_validate({**data, "base_dir": path.parent, "source": path})
     except ValidationError as exc:
@@ -238,6 +244,25 @@ def load_env_config(path: str | Path) -> EnvConfig:
     if not (config.tools.python or config.tools.builtin or servers.mcpServers or config.reward):
         raise EnvConfigError(f"{path}: declares no tools and no reward, so a run would learn nothing")
     return config
+
+
+_LOADER_FIELDS = frozenset({"base_dir", "source"})
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error naming its line (PyYAML
+    keeps the last one, so ``name: a`` then ``name: b`` would silently drop the first)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _describe(exc: ValidationError) -> str:

@@ -41,12 +41,20 @@ class Environment:
     def __init__(self, config: EnvConfig, count_tokens: Callable[[str], int] | None = None):
         self.config = config
         self._checked = False
-        python_tools = []
+        python_tools: list[Any] = []
         for i, ref in enumerate(config.tools.python):
             try:
-                python_tools.extend(load_python_tools(ref, config.base_dir))
+                loaded = load_python_tools(ref, config.base_dir)
             except Exception as exc:
                 raise EnvConfigError(f"tools.python[{i}] ({ref!r}): {type(exc).__name__}: {exc}") from exc
+            for found in loaded:  # the same tool listed twice (a file and one of its tools) counts once
+                if any(found is known for known in python_tools):
+                    continue
+                if any(found.spec.name == known.spec.name for known in python_tools):
+                    raise EnvConfigError(
+                        f"tools.python[{i}] ({ref!r}): a second Python tool named {found.spec.name!r}"
+                    )
+                python_tools.append(found)
         providers: list[Any] = [PythonProvider(python_tools)] if python_tools else []
         providers.extend(mcp_providers(config.mcp_servers()))
         providers.extend(builtin_providers(config.tools.builtin))

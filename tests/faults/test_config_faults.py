@@ -108,3 +108,36 @@ def test_validate_env_files_reports_every_bad_file_once(tmp_path):
     started = validate_env_files(paths, start=True)
     assert started[:2] == loaded and len(started) == 3
     assert "cache.tools: unknown tool 'nope'" in started[2] and "unknown.yaml" in started[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (f"name: a\nname: b\ntools: {{python: [{TOOLS}]}}\n", r"key 'name' is given twice.*line 2"),
+        (
+            f"tools: {{python: [{TOOLS}]}}\nlimits: {{max_turns: 2, max_turns: 9}}\n",
+            r"key 'max_turns' is given twice",
+        ),
+        (f"base_dir: /etc\ntools: {{python: [{TOOLS}]}}\n", r"base_dir: set by the loader"),
+        (f"source: x.yaml\ntools: {{python: [{TOOLS}]}}\n", r"source: set by the loader"),
+        ("tools: {mcp_config: .}\n", r"tools\.mcp_config: cannot read .*: Is a directory"),
+    ],
+)
+def test_config_that_would_load_wrong_fails_naming_the_key(tmp_path, text, message):
+    with pytest.raises(EnvConfigError, match=rf"(?s){message}"):
+        load_env_config(write(tmp_path, text))
+
+
+def test_two_python_tools_of_one_name_fail_and_one_tool_listed_twice_counts_once(tmp_path):
+    (tmp_path / "twins.py").write_text(
+        "from swift_rlfactory.tools import tool\n\n"
+        "@tool(name='f')\ndef one() -> str:\n    '''One.'''\n    return '1'\n\n"
+        "@tool(name='f')\ndef two() -> str:\n    '''Two.'''\n    return '2'\n"
+    )
+    with pytest.raises(
+        EnvConfigError, match=r"tools\.python\[0\] \('twins\.py'\): a second Python tool named 'f'"
+    ):
+        Environment(load_env_config(write(tmp_path, "tools: {python: [twins.py]}\n")))
+    twice = Environment(load_env_config(write(tmp_path, f"tools: {{python: [{TOOLS}, '{TOOLS}:echo']}}\n")))
+    with twice:
+        assert "python_echo" not in twice.executor.tools and "echo" in twice.executor.tools
