@@ -29,6 +29,48 @@ console = Console(emoji=False, highlight=False)
 errors = Console(stderr=True, emoji=False, highlight=False)
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--limit 0`` or ``--repeat -3`` would do nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """An argparse type: a finite number above 0."""
+    if (value := _number(text)) <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    """An argparse type: a finite number of at least 0."""
+    if (value := _number(text)) < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number in (0, 1]."""
+    if not 0 < (value := _number(text)) <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text}")
+    return value
+
+
 def _tools_list(args: argparse.Namespace) -> int:
     from .env.environment import Environment
 
@@ -143,16 +185,18 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--output-dir", type=Path, default=Path("output/rlfactory"), help="runs go to OUTPUT_DIR/<timestamp>/"
     )
-    train.add_argument("--steps", type=int, help=both("steps"))
+    train.add_argument("--steps", type=_positive, help=both("steps"))
     train.add_argument(
-        "--num-generations", type=int, help=f"trajectories per prompt, {both('num_generations')}"
+        "--num-generations", type=_positive, help=f"trajectories per prompt, {both('num_generations')}"
     )
-    train.add_argument("--batch-size", type=int, help=f"trajectories per step, {both('batch_size')}")
-    train.add_argument("--max-turns", type=int, help=f"assistant turns per trajectory, {both('max_turns')}")
+    train.add_argument("--batch-size", type=_positive, help=f"trajectories per step, {both('batch_size')}")
     train.add_argument(
-        "--max-completion-length", type=int, help=f"tokens per turn, {both('max_completion_length')}"
+        "--max-turns", type=_positive, help=f"assistant turns per trajectory, {both('max_turns')}"
     )
-    train.add_argument("--learning-rate", type=float, help=both("learning_rate"))
+    train.add_argument(
+        "--max-completion-length", type=_positive, help=f"tokens per turn, {both('max_completion_length')}"
+    )
+    train.add_argument("--learning-rate", type=_positive_float, help=both("learning_rate"))
     train.add_argument(
         "--seed", type=int, default=0, help="seeds the generated dataset and ms-swift (default 0)"
     )
@@ -234,9 +278,9 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     local.add_argument("--model-type", help="ms-swift --model_type")
     local.add_argument("--template", help="ms-swift --template (with --base-url: its system-prompt rules)")
     local.add_argument("--engine", choices=["transformers", "vllm"], help="default: vllm if torch sees a GPU")
-    local.add_argument("--max-length", type=int, help="context budget in tokens (default: the model's)")
-    local.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM (default 0.9)")
-    local.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM (default 1)")
+    local.add_argument("--max-length", type=_positive, help="context budget in tokens (default: the model's)")
+    local.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM (default 0.9)")
+    local.add_argument("--tensor-parallel-size", type=_positive, default=1, help="vLLM (default 1)")
     local.add_argument("--seed", type=int, default=0, help="seeds local sampling (default 0)")
     served = ev.add_argument_group("a served model (OpenAI-compatible chat endpoint)")
     served.add_argument("--base-url", help="API root, e.g. http://host:8000/v1")
@@ -246,18 +290,24 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     served.add_argument("--stop", action="append", help="extra stop string (repeatable; none by default)")
     served.add_argument("--extra-body", help="JSON merged into each request, e.g. '{\"top_k\": 20}'")
     run = ev.add_argument_group("sampling and scale")
-    run.add_argument("--samples", type=int, default=1, help="samples per question: k of pass@k (default 1)")
-    run.add_argument("--temperature", type=float, help="default 0 for one sample, 1.0 for several")
-    run.add_argument("--top-p", type=float, help="nucleus sampling (default: the model's)")
-    run.add_argument("--max-tokens", type=int, default=512, help="tokens per assistant turn (default 512)")
-    run.add_argument("--max-turns", type=int, help="turns per episode (default and cap: the env's)")
-    run.add_argument("--limit", type=int, help="only the first N questions")
+    run.add_argument(
+        "--samples", type=_positive, default=1, help="samples per question: k of pass@k (default 1)"
+    )
+    run.add_argument(
+        "--temperature", type=_non_negative_float, help="default 0 for one sample, 1.0 for several"
+    )
+    run.add_argument("--top-p", type=_fraction, help="nucleus sampling (default: the model's)")
+    run.add_argument(
+        "--max-tokens", type=_positive, default=512, help="tokens per assistant turn (default 512)"
+    )
+    run.add_argument("--max-turns", type=_positive, help="turns per episode (default and cap: the env's)")
+    run.add_argument("--limit", type=_positive, help="only the first N questions")
     run.add_argument(
         "--group-by",
         action="append",
         help="also report metrics per value of this dataset column (e.g. hops; repeatable)",
     )
-    run.add_argument("--concurrency", type=int, default=16, help="episodes in flight (default 16)")
+    run.add_argument("--concurrency", type=_positive, default=16, help="episodes in flight (default 16)")
     ev.set_defaults(func=_eval)
 
 
@@ -289,7 +339,9 @@ def _add_select_parser(sub: argparse._SubParsersAction) -> None:
     sel.add_argument("--low", type=float, default=0.0, help="keep rates above this (default 0)")
     sel.add_argument("--high", type=float, default=1.0, help="keep rates below this (default 1)")
     sel.add_argument("--stratify", help="comma-separated columns (e.g. hops,family) to balance the rows over")
-    sel.add_argument("--per-stratum", type=int, help="with --stratify: keep at most N rows per combination")
+    sel.add_argument(
+        "--per-stratum", type=_positive, help="with --stratify: keep at most N rows per combination"
+    )
     sel.add_argument("--seed", type=int, default=0, help="with --stratify: which rows a full stratum keeps")
     sel.set_defaults(func=_select)
 
@@ -350,7 +402,7 @@ def _add_rewards_parser(sub: argparse._SubParsersAction) -> None:
     )
     rw.add_argument("env", type=Path, help="environment YAML whose `reward:` to use")
     rw.add_argument("--trajectories", type=Path, required=True, help="trajectories.jsonl, or its folder")
-    rw.add_argument("--limit", type=int, help="only the first N trajectories")
+    rw.add_argument("--limit", type=_positive, help="only the first N trajectories")
     rw.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     rw.set_defaults(func=_rewards)
 
@@ -433,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("env", help="environment YAML file")
     call.add_argument("name", help="tool name, as `tools list` shows it")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
-    call.add_argument("--repeat", type=int, default=1, help="call N times (shows the cache at work)")
+    call.add_argument("--repeat", type=_positive, default=1, help="call N times (shows the cache at work)")
     call.set_defaults(func=_tools_call)
 
     _add_train_parser(sub)

@@ -437,11 +437,12 @@ def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
         ("messages.jsonl", '{"messages": "hi"}\n', r"record 1: 'messages' must be a list"),
         ("dict.json", '{"question": "a"}', r"a \.json dataset is a list of records, got dict"),
         ("number.jsonl", '{"question": "a", "golden_answers": 7}\n', None),  # a number is an answer
+        ("folder.jsonl", None, r"cannot read the dataset: Is a directory"),
     ],
 )
 def test_load_rows_names_the_file_and_record_of_a_bad_row(tmp_path: Path, name, text, message):
     path = tmp_path / name
-    path.write_text(text)
+    path.mkdir() if text is None else path.write_text(text)
     if message is None:
         assert load_rows(path)[0]["golden_answers"] == ["7"]
         return

@@ -89,7 +89,10 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
     if path.suffix == ".parquet":
         rows = load_qa(path)
     else:
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:  # missing, a folder, no permission
+            raise ValueError(f"{path}: cannot read the dataset: {exc.strerror or exc}") from None
         try:
             records = (
                 json.loads(text)
