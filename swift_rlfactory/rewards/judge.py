@@ -22,9 +22,9 @@ later judgments need. Each reply is cached in the environment's cache (key: the 
 sampling settings and the exact prompt, which holds the trajectory text; the score is read from the reply
 each time, so a new ``max_score`` applies to cached replies too), retried on transport errors, 429 and 5xx
 (after the server's ``Retry-After``, up to :data:`RETRY_AFTER_MAX_S`), and bounded by ``call_timeout_s``.
-The API key and every ``${VAR}`` value are recorded as secrets, so no log or error shows them. A judgment that cannot be had (the
-endpoint is down, the reply holds no score) raises :class:`JudgeError`; the reward spec turns that into the
-term's ``fallback`` and counts it. Metrics: ``judge/calls``, ``judge/cache_hit_rate``, ``judge/errors``,
+The API key and every ``${VAR}`` value are recorded as secrets, so no log or error shows them. A judgment
+that cannot be had (the endpoint is down, the reply holds no score) raises :class:`JudgeError`; the reward
+spec turns that into the term's ``fallback`` and counts it. Metrics: ``judge/calls``, ``judge/cache_hit_rate``, ``judge/errors``,
 ``judge/latency_p50_s`` (see :meth:`Judge.drain_metrics`).
 
 The prompt and reply formats are pure functions in :mod:`swift_rlfactory.rewards.judge_text`.

@@ -128,9 +128,10 @@ def group_messages(rubric: str, members: Sequence[Trajectory], max_chars: int) -
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def prompt_key(model: str, messages: Messages) -> str:
-    """Cache key of a judge request: the judge model and the exact prompt (which holds the trajectory)."""
-    canonical = json.dumps([model, messages], ensure_ascii=False, separators=(",", ":"))
+def prompt_key(settings: str, messages: Messages) -> str:
+    """Cache key of a judge request: what else shapes the reply (the endpoint, model and sampling, as one
+    string) and the exact prompt (which holds the trajectory)."""
+    canonical = json.dumps([settings, messages], ensure_ascii=False, separators=(",", ":"))
     return "judge:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
