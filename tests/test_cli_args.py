@@ -7,6 +7,8 @@ import pytest
 
 from swift_rlfactory.cli import main
 
+EVAL = ["eval", "--env", "e.yaml", "--dataset", "d.jsonl"]  # parsing stops before either file is read
+
 
 @pytest.mark.parametrize(
     ("argv", "message"),
@@ -16,23 +18,23 @@ from swift_rlfactory.cli import main
             "argument --repeat: must be at least 1, got 0",
         ),
         (
-            ["eval", "--env", "e.yaml", "--dataset", "d.jsonl", "--limit", "-1"],
+            [*EVAL, "--limit", "-1"],
             "argument --limit: must be at least 1",
         ),
         (
-            ["eval", "--env", "e.yaml", "--dataset", "d.jsonl", "--max-turns", "0"],
+            [*EVAL, "--max-turns", "0"],
             "argument --max-turns: must be at least 1",
         ),
         (
-            ["eval", "--env", "e.yaml", "--dataset", "d.jsonl", "--samples", "two"],
+            [*EVAL, "--samples", "two"],
             "argument --samples: not a whole number: 'two'",
         ),
         (
-            ["eval", "--env", "e.yaml", "--dataset", "d.jsonl", "--temperature", "-0.5"],
+            [*EVAL, "--temperature", "-0.5"],
             "argument --temperature: must be at least 0",
         ),
         (
-            ["eval", "--env", "e.yaml", "--dataset", "d.jsonl", "--top-p", "1.5"],
+            [*EVAL, "--top-p", "1.5"],
             "argument --top-p: must be above 0 and at most 1",
         ),
         (["train", "--num-generations", "0", "--dry-run"], "argument --num-generations: must be at least 1"),
