@@ -48,10 +48,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from ..rewards.terms import RewardTerm
 from ..tools.builtin import BuiltinEntry, parse_builtin
@@ -66,6 +66,15 @@ class EnvConfigError(ValueError):
 class _Strict(BaseModel):
     # allow_inf_nan=False: a non-finite timeout never fires and a non-finite weight poisons every total.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """``max_turns: true`` is a mistake, not 1 (pydantic's lax mode reads it so); ``4.0`` stays 4."""
+        annotation = cls.model_fields[info.field_name].annotation if info.field_name else None
+        if isinstance(value, bool) and annotation in (int, float, int | None, float | None):
+            raise ValueError(f"expected a number, got {str(value).lower()}")
+        return value
 
 
 class ToolsConfig(_Strict):

@@ -121,6 +121,11 @@ def test_validate_env_files_reports_every_bad_file_once(tmp_path):
         (f"base_dir: /etc\ntools: {{python: [{TOOLS}]}}\n", r"base_dir: set by the loader"),
         (f"source: x.yaml\ntools: {{python: [{TOOLS}]}}\n", r"source: set by the loader"),
         ("tools: {mcp_config: .}\n", r"tools\.mcp_config: cannot read .*: Is a directory"),
+        (
+            f"tools: {{python: [{TOOLS}]}}\nlimits: {{max_turns: true}}\n",
+            r"limits\.max_turns: .*expected a number, got true",
+        ),
+        (f"tools: {{python: [{TOOLS}]}}\ncache: {{tools: ['*'], ttl_s: no}}\n", r"cache\.ttl_s: .*got false"),
     ],
 )
 def test_config_that_would_load_wrong_fails_naming_the_key(tmp_path, text, message):
