@@ -23,6 +23,7 @@ from pathlib import Path
 from rich.console import Console
 
 from .env.config import EnvConfigError
+from .secrets import redact
 
 # Observations and model text are printed as they are: no emoji codes (":x:"), markup or highlighting.
 console = Console(emoji=False, highlight=False)
@@ -515,16 +516,16 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     # Errors are printed unwrapped (soft_wrap), so a path in them can be copied as it is.
     except EnvConfigError as exc:
-        errors.print(f"invalid environment: {exc}", markup=False, soft_wrap=True)
+        errors.print(redact(f"invalid environment: {exc}"), markup=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         errors.print("interrupted", markup=False)
         return 130
     except ValueError as exc:  # a bad argument: the message says which and what is accepted
-        errors.print(f"error: {exc}", markup=False, soft_wrap=True)
+        errors.print(redact(f"error: {exc}"), markup=False, soft_wrap=True)
         return 2
     except Exception as exc:  # start-up failures (a server that won't start) read as one clear line
-        errors.print(f"error: {type(exc).__name__}: {exc}", markup=False, soft_wrap=True)
+        errors.print(redact(f"error: {type(exc).__name__}: {exc}"), markup=False, soft_wrap=True)
         return 2
 
 

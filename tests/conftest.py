@@ -36,7 +36,8 @@ class ScriptedChat:
     """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 whose assistant text ``reply`` writes.
 
     ``reply`` gets each request's body and returns the assistant message; the server records every body in
-    ``requests`` and wraps the text in a chat completion. Only the model is scripted: whatever the client
+    ``requests`` and wraps the text in a chat completion. A reply that is a dict or a starlette ``Response``
+    is sent as it is (odd shapes, errors, bodies JSON encoders refuse). Only the model is scripted: whatever the client
     does with the reply (tool calls, rewards) runs for real. Use it as a context manager; ``port`` is bound
     from the start.
     """
@@ -48,9 +49,12 @@ class ScriptedChat:
         app = FastAPI()
 
         @app.post("/v1/chat/completions")
-        async def chat(request: Request) -> dict[str, Any]:
+        async def chat(request: Request) -> Any:
             body = await request.json()
             self.requests.append(body)
+            answer = reply(body)
+            if not isinstance(answer, str):
+                return answer
             return {
                 "id": "chatcmpl-1",
                 "object": "chat.completion",
@@ -58,7 +62,7 @@ class ScriptedChat:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": reply(body)},
+                        "message": {"role": "assistant", "content": answer},
                         "finish_reason": "stop",
                     }
                 ],

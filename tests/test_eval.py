@@ -315,6 +315,123 @@ def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
     assert "EM" in printed
 
 
+def odd_server() -> ScriptedChat:
+    """A served model that answers each question in another shape a real server may use."""
+    from starlette.responses import Response
+
+    def reply(body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return f"<answer>{last['content']}</answer>"
+        a, b = map(int, re.findall(r"\d+", last["content"]))
+        if (a, b) == (3, 4):  # the server parsed the call itself: structured tool_calls, no content
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "add", "arguments": json.dumps({"a": a, "b": b})},
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            return {
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": None},
+            }
+        if (a, b) == (2, 5):  # half an emoji, as a JSON escape: no UTF-8 encoder can write it back
+            text = '{"choices": [{"message": {"role": "assistant", "content": "<answer>7\\ud83d</answer>"}, "finish_reason": "stop"}]}'
+            return Response(text, media_type="application/json")
+        if (a, b) == (6, 1):  # content as parts
+            return {
+                "choices": [
+                    {
+                        "message": {
+                            "role": "assistant",
+                            "content": [{"type": "text", "text": "<answer>7</answer>"}],
+                        }
+                    }
+                ]
+            }
+        return {"choices": []}  # (8, 9): no answer at all
+
+    return ScriptedChat(reply)
+
+
+def test_eval_reads_every_shape_a_server_answers_in_and_fails_only_the_broken_episode(tmp_path: Path, capsys):
+    from swift_rlfactory.cli import main
+
+    dataset = write_dataset(tmp_path / "test.jsonl", AGENT_PAIRS)
+    out = tmp_path / "out"
+    with odd_server() as server:
+        base = f"http://127.0.0.1:{server.port}/v1"
+        argv = [
+            "eval",
+            "--env",
+            str(AGENT_ENV),
+            "--base-url",
+            base,
+            "--served-model",
+            "m",
+            "--dataset",
+            str(dataset),
+            "--output",
+            str(out),
+        ]
+        assert main(argv) == 1  # one episode failed; the rest are kept
+    printed = capsys.readouterr()
+    assert "not a chat completion" in printed.out + printed.err
+    records = {r["index"]: r for r in read_trajectories(out / "trajectories.jsonl")}
+    assert sorted(records) == [0, 1, 2]
+    assert [c["tool"] for c in records[0]["tool_calls"]] == ["add"]  # structured, and it ran
+    assert records[0]["tool_calls"][0]["observation"] == "7"
+    assert records[0]["messages"][-1]["content"] == "<answer>7</answer>"
+    assert records[1]["messages"][-1]["content"] == "<answer>7\ufffd</answer>"  # stored, not fatal
+    assert records[2]["messages"][-1]["content"] == "<answer>7</answer>"
+
+
+def test_the_api_key_and_url_credentials_reach_no_error_or_file(tmp_path: Path, capsys):
+    from starlette.responses import JSONResponse
+
+    from swift_rlfactory.cli import main
+
+    key, password = "sk-eval-7a6b5c4d3e", "pw-eval-9f8e7d6c"
+    seen = lambda body: JSONResponse({"error": f"bad key Bearer {key}"}, status_code=401)  # noqa: E731
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    out = tmp_path / "out"
+    with ScriptedChat(seen) as server:
+        base = f"http://user:{password}@127.0.0.1:{server.port}/v1?token=QS-123456"
+        argv = [
+            "eval",
+            "--env",
+            str(AGENT_ENV),
+            "--base-url",
+            base,
+            "--served-model",
+            "m",
+            "--api-key",
+            key,
+            "--dataset",
+            str(dataset),
+            "--output",
+            str(out),
+        ]
+        assert main(argv) == 1
+    printed = capsys.readouterr()
+    written = "".join(p.read_text() for p in out.iterdir() if p.is_file())
+    for secret in (key, password, "QS-123456"):
+        assert secret not in printed.out + printed.err and secret not in written
+    assert "401" in printed.out + printed.err
+
+
+def test_select_refuses_to_overwrite_its_inputs(local_runs: dict[str, Any]):
+    from swift_rlfactory.eval.select import select
+
+    out = local_runs["out"]
+    dataset = out.parent / "test.jsonl"
+    before = Path(dataset).read_text()
+    for target in (dataset, Path(out) / "trajectories.jsonl"):
+        with pytest.raises(ValueError, match="which selecting would overwrite"):
+            select(out, dataset, target)
+    assert Path(dataset).read_text() == before
+
+
 def test_select_keeps_the_questions_an_eval_run_sometimes_solved(local_runs: dict[str, Any], capsys):
     from swift_rlfactory.cli import main
 

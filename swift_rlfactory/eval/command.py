@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -96,6 +97,9 @@ class EvalOptions:
             settings["model"] = str(Path(self.model).expanduser().resolve())
         if self.adapters:
             settings["adapters"] = str(Path(self.adapters).expanduser().resolve())
+        if self.base_url:  # written to eval_config.json and metrics.json: no user:password, no ?key=
+            url = httpx.URL(self.base_url)
+            settings["base_url"] = str(url.copy_with(username=None, password=None, query=None))
         return settings
 
 

@@ -15,6 +15,11 @@ evaluating what was trained:
   An end token left in the text (servers that keep special tokens) is removed.
 * Observations are sent as ``{"role": "tool"}`` messages; the server's chat template wraps them
   (``<tool_response>`` for Qwen), as ms-swift's does.
+* A server that parses tool calls anyway (``message.tool_calls``) has them written back as hermes
+  ``<tool_call>`` blocks after the text, so they run; content given as parts is joined from its text parts.
+  Any other shape of answer fails the episode with the endpoint's URL and the start of its body.
+* The API key (and a password in ``base_url``) is recorded as a secret: no error or log shows it. Lone
+  surrogates in a message (half an emoji) are sent as U+FFFD, since no HTTP body can carry them.
 
 The rest of the prompt (role markers, the generation prompt, how earlier turns are re-rendered) is the
 server's chat template; serve with ``swift deploy --template T`` to get ms-swift's own rendering, and pass
@@ -25,18 +30,22 @@ server's chat template; serve with ``swift deploy --template T`` to get ms-swift
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
+from .. import secrets
 from ..adapters.swift_template import TURN_END, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
 
 # Responses worth asking again: rate limits and server-side trouble.
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _END_TOKENS = (TURN_END, "<|endoftext|>", "<|eot_id|>", "</s>")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class OpenAIChatPolicy:
@@ -75,9 +84,14 @@ class OpenAIChatPolicy:
         retries: int = 3,
         concurrency: int = 32,
     ):
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        root = httpx.URL(base_url)  # the path grows; a query (?api-version=...) stays a query
+        self.url = str(root.copy_with(path=root.path.rstrip("/") + "/chat/completions"))
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if self.api_key:
+            secrets.remember(self.api_key, "<api key>")
+        if password := httpx.URL(self.url).password:
+            secrets.remember(password, "<base_url password>")
         self.template = template_by_name(template)
         self.max_tokens = max_tokens
         self.max_length = max_length
@@ -113,20 +127,28 @@ class OpenAIChatPolicy:
             self._client = httpx.AsyncClient(headers=headers, timeout=self.timeout_s, limits=limits)
         body = {
             **self.body,
-            "messages": [{"role": m["role"], "content": m.get("content") or ""} for m in messages],
+            "messages": [{"role": m["role"], "content": _sendable(m.get("content") or "")} for m in messages],
         }
+        where = secrets.redact(self.url)
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             try:
-                response = await self._client.post(self.url, json=body)
-            except httpx.TransportError:
+                async with asyncio.timeout(self.timeout_s):  # the whole answer: a trickling server too
+                    response = await self._client.post(self.url, json=body)
+            except (httpx.TransportError, TimeoutError) as exc:
                 if last:
-                    raise
+                    cause = (
+                        f"no answer within {self.timeout_s:g} s" if _is_timeout(exc) else type(exc).__name__
+                    )
+                    raise RuntimeError(f"{where}: {cause} ({attempt + 1} attempts)") from None
             else:
                 if response.status_code < 400:
-                    return response.json()
+                    try:
+                        return response.json()
+                    except ValueError:
+                        raise RuntimeError(f"{where} answered no JSON: {_start(response.text)}") from None
                 if response.status_code not in _RETRY_STATUS or last:
-                    raise RuntimeError(f"{self.url} answered {response.status_code}: {response.text[:500]}")
+                    raise RuntimeError(f"{where} answered {response.status_code}: {_start(response.text)}")
             await asyncio.sleep(min(2.0**attempt, 30.0))
         raise AssertionError("unreachable")
 
@@ -151,12 +173,51 @@ class OpenAIEpisode:
     async def generate(self, messages: Messages) -> Generation:
         """The next assistant turn of ``messages``."""
         data = await self.policy.complete(messages)
-        choice = data["choices"][0]
-        text = (choice.get("message") or {}).get("content") or ""
+        choices = data.get("choices") if isinstance(data, dict) else None
+        message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            shown = _start(json.dumps(data, ensure_ascii=False))
+            raise RuntimeError(f"{secrets.redact(self.policy.url)}: not a chat completion: {shown}")
+        text = _text(message.get("content"))
         for token in _END_TOKENS:
             if text.endswith(token):
                 text = text[: -len(token)]
+        text += "".join(_hermes(call) for call in message.get("tool_calls") or [])
         usage = data.get("usage") or {}
-        if "prompt_tokens" in usage:
-            self.tokens_used = usage["prompt_tokens"] + usage.get("completion_tokens", 0)
-        return Generation(text=text, finish_reason=choice.get("finish_reason"))
+        if isinstance(usage.get("prompt_tokens"), int):
+            self.tokens_used = usage["prompt_tokens"] + (usage.get("completion_tokens") or 0)
+        return Generation(text=_SURROGATE.sub("\ufffd", text), finish_reason=choices[0].get("finish_reason"))
+
+
+def _sendable(text: Any) -> Any:
+    return _SURROGATE.sub("\ufffd", text) if isinstance(text, str) else text
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, TimeoutError | httpx.TimeoutException)
+
+
+def _start(text: str) -> str:
+    """The start of a response body for an error message, secrets redacted."""
+    return secrets.redact(text[:300])
+
+
+def _text(content: Any) -> str:
+    """A message's content as text: a string, or the text parts of a list of parts."""
+    if isinstance(content, list):
+        return "".join(
+            p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return content if isinstance(content, str) else ""
+
+
+def _hermes(call: Any) -> str:
+    """One OpenAI ``tool_calls`` entry as the hermes block our parser reads, arguments as sent."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return ""
+    # OpenAI sends arguments as a JSON string, which the parser reads as such (and says what is wrong with it)
+    block = json.dumps(
+        {"name": function.get("name"), "arguments": function.get("arguments")}, ensure_ascii=False
+    )
+    return f"\n<tool_call>\n{block}\n</tool_call>"

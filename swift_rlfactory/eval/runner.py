@@ -301,6 +301,7 @@ async def evaluate(
         async with gate:
             try:
                 record = await run_task(task, policy, env, max_turns, tools)
+                log.append(record)  # inside: one record that cannot be written fails its episode only
             except Exception as exc:
                 logger.debug("episode %s/%s failed", task.index, task.sample, exc_info=True)
                 run.failures.append(
@@ -308,7 +309,6 @@ async def evaluate(
                 )
                 record = None
             else:
-                log.append(record)
                 run.ran += 1
             if on_done is not None:
                 on_done(record)

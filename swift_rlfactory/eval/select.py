@@ -87,6 +87,9 @@ def select(
     log = EvalLog(Path(eval_dir) / "trajectories.jsonl")
     if not log.path.exists():
         raise ValueError(f"{log.path} does not exist: run swift-rlfactory eval with --output {eval_dir}")
+    for what, path in (("the dataset", Path(dataset)), ("the evaluation log", log.path)):
+        if Path(out).expanduser().resolve() == path.expanduser().resolve():
+            raise ValueError(f"--out {out} is {what}, which selecting would overwrite: write elsewhere")
     done = log.load()
     rows = load_rows(dataset)
     check_same_dataset(done, rows, Path(dataset))

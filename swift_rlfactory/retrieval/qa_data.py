@@ -21,6 +21,7 @@ system prompt is not baked in: it comes from ``env.yaml`` at training time.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -67,12 +68,17 @@ def load_qa(path: str | Path) -> list[dict[str, Any]]:
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
-    """Write rows as UTF-8 JSONL, one row a line, keys in insertion order (so the files diff cleanly)."""
+    """Write rows as UTF-8 JSONL, one row a line, keys in insertion order (so the files diff cleanly).
+
+    Written to a temporary file beside ``path`` and moved into place, so a crash or an error halfway never
+    leaves ``path`` half-written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
+    partial = path.with_name(f".{path.name}.partial")
+    with partial.open("w", encoding="utf-8") as out:
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(partial, path)
 
 
 def _answers(record: Mapping[str, Any]) -> Any:

@@ -37,11 +37,13 @@ class TrajectoryLog:
 
 def append_lines(path: Path, text: str) -> None:
     """Append ``text`` with one ``write`` on an ``O_APPEND`` file: writers never interleave inside it, and a
-    crash tears at most the last line."""
+    crash tears at most the last line. A lone surrogate (half an emoji a model wrote, ``"\\ud800"`` in its
+    JSON) is written as its ``\\ud800`` escape, which reads back as the same string inside JSON, instead of
+    failing the write (and every later one of the same episode on resume)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        os.write(fd, text.encode())
+        os.write(fd, text.encode("utf-8", "backslashreplace"))
     finally:
         os.close(fd)
 
