@@ -615,3 +615,37 @@ def test_select_stratifies_the_mixed_rows_over_columns(tmp_path: Path, capsys):
     assert main([*args, "--stratify", "hops,topic", "--per-stratum", "3"]) == 2
     assert main([*args, "--stratify", "hops"]) == 2
     assert "--stratify and --per-stratum go together" in capsys.readouterr().err
+
+
+def test_a_second_eval_of_one_folder_is_refused_and_select_leaves_a_live_log_alone(local_runs, capsys):
+    from swift_rlfactory.cli import main
+    from swift_rlfactory.eval.command import _lock_output
+    from swift_rlfactory.eval.select import select
+
+    out = local_runs["out"]
+    dataset = out.parent / "test.jsonl"
+    held = _lock_output(out)  # a run writing this folder now
+    try:
+        argv = [
+            "eval",
+            "--env",
+            str(AGENT_ENV),
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--served-model",
+            "m",
+            "--dataset",
+            str(dataset),
+            "--output",
+            str(out),
+        ]
+        assert main(argv) != 0
+        assert "another swift-rlfactory eval is writing there" in capsys.readouterr().err
+        log = out / "trajectories.jsonl"
+        whole = log.read_bytes()
+        log.write_bytes(whole + b'{"index": 0, "sample": 9, "half')  # the other run's line, half written
+        select(out, dataset, out.parent / "kept.jsonl")
+        assert log.read_bytes().endswith(b'"half')  # not cut: only the lock holder repairs
+        log.write_bytes(whole)
+    finally:
+        held.close()

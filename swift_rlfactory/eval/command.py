@@ -13,6 +13,7 @@ of a few hundred questions takes vLLM seconds to answer and about a minute to st
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -103,6 +104,20 @@ class EvalOptions:
         return settings
 
 
+def _lock_output(out: Path) -> Any:
+    """An exclusive lock on ``OUTPUT/.lock``: two evals of one folder would run every episode twice, and one
+    could cut the other's half-written last line as torn. Raises ``ValueError`` when another run holds it."""
+    handle = (out / ".lock").open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise ValueError(
+            f"{out}: another swift-rlfactory eval is writing there; wait for it or use another --output"
+        ) from None
+    return handle
+
+
 def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> int:
     """Score each LoRA checkpoint of ``adapters`` into ``OUTPUT/<folder name>/``, one engine for all.
 
@@ -150,54 +165,62 @@ def run_eval(options: EvalOptions, console: Console, policy: Any = None) -> int:
     max_turns = min(options.max_turns or env.max_turns, env.max_turns)
     out = Path(options.output)
     out.mkdir(parents=True, exist_ok=True)
-    settings = options.result_settings()
-    _check_settings(out / CONFIG_FILE, settings)
+    lock = _lock_output(out)  # one eval writes a folder at a time; held until this run ends
+    try:
+        settings = options.result_settings()
+        _check_settings(out / CONFIG_FILE, settings)
 
-    log = EvalLog(out / "trajectories.jsonl")
-    done = log.load()
-    check_same_dataset(done, rows, log.path)
-    tasks = pending_tasks(rows, options.samples, done)
-    total = len(rows) * options.samples
-    if total > len(tasks):
-        console.print(
-            f"resuming {out}: skipped {total - len(tasks)} of {total} episodes already in {log.path.name}"
+        log = EvalLog(out / "trajectories.jsonl")
+        done = log.load()
+        check_same_dataset(done, rows, log.path)
+        tasks = pending_tasks(rows, options.samples, done)
+        total = len(rows) * options.samples
+        if total > len(tasks):
+            console.print(
+                f"resuming {out}: skipped {total - len(tasks)} of {total} episodes already in {log.path.name}"
+            )
+
+        failures: list[dict[str, Any]] = []
+        if tasks:
+            policy = policy or _policy(options, model, console)
+            started = time.perf_counter()
+            with env:
+                count = getattr(policy, "count_tokens", None)
+                if count is not None:  # exact observation truncation, as the training adapter does
+                    env.executor.count_tokens = count
+                run = _run_with_progress(tasks, policy, env, log, max_turns, options.concurrency, console)
+            failures = run.failures
+            console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
+
+        records = [r for (i, s), r in log.load().items() if i < len(rows) and s < options.samples]
+        metrics = summarize(records, options.samples)
+        metrics["failed_episodes"] = len(failures)
+        groups = {
+            column: summarize_groups(records, rows, column, options.samples) for column in options.group_by
+        }
+        by = {f"by_{column}": by_value for column, by_value in groups.items()}
+        (out / "metrics.json").write_text(
+            json.dumps(
+                {**metrics, **by, "config": settings, "time": time.time()}, indent=2, ensure_ascii=False
+            )
+            + "\n"
         )
-
-    failures: list[dict[str, Any]] = []
-    if tasks:
-        policy = policy or _policy(options, model, console)
-        started = time.perf_counter()
-        with env:
-            count = getattr(policy, "count_tokens", None)
-            if count is not None:  # exact observation truncation, as the training adapter does
-                env.executor.count_tokens = count
-            run = _run_with_progress(tasks, policy, env, log, max_turns, options.concurrency, console)
-        failures = run.failures
-        console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
-
-    records = [r for (i, s), r in log.load().items() if i < len(rows) and s < options.samples]
-    metrics = summarize(records, options.samples)
-    metrics["failed_episodes"] = len(failures)
-    groups = {column: summarize_groups(records, rows, column, options.samples) for column in options.group_by}
-    by = {f"by_{column}": by_value for column, by_value in groups.items()}
-    (out / "metrics.json").write_text(
-        json.dumps({**metrics, **by, "config": settings, "time": time.time()}, indent=2, ensure_ascii=False)
-        + "\n"
-    )
-    title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
-    console.print(metrics_table(metrics, title=title))
-    for column, by_value in groups.items():
-        console.print(groups_table(by_value, column))
-    console.print(f"trajectories: {log.path}\nmetrics: {out / 'metrics.json'}")
-    if failures:
-        first = failures[0]
-        console.print(
-            f"[red]{len(failures)} episodes failed[/red] (first: question {first['index']} sample "
-            f"{first['sample']}: {first['error']}); run again with the same --output to retry them",
-            highlight=False,
-        )
-        return 1
-    return 0
+        title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
+        console.print(metrics_table(metrics, title=title))
+        for column, by_value in groups.items():
+            console.print(groups_table(by_value, column))
+        console.print(f"trajectories: {log.path}\nmetrics: {out / 'metrics.json'}")
+        if failures:
+            first = failures[0]
+            console.print(
+                f"[red]{len(failures)} episodes failed[/red] (first: question {first['index']} sample "
+                f"{first['sample']}: {first['error']}); run again with the same --output to retry them",
+                highlight=False,
+            )
+            return 1
+        return 0
+    finally:
+        lock.close()
 
 
 def _check_settings(path: Path, settings: dict[str, Any]) -> None:

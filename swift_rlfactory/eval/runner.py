@@ -166,16 +166,19 @@ class EvalLog:
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
-    def load(self) -> dict[tuple[int, int], dict[str, Any]]:
-        """Finished episodes by ``(index, sample)``. A line torn by a crash is cut off (and so re-run)."""
+    def load(self, repair: bool = True) -> dict[tuple[int, int], dict[str, Any]]:
+        """Finished episodes by ``(index, sample)``. A line torn by a crash is cut off (and so re-run) when
+        ``repair``, which only the eval that holds the folder's lock may do; a reader (``select``) skips it,
+        since it may be a line another run is writing."""
         if not self.path.exists():
             return {}
         data = self.path.read_bytes()
         if data and not data.endswith(b"\n"):
             keep = data.rfind(b"\n") + 1
-            logger.warning("%s: dropping an unfinished last line (it will be re-run)", self.path)
-            with open(self.path, "r+b") as f:
-                f.truncate(keep)
+            if repair:
+                logger.warning("%s: dropping an unfinished last line (it will be re-run)", self.path)
+                with open(self.path, "r+b") as f:
+                    f.truncate(keep)
             data = data[:keep]
         done = {}
         for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):

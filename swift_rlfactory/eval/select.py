@@ -90,7 +90,7 @@ def select(
     for what, path in (("the dataset", Path(dataset)), ("the evaluation log", log.path)):
         if Path(out).expanduser().resolve() == path.expanduser().resolve():
             raise ValueError(f"--out {out} is {what}, which selecting would overwrite: write elsewhere")
-    done = log.load()
+    done = log.load(repair=False)  # an eval may be writing it now
     rows = load_rows(dataset)
     check_same_dataset(done, rows, Path(dataset))
     try:
