@@ -315,6 +315,24 @@ def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
     assert "EM" in printed
 
 
+def served_eval(base: str, dataset: Path, out: Path, *extra: str) -> list[str]:
+    """``swift-rlfactory eval`` of the agent env against a served model at ``base``."""
+    return [
+        "eval",
+        "--env",
+        str(AGENT_ENV),
+        "--base-url",
+        base,
+        "--served-model",
+        "m",
+        "--dataset",
+        str(dataset),
+        "--output",
+        str(out),
+        *extra,
+    ]
+
+
 def odd_server() -> ScriptedChat:
     """A served model that answers each question in another shape a real server may use."""
     from starlette.responses import Response
@@ -361,19 +379,7 @@ def test_eval_reads_every_shape_a_server_answers_in_and_fails_only_the_broken_ep
     out = tmp_path / "out"
     with odd_server() as server:
         base = f"http://127.0.0.1:{server.port}/v1"
-        argv = [
-            "eval",
-            "--env",
-            str(AGENT_ENV),
-            "--base-url",
-            base,
-            "--served-model",
-            "m",
-            "--dataset",
-            str(dataset),
-            "--output",
-            str(out),
-        ]
+        argv = served_eval(base, dataset, out)
         assert main(argv) == 1  # one episode failed; the rest are kept
     printed = capsys.readouterr()
     assert "not a chat completion" in printed.out + printed.err
@@ -397,21 +403,7 @@ def test_the_api_key_and_url_credentials_reach_no_error_or_file(tmp_path: Path, 
     out = tmp_path / "out"
     with ScriptedChat(seen) as server:
         base = f"http://user:{password}@127.0.0.1:{server.port}/v1?token=QS-123456"
-        argv = [
-            "eval",
-            "--env",
-            str(AGENT_ENV),
-            "--base-url",
-            base,
-            "--served-model",
-            "m",
-            "--api-key",
-            key,
-            "--dataset",
-            str(dataset),
-            "--output",
-            str(out),
-        ]
+        argv = served_eval(base, dataset, out, "--api-key", key)
         assert main(argv) == 1
     printed = capsys.readouterr()
     written = "".join(p.read_text() for p in out.iterdir() if p.is_file())
@@ -626,19 +618,7 @@ def test_a_second_eval_of_one_folder_is_refused_and_select_leaves_a_live_log_alo
     dataset = out.parent / "test.jsonl"
     held = _lock_output(out)  # a run writing this folder now
     try:
-        argv = [
-            "eval",
-            "--env",
-            str(AGENT_ENV),
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--served-model",
-            "m",
-            "--dataset",
-            str(dataset),
-            "--output",
-            str(out),
-        ]
+        argv = served_eval("http://127.0.0.1:9/v1", dataset, out)
         assert main(argv) != 0
         assert "another swift-rlfactory eval is writing there" in capsys.readouterr().err
         log = out / "trajectories.jsonl"
