@@ -24,6 +24,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 MIN_SECRET_LEN = 6
 
@@ -69,6 +70,16 @@ def remember(value: str, shown_as: str = "***") -> None:
         alternatives = sorted(_secrets, key=len, reverse=True)
         _pattern = re.compile("|".join(re.escape(v) for v in alternatives))
     install_log_redaction()
+
+
+def remember_url(url: str, shown_as: str = "***") -> None:
+    """Record the credentials a URL carries: the password of ``user:password@host`` and every query value
+    (``?key=...``), which :func:`redact` would blank in a URL but not once a server echoes them alone."""
+    parts = urlsplit(url)
+    if parts.password:
+        remember(unquote(parts.password), shown_as)
+    for _, value in parse_qsl(parts.query):
+        remember(value, shown_as)
 
 
 def remember_env(env: Mapping[str, str]) -> None:

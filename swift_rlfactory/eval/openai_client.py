@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,11 +40,11 @@ import httpx
 from .. import secrets
 from ..adapters.swift_template import TURN_END, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
+from ..wire import content_text, sendable
 
 # Responses worth asking again: rate limits and server-side trouble.
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _END_TOKENS = (TURN_END, "<|endoftext|>", "<|eot_id|>", "</s>")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class OpenAIChatPolicy:
@@ -90,8 +89,7 @@ class OpenAIChatPolicy:
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if self.api_key:
             secrets.remember(self.api_key, "<api key>")
-        if password := httpx.URL(self.url).password:
-            secrets.remember(password, "<base_url password>")
+        secrets.remember_url(self.url, "<base_url credential>")
         self.template = template_by_name(template)
         self.max_tokens = max_tokens
         self.max_length = max_length
@@ -127,7 +125,7 @@ class OpenAIChatPolicy:
             self._client = httpx.AsyncClient(headers=headers, timeout=self.timeout_s, limits=limits)
         body = {
             **self.body,
-            "messages": [{"role": m["role"], "content": _sendable(m.get("content") or "")} for m in messages],
+            "messages": [{"role": m["role"], "content": sendable(m.get("content") or "")} for m in messages],
         }
         where = secrets.redact(self.url)
         for attempt in range(self.retries + 1):
@@ -178,7 +176,7 @@ class OpenAIEpisode:
         if not isinstance(message, dict):
             shown = _start(json.dumps(data, ensure_ascii=False))
             raise RuntimeError(f"{secrets.redact(self.policy.url)}: not a chat completion: {shown}")
-        text = _text(message.get("content"))
+        text = content_text(message.get("content"))
         for token in _END_TOKENS:
             if text.endswith(token):
                 text = text[: -len(token)]
@@ -186,11 +184,7 @@ class OpenAIEpisode:
         usage = data.get("usage") or {}
         if isinstance(usage.get("prompt_tokens"), int):
             self.tokens_used = usage["prompt_tokens"] + (usage.get("completion_tokens") or 0)
-        return Generation(text=_SURROGATE.sub("\ufffd", text), finish_reason=choices[0].get("finish_reason"))
-
-
-def _sendable(text: Any) -> Any:
-    return _SURROGATE.sub("\ufffd", text) if isinstance(text, str) else text
+        return Generation(text=sendable(text), finish_reason=choices[0].get("finish_reason"))
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -200,15 +194,6 @@ def _is_timeout(exc: BaseException) -> bool:
 def _start(text: str) -> str:
     """The start of a response body for an error message, secrets redacted."""
     return secrets.redact(text[:300])
-
-
-def _text(content: Any) -> str:
-    """A message's content as text: a string, or the text parts of a list of parts."""
-    if isinstance(content, list):
-        return "".join(
-            p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text"
-        )
-    return content if isinstance(content, str) else ""
 
 
 def _hermes(call: Any) -> str:

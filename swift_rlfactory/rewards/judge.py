@@ -24,8 +24,8 @@ each time, so a new ``max_score`` applies to cached replies too), retried on tra
 (after the server's ``Retry-After``, up to :data:`RETRY_AFTER_MAX_S`), and bounded by ``call_timeout_s``.
 The API key and every ``${VAR}`` value are recorded as secrets, so no log or error shows them. A judgment
 that cannot be had (the endpoint is down, the reply holds no score) raises :class:`JudgeError`; the reward
-spec turns that into the term's ``fallback`` and counts it. Metrics: ``judge/calls``, ``judge/cache_hit_rate``, ``judge/errors``,
-``judge/latency_p50_s`` (see :meth:`Judge.drain_metrics`).
+spec turns that into the term's ``fallback`` and counts it. Metrics: ``judge/calls``,
+``judge/cache_hit_rate``, ``judge/errors``, ``judge/latency_p50_s`` (see :meth:`Judge.drain_metrics`).
 
 The prompt and reply formats are pure functions in :mod:`swift_rlfactory.rewards.judge_text`.
 """
@@ -54,6 +54,7 @@ from .. import secrets
 from ..tools.cache import ToolCache
 from ..tools.loop import LoopThread
 from ..trajectory import Trajectory
+from ..wire import content_text
 from . import judge_text
 
 logger = logging.getLogger(__name__)
@@ -128,9 +129,7 @@ class JudgeConfig(BaseModel):
     def _http(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
-        password = httpx.URL(value).password if "@" in value else None
-        if password:  # http://user:key@host/v1
-            secrets.remember(password, "<judge base_url password>")
+        secrets.remember_url(value, "<judge base_url credential>")  # http://user:key@host/v1?key=...
         return value.rstrip("/")
 
 
@@ -474,11 +473,7 @@ class Judge:
         except (ValueError, KeyError, IndexError, TypeError):
             raise JudgeError(f"not a chat completion: {secrets.redact(response.text[:200])!r}") from None
         self.stats.latencies.append(latency)
-        if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
-            content = "".join(
-                p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
-            )
-        return content if isinstance(content, str) else ""
+        return content_text(content)
 
 
 def _describe(exc: BaseException) -> str:

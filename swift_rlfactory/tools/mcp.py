@@ -59,6 +59,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED, INTERNAL_ERROR, ErrorData, JSONRPCError, PaginatedRequestParams
 
 from ..secrets import install_log_redaction, redact
+from ..wire import sendable
 from .base import Tool, ToolError, ToolSpec, TransportError, current_call
 from .mcp_config import PASSTHROUGH_ENV, McpConfig, McpServerConfig
 from .observation import render
@@ -184,7 +185,7 @@ class McpProvider:
         answered with an error (or the call crashed the server twice by itself) and
         :class:`TransportError` when the server could not be reached.
         """
-        arguments = _sanitized(arguments)
+        arguments = sendable(arguments)
         account = current_call.get()
         crashes = reruns = 0
         solo = False
@@ -607,21 +608,6 @@ def _server_env(config: McpServerConfig) -> dict[str, str]:
         return {**os.environ, **config.env}
     passthrough = {name: os.environ[name] for name in PASSTHROUGH_ENV if name in os.environ}
     return {**get_default_environment(), **passthrough, **config.env}
-
-
-def _sanitized(value: Any) -> Any:
-    """``value`` with every string JSON can carry: lone UTF-16 surrogates become U+FFFD."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return value
-    if isinstance(value, dict):
-        return {_sanitized(k): _sanitized(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_sanitized(v) for v in value]
-    return value
 
 
 async def _list_tools(client: ClientSession) -> list[ToolSpec]:

@@ -49,7 +49,6 @@ import math
 import re
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -215,8 +214,7 @@ class McpServerConfig(BaseModel):
                         secrets.remember(part, f"<{name} header>")
         if self.url is not None:
             update["url"] = expand(self.url)
-            for _, value in parse_qsl(urlsplit(update["url"]).query):
-                secrets.remember(value)
+            secrets.remember_url(update["url"])
         if self.command is not None:
             update["command"] = expand(self.command)
             cwd = Path(expand(self.cwd)) if self.cwd else base_dir

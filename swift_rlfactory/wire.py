@@ -1,0 +1,39 @@
+"""Text as it travels to and from JSON APIs (MCP servers, OpenAI-compatible chat endpoints).
+
+Two small facts every client of ours needs:
+
+* A lone UTF-16 surrogate (``"\\ud83d"``, half an emoji that a model wrote or a JSON escape produced) is a
+  valid Python string that no UTF-8 body can carry; :func:`sendable` replaces it with U+FFFD, in nested
+  arguments too, so the request goes out instead of failing.
+* An OpenAI-style message's ``content`` is a string, or a list of parts (``{"type": "text", "text": ...}``,
+  images, ...); :func:`content_text` is its text either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def sendable(value: Any) -> Any:
+    """``value`` with every string JSON can carry: lone UTF-16 surrogates become U+FFFD, in dicts and lists
+    too; anything else is returned as it is."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, dict):
+        return {sendable(k): sendable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [sendable(v) for v in value]
+    return value
+
+
+def content_text(content: Any) -> str:
+    """A chat message's content as text: a string, the text parts of a list of parts joined, else ``""``."""
+    if isinstance(content, list):
+        return "".join(
+            p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return content if isinstance(content, str) else ""
