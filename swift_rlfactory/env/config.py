@@ -241,9 +241,9 @@ def load_env_config(path: str | Path) -> EnvConfig:
         raise EnvConfigError(f"{path}: the environment file is empty")
     if not isinstance(data, dict):
         raise EnvConfigError(f"{path}: the top level must be a mapping, got {type(data).__name__}")
-    for key in _LOADER_FIELDS & data.keys():
+    if written := sorted(_LOADER_FIELDS & data.keys()):
         raise EnvConfigError(
-            f"{path}: {key}: set by the loader (the file's own folder and path), not in the file"
+            f"{path}: {written[0]}: set by the loader (the file's own folder and path), not in the file"
         )
     try:
         config = EnvConfig.model_validate({**data, "base_dir": path.parent, "source": path})

@@ -106,7 +106,8 @@ class EvalOptions:
 
 def _lock_output(out: Path) -> Any:
     """An exclusive lock on ``OUTPUT/.lock``: two evals of one folder would run every episode twice, and one
-    could cut the other's half-written last line as torn. Raises ``ValueError`` when another run holds it."""
+    could cut the other's half-written last line as torn. Raises ``ValueError`` when another run holds it;
+    the open file it returns holds the lock until it is closed (``with _lock_output(out): ...``)."""
     handle = (out / ".lock").open("a")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -165,8 +166,7 @@ def run_eval(options: EvalOptions, console: Console, policy: Any = None) -> int:
     max_turns = min(options.max_turns or env.max_turns, env.max_turns)
     out = Path(options.output)
     out.mkdir(parents=True, exist_ok=True)
-    lock = _lock_output(out)  # one eval writes a folder at a time; held until this run ends
-    try:
+    with _lock_output(out):  # one eval writes a folder at a time, until this run ends
         settings = options.result_settings()
         _check_settings(out / CONFIG_FILE, settings)
 
@@ -219,8 +219,6 @@ def run_eval(options: EvalOptions, console: Console, policy: Any = None) -> int:
             )
             return 1
         return 0
-    finally:
-        lock.close()
 
 
 def _check_settings(path: Path, settings: dict[str, Any]) -> None:

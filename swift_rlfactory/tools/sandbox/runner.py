@@ -10,9 +10,9 @@ Each call starts a fresh sandbox (about 30 ms on top of the program's own start-
   ``/tmp`` and ``/dev/shm`` are private size-capped tmpfs, ``/proc`` is the sandbox's own, ``/dev`` and an
   empty ``/run`` are read-only. Home folders (``/home``, ``/root``, ``$HOME``) and the working directory
   are hidden behind empty read-only tmpfs, so a program cannot print a token file or a project's ``.env``
-  into a trajectory; only the program's own installation (the interpreter's prefix) is bound back. ``--die-with-parent``
-  kills the sandbox if this process dies; when the program's PID 1 ends, the kernel kills every process left in
-  its PID namespace, so a daemon it forked cannot outlive the call.
+  into a trajectory; only the program's own installation (the interpreter's prefix) is bound back.
+  ``--die-with-parent`` kills the sandbox if this process dies; when the program's PID 1 ends, the kernel
+  kills every process left in its PID namespace, so a daemon it forked cannot outlive the call.
 * **prlimit** sets CPU seconds, address space (memory), processes, file size and open files inside the
   sandbox's user namespace, where the process count is the sandbox's own, so 64 sandboxes do not share one
   budget.
