@@ -266,18 +266,20 @@ def test_local_prompts_match_training_token_for_token(agent_model: Path):
 
 
 # -- a served model ------------------------------------------------------------------------------------
+def add_then_answer(body: dict[str, Any]) -> str:
+    """A served model's reply: a tool call with the two numbers of the question, then the observation as
+    the answer."""
+    last = body["messages"][-1]
+    if last["role"] == "user":
+        a, b = map(int, re.findall(r"\d+", last["content"]))
+        call = json.dumps({"name": "add", "arguments": {"a": a, "b": b}})
+        return f"<tool_call>\n{call}\n</tool_call>"
+    return f"<answer>{last['content']}</answer>"  # 7 only if the tool really ran
+
+
 def scripted_server() -> ScriptedChat:
-    """A served model: a tool call with the two numbers of the question, then the observation as the answer."""
-
-    def reply(body: dict[str, Any]) -> str:
-        last = body["messages"][-1]
-        if last["role"] == "user":
-            a, b = map(int, re.findall(r"\d+", last["content"]))
-            call = json.dumps({"name": "add", "arguments": {"a": a, "b": b}})
-            return f"<tool_call>\n{call}\n</tool_call>"
-        return f"<answer>{last['content']}</answer>"  # 7 only if the tool really ran
-
-    return ScriptedChat(reply)
+    """A served model that answers as :func:`add_then_answer`."""
+    return ScriptedChat(add_then_answer)
 
 
 def test_eval_against_an_openai_compatible_server(tmp_path: Path, capsys):
@@ -384,7 +386,8 @@ def test_eval_reads_every_shape_a_server_answers_in_and_fails_only_the_broken_ep
     printed = capsys.readouterr()
     assert "not a chat completion" in printed.out + printed.err
     records = {r["index"]: r for r in read_trajectories(out / "trajectories.jsonl")}
-    assert sorted(records) == [0, 1, 2]
+    assert sorted(records) == [0, 1, 2, 3]
+    assert records[3]["failed"] and "not a chat completion" in records[3]["error"]  # logged, to be retried
     assert [c["tool"] for c in records[0]["tool_calls"]] == ["add"]  # structured, and it ran
     assert records[0]["tool_calls"][0]["observation"] == "7"
     assert records[0]["messages"][-1]["content"] == "<answer>7</answer>"
@@ -629,3 +632,84 @@ def test_a_second_eval_of_one_folder_is_refused_and_select_leaves_a_live_log_alo
         log.write_bytes(whole)
     finally:
         held.close()
+
+
+# -- failed episodes -----------------------------------------------------------------------------------
+def failed(index: int, sample: int, question: str = "q") -> dict[str, Any]:
+    """A log line of an episode that failed on every attempt, as :func:`evaluate` writes it."""
+    return {"index": index, "sample": sample, "question": question, "failed": True, "error": "HTTP 401"}
+
+
+def test_a_failed_episode_is_logged_counts_as_zero_and_is_retried_on_resume(tmp_path: Path, capsys):
+    """Every question counts: an episode the endpoint refuses (a 400 for context length) is a line of the
+    log with its error, scores 0 in the averages, and is the one episode the next run asks again."""
+    from starlette.responses import JSONResponse
+
+    from swift_rlfactory.cli import main
+
+    key = "sk-eval-failed-1f2e3d"
+    refusing = [True]  # the first run's server refuses one question; the second's answers it
+
+    def too_long(body: dict[str, Any]) -> Any:
+        if refusing[0] and "2 + 5" in body["messages"][-1]["content"]:
+            error = f"maximum context length is 4096 tokens (request of Bearer {key})"
+            return JSONResponse({"error": error}, status_code=400)
+        return add_then_answer(body)
+
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4), (2, 5)])
+    out = tmp_path / "out"
+    with ScriptedChat(too_long) as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, out, "--api-key", key)
+        assert main(argv) == 1
+        lines = read_trajectories(out / "trajectories.jsonl")
+        [done] = [r for r in lines if r["index"] == 0]
+        [broken] = [r for r in lines if r["index"] == 1]
+        assert broken["failed"] is True and broken["sample"] == 0 and broken["question"] == "What is 2 + 5?"
+        assert "400" in broken["error"] and "maximum context length" in broken["error"]
+        assert key not in (out / "trajectories.jsonl").read_text()
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert metrics["episodes"] == 2 and metrics["failed_episodes"] == 1
+        assert metrics["em"] == 0.5 and metrics["pass@1"] == 0.5
+        assert metrics["reward"] == pytest.approx(done["rewards"]["total"] / 2)
+        assert metrics["tool_calls"] == 1.0  # tool use is the finished trajectories' (a failed one has none)
+        capsys.readouterr()
+
+        refusing[0], server.requests[:] = False, []
+        assert main(argv) == 0
+    assert "skipped 1 of 2 episodes" in capsys.readouterr().out
+    assert [r["messages"][-1]["content"] for r in server.requests] == [
+        "What is 2 + 5?",
+        "7",
+    ]  # only the failed
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["episodes"] == 2 and metrics["failed_episodes"] == 0 and metrics["em"] == 1.0
+
+
+def test_summarize_counts_a_failed_episode_as_a_wrong_answer():
+    records = [record(0, 0, 1.0, calls=2), failed(0, 1), failed(1, 0), record(1, 1, 0.0, calls=0)]
+    metrics = summarize(records, samples=2)
+    assert metrics["episodes"] == 4 and metrics["failed_episodes"] == 2 and metrics["questions"] == 2
+    assert metrics["em"] == metrics["f1"] == 0.25 and metrics["reward"] == (1.5 + 0.5) / 4
+    assert metrics["reward/em"] == 0.25 and metrics["pass@2"] == 0.5 and metrics["pass@1"] == 0.25
+    assert metrics["tool_calls"] == 1.0 and metrics["turns"] == 2.0  # over the two finished trajectories
+    alone = summarize([failed(0, 0)], samples=1)
+    assert alone["em"] == 0.0 and alone["pass@1"] == 0.0 and alone["tool_calls"] == 0.0
+    assert alone["failed_episodes"] == 1 and alone["tool_error_rate"] is None
+
+
+def test_select_scores_questions_by_their_finished_samples_only(tmp_path: Path):
+    rows = [{"messages": [{"role": "user", "content": f"q{i}"}], "solution": "a"} for i in range(3)]
+    dataset = tmp_path / "pool.jsonl"
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    log = EvalLog(tmp_path / "run" / "trajectories.jsonl")
+    log.path.parent.mkdir()
+    log.append({**record(0, 0, 1.0), "question": "q0"})
+    log.append(failed(0, 1, "q0"))  # not a wrong answer: q0 is always solved when it is answered
+    log.append({**record(1, 0, 1.0), "question": "q1"})
+    log.append({**record(1, 1, 0.0), "question": "q1"})
+    log.append(failed(2, 0, "q2"))
+    log.append(failed(2, 1, "q2"))  # never answered: not scored
+    from swift_rlfactory.eval.select import select
+
+    assert select(tmp_path / "run", dataset, tmp_path / "grpo.jsonl") == (1, 2)
+    assert load_rows(tmp_path / "grpo.jsonl") == [rows[1]]

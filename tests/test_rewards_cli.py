@@ -105,3 +105,15 @@ def test_recorded_lines_round_trip_through_trajectory():
     first = load_recorded(RECORDED, limit=1)[0]
     assert first.line == 1 and isinstance(first.trajectory, Trajectory)
     assert first.trajectory.rewards == {} and first.trajectory.golden_answers
+
+
+def test_an_eval_log_with_a_failed_episode_rescores_the_finished_ones(tmp_path, capsys):
+    """``eval`` logs an episode that failed on every attempt as a line without a trajectory: skipped."""
+    lines = RECORDED.read_text().splitlines()[:2]
+    failed = {"index": 5, "sample": 0, "question": "q", "failed": True, "error": "RuntimeError: HTTP 401"}
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text("\n".join([lines[0], json.dumps(failed), lines[1]]) + "\n")
+    assert [r.line for r in load_recorded(path)] == [1, 3]
+    env = env_file(tmp_path, SAME_REWARDS)
+    assert main(["rewards", str(env), "--trajectories", str(path), "--json"]) == 0
+    assert [row["line"] for row in json.loads(capsys.readouterr().out)["rows"]] == [1, 3]

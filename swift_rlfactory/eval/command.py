@@ -1,8 +1,9 @@
 """``swift-rlfactory eval``: options, the run, and what it prints and writes.
 
-Writes ``OUTPUT/trajectories.jsonl`` (one line per episode, appended as each finishes),
-``OUTPUT/metrics.json`` (see :mod:`.metrics`) and ``OUTPUT/eval_config.json`` (the settings that shape
-results; a resumed run must match them, so one folder never mixes two models).
+Writes ``OUTPUT/trajectories.jsonl`` (one line per episode, appended as each ends; a failed one holds its
+error and is retried by the next run), ``OUTPUT/metrics.json`` (see :mod:`.metrics`) and
+``OUTPUT/eval_config.json`` (the settings that shape results; a resumed run must match them, so one folder
+never mixes two models).
 
 With several LoRA checkpoints (``--adapters A B ...``, :func:`run_evals`) one engine serves them all, and
 each is scored into ``OUTPUT/<its folder name>/`` exactly as a run of its own would be. A validation split
@@ -35,7 +36,16 @@ from rich.progress import (
 from ..env.environment import Environment
 from ..models import ModelChoice, choose_model
 from .metrics import groups_table, metrics_table, summarize, summarize_groups
-from .runner import EvalLog, EvalRun, EvalTask, check_same_dataset, evaluate, load_rows, pending_tasks
+from .runner import (
+    EvalLog,
+    EvalRun,
+    EvalTask,
+    check_same_dataset,
+    evaluate,
+    is_failed,
+    load_rows,
+    pending_tasks,
+)
 
 CONFIG_FILE = "eval_config.json"
 # Settings that change results: a resumed run must use the same ones.
@@ -194,7 +204,6 @@ def run_eval(options: EvalOptions, console: Console, policy: Any = None) -> int:
 
         records = [r for (i, s), r in log.load().items() if i < len(rows) and s < options.samples]
         metrics = summarize(records, options.samples)
-        metrics["failed_episodes"] = len(failures)
         groups = {
             column: summarize_groups(records, rows, column, options.samples) for column in options.group_by
         }
@@ -307,10 +316,9 @@ def _run_with_progress(
     with progress:
         bar = progress.add_task("episodes", total=len(tasks), em=0.0)
 
-        def on_done(record: dict[str, Any] | None) -> None:
-            if record is not None:
-                scores.append(record["metrics"]["em"])
-            progress.update(bar, advance=1, em=sum(scores) / len(scores) if scores else 0.0)
+        def on_done(record: dict[str, Any]) -> None:
+            scores.append(0.0 if is_failed(record) else record["metrics"]["em"])  # as metrics.json counts it
+            progress.update(bar, advance=1, em=sum(scores) / len(scores))
 
         return asyncio.run(
             evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)

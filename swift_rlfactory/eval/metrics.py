@@ -3,12 +3,16 @@
 * ``em`` / ``f1``: exact match and token F1 of the final ``<answer>`` against the golden answers
   (:func:`swift_rlfactory.rewards.rules.em` / ``f1``), averaged over episodes;
 * ``reward``: the environment's weighted total, averaged; ``reward/<name>`` per component;
-* ``tool_calls``: calls per episode; ``tool_error_rate``: failed calls / calls (``None`` without calls);
 * ``pass@k`` with k = samples per question: the share of questions with at least one exact-match sample;
   with k > 1 also ``pass@1``, the mean over questions of their samples' mean EM (the unbiased estimate
   from k samples);
-* the training run's tool metrics (:func:`swift_rlfactory.rollout.metrics.tool_metrics`): turns, stop
-  reasons, tool latency and cache hits;
+* ``episodes`` (every one, failed ones included) and ``failed_episodes``: an episode that failed on every
+  attempt (:func:`~.runner.is_failed`) is a wrong answer, 0 in each score above, so a model whose
+  prompts overflow the server's context is not scored on the questions it happened to fit;
+* ``tool_calls``: calls per finished episode; ``tool_error_rate``: failed calls / calls (``None`` without
+  calls); the training run's tool metrics (:func:`swift_rlfactory.rollout.metrics.tool_metrics`): turns,
+  stop reasons, tool latency and cache hits. These describe trajectories, which a failed episode has none
+  of, so they are over finished episodes only;
 * with a dataset column to group by (:func:`summarize_groups`, e.g. DeepSearch's ``hops``), the headline
   metrics per value of that column, so a gain or a loss can be placed (single-hop vs two-hop questions).
 """
@@ -22,7 +26,7 @@ from typing import Any
 from rich.table import Table
 
 from ..rollout.metrics import tool_metrics
-from .runner import trajectory_from_record
+from .runner import is_failed, trajectory_from_record
 
 # tool_metrics keys that the headline metrics already report under their own names.
 _HEADLINE_DUPLICATES = {"tools/calls_per_trajectory", "tools/error_rate"}
@@ -32,32 +36,41 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def _score(record: dict[str, Any], metric: str) -> float:
+    """An episode's ``metric``; 0 for a failed episode (no answer is a wrong answer)."""
+    return 0.0 if is_failed(record) else record["metrics"][metric]
+
+
 def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]:
-    """Metrics over finished episodes (records of :class:`~.runner.EvalLog`); ``samples`` is k of pass@k."""
+    """Metrics over episodes (records of :class:`~.runner.EvalLog`, failed ones included, see the module
+    docstring); ``samples`` is k of pass@k."""
     if not records:
-        return {"questions": 0, "episodes": 0}
+        return {"questions": 0, "episodes": 0, "failed_episodes": 0}
     by_question: dict[int, list[float]] = defaultdict(list)
     for record in records:
-        by_question[record["index"]].append(record["metrics"]["em"])
-    calls = sum(r["metrics"]["tool_calls"] for r in records)
-    errors = sum(r["metrics"]["tool_errors"] for r in records)
+        by_question[record["index"]].append(_score(record, "em"))
+    finished = [r for r in records if not is_failed(r)]
+    calls = sum(r["metrics"]["tool_calls"] for r in finished)
+    errors = sum(r["metrics"]["tool_errors"] for r in finished)
     metrics: dict[str, Any] = {
         "questions": len(by_question),
         "episodes": len(records),
+        "failed_episodes": len(records) - len(finished),
         "samples": samples,
-        "em": _mean([r["metrics"]["em"] for r in records]),
-        "f1": _mean([r["metrics"]["f1"] for r in records]),
-        "reward": _mean([r["rewards"].get("total", 0.0) for r in records]),
-        "tool_calls": calls / len(records),
+        "em": _mean([_score(r, "em") for r in records]),
+        "f1": _mean([_score(r, "f1") for r in records]),
+        # a failed record has no rewards: 0 in every component, as in every score
+        "reward": _mean([r.get("rewards", {}).get("total", 0.0) for r in records]),
+        "tool_calls": calls / len(finished) if finished else 0.0,
         "tool_error_rate": errors / calls if calls else None,
         f"pass@{samples}": _mean([float(any(em == 1.0 for em in ems)) for ems in by_question.values()]),
     }
     if samples > 1:
         metrics["pass@1"] = _mean([_mean(ems) for ems in by_question.values()])
-    names = sorted({name for r in records for name in r["rewards"] if name != "total"})
+    names = sorted({name for r in finished for name in r["rewards"] if name != "total"})
     for name in names:
-        metrics[f"reward/{name}"] = _mean([r["rewards"].get(name, 0.0) for r in records])
-    trajectories = [trajectory_from_record(r) for r in records]
+        metrics[f"reward/{name}"] = _mean([r.get("rewards", {}).get(name, 0.0) for r in records])
+    trajectories = [trajectory_from_record(r) for r in finished]
     metrics.update({k: v for k, v in tool_metrics(trajectories).items() if k not in _HEADLINE_DUPLICATES})
     return metrics
 

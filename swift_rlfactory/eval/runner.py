@@ -9,8 +9,10 @@ environment's executor, turn limits and reward spec::
 
 The engine is behind a small :class:`Policy` protocol (ms-swift engines in
 :mod:`swift_rlfactory.adapters.swift_infer`, an OpenAI-compatible endpoint in :mod:`.openai_client`), so
-this module decides nothing about models. Each finished episode is appended at once, so a stopped run
-loses only the episodes in flight; :class:`EvalLog` reads back what is done and the next run skips it.
+this module decides nothing about models. Each episode is appended as soon as it ends, so a stopped run
+loses only the episodes in flight; :class:`EvalLog` reads back what is done and the next run skips it. An
+episode that fails on every attempt (the endpoint answers 401, a prompt over the engine's limit) is a line
+too, with its error instead of a trajectory: it counts as a wrong answer, and the next run asks again.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import secrets
 from ..env.environment import Environment
 from ..retrieval.qa_data import convert_qa_record, load_qa
 from ..rewards import rules
@@ -74,7 +77,7 @@ class EvalRun:
     """What one call of :func:`evaluate` did."""
 
     ran: int = 0
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # their log records (see is_failed)
 
 
 # -- data --------------------------------------------------------------------------------------------
@@ -160,16 +163,18 @@ class EvalLog:
     """``trajectories.jsonl`` of an evaluation: one line per (question index, sample), in finishing order.
 
     Each line is :meth:`Trajectory.to_dict` plus ``index``, ``sample``, ``question``, ``metrics``
-    (``em``, ``f1``, ``tool_calls``, ``tool_errors``) and ``time``.
+    (``em``, ``f1``, ``tool_calls``, ``tool_errors``) and ``time``; an episode that failed is ``index``,
+    ``sample``, ``question``, ``failed: true``, ``error`` and ``time`` (:func:`is_failed`). A resumed run
+    appends its retries, so the last line of an ``(index, sample)`` is the one that counts.
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
     def load(self, repair: bool = True) -> dict[tuple[int, int], dict[str, Any]]:
-        """Finished episodes by ``(index, sample)``. A line torn by a crash is cut off (and so re-run) when
-        ``repair``, which only the eval that holds the folder's lock may do; a reader (``select``) skips it,
-        since it may be a line another run is writing."""
+        """Each episode's latest record by ``(index, sample)``. A line torn by a crash is cut off (and so
+        re-run) when ``repair``, which only the eval that holds the folder's lock may do; a reader
+        (``select``) skips it, since it may be a line another run is writing."""
         if not self.path.exists():
             return {}
         data = self.path.read_bytes()
@@ -208,11 +213,17 @@ def check_same_dataset(
             )
 
 
+def is_failed(record: dict[str, Any]) -> bool:
+    """Whether a log record is an episode that failed on every attempt: an error, no trajectory, no score."""
+    return record.get("failed") is True
+
+
 def pending_tasks(
-    rows: list[dict[str, Any]], samples: int, done: Iterable[tuple[int, int]]
+    rows: list[dict[str, Any]], samples: int, done: Mapping[tuple[int, int], dict[str, Any]]
 ) -> list[EvalTask]:
-    """Every (row, sample) not in ``done``, question by question."""
-    finished = set(done)
+    """Every (row, sample) without a finished record in ``done`` (a failed one is tried again), question
+    by question."""
+    finished = {key for key, record in done.items() if not is_failed(record)}
     return [
         EvalTask(index, sample, row)
         for index, row in enumerate(rows)
@@ -289,12 +300,14 @@ async def evaluate(
     *,
     max_turns: int,
     concurrency: int = 16,
-    on_done: Callable[[dict[str, Any] | None], None] | None = None,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
 ) -> EvalRun:
-    """Run ``tasks`` with at most ``concurrency`` episodes in flight, appending each record to ``log``.
+    """Run ``tasks`` with at most ``concurrency`` episodes in flight, appending each record to ``log`` and
+    handing it to ``on_done``.
 
-    An episode that raises (an unreachable server, a prompt over the engine's limit) is not logged, so
-    the next run retries it; it is returned in :attr:`EvalRun.failures` and ``on_done`` gets ``None``.
+    An episode that raises (an unreachable server, a prompt over the engine's limit) is logged as a failed
+    record (:func:`is_failed`) whose error has every known secret redacted, and returned in
+    :attr:`EvalRun.failures`; :func:`pending_tasks` gives it to the next run again.
     """
     tools = env.tool_schemas()
     run = EvalRun()
@@ -307,10 +320,16 @@ async def evaluate(
                 log.append(record)  # inside: one record that cannot be written fails its episode only
             except Exception as exc:
                 logger.debug("episode %s/%s failed", task.index, task.sample, exc_info=True)
-                run.failures.append(
-                    {"index": task.index, "sample": task.sample, "error": f"{type(exc).__name__}: {exc}"}
-                )
-                record = None
+                record = {
+                    "index": task.index,
+                    "sample": task.sample,
+                    "question": question_of(task.row),
+                    "failed": True,
+                    "error": secrets.redact(f"{type(exc).__name__}: {exc}"),
+                    "time": time.time(),
+                }
+                log.append(record)
+                run.failures.append(record)
             else:
                 run.ran += 1
             if on_done is not None:

@@ -10,7 +10,9 @@ dynamic sampling, without resampling inside every step)::
     swift-rlfactory eval --env env.yaml --model M --dataset pool.jsonl --output runs/pool --samples 4 --temperature 1
     swift-rlfactory select --eval runs/pool --dataset pool.jsonl --out grpo.jsonl
 
-The rate is the mean of one episode metric (``em`` by default) over a question's samples.
+The rate is the mean of one episode metric (``em`` by default) over a question's finished samples: an
+episode that failed (the endpoint refused it) says nothing about the policy and is not a sample, and a
+question none of whose samples finished is unscored and left out.
 
 Mixed questions are rarely a balanced sample: after a DeepSearch warm start most are two-hop, so GRPO on
 them alone learns the two-hop habit and applies it everywhere. ``--stratify hops,family --per-stratum N``
@@ -29,14 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from ..retrieval.qa_data import write_jsonl
-from .runner import EvalLog, check_same_dataset, load_rows
+from .runner import EvalLog, check_same_dataset, is_failed, load_rows
 
 
 def solve_rates(records: Iterable[dict[str, Any]], metric: str = "em") -> dict[int, float]:
-    """Mean ``metric`` of each question's samples, by question index."""
+    """Mean ``metric`` of each question's finished samples (failed episodes are skipped), by question index."""
     scores: dict[int, list[float]] = defaultdict(list)
     for record in records:
-        scores[int(record["index"])].append(float(record["metrics"][metric]))
+        if not is_failed(record):
+            scores[int(record["index"])].append(float(record["metrics"][metric]))
     return {index: sum(values) / len(values) for index, values in scores.items()}
 
 

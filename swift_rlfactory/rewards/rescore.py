@@ -70,8 +70,10 @@ class Rescored:
 def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
     """Read a trajectories log (or the folder holding ``trajectories.jsonl``).
 
-    Raises :class:`TrajectoryFileError` for a missing or empty file, a line that is not JSON, or a line
-    that is not a trajectory (no ``messages`` list of ``{role, content}`` objects, fields of the wrong type).
+    A line of an ``eval`` episode that failed on every attempt (``"failed": true``, an ``error`` and no
+    trajectory) is skipped: there is nothing to score. Raises :class:`TrajectoryFileError` for a missing or
+    empty file, a line that is not JSON, or a line that is not a trajectory (no ``messages`` list of
+    ``{role, content}`` objects, fields of the wrong type).
     """
     path = Path(path).expanduser()
     if path.is_dir():
@@ -95,6 +97,8 @@ def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
             raise TrajectoryFileError(
                 f"{where}: not JSON ({exc.msg}); expected one trajectory per line"
             ) from None
+        if isinstance(data, dict) and data.get("failed") is True:
+            continue
         out.append(_recorded(data, number, where))
         if limit is not None and len(out) >= limit:
             break
