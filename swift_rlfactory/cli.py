@@ -256,7 +256,8 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
         help="evaluate a model with the training agent loop: EM, F1, reward, tool use, pass@k",
         description="Run every question (SAMPLES times) through the same agent loop, tools and rewards as "
         "training, with a local model (ms-swift engines) or an OpenAI-compatible server. Resumable: episodes "
-        "already in OUTPUT/trajectories.jsonl are skipped.",
+        "already in OUTPUT/trajectories.jsonl are skipped, unless they failed or their dataset row (golden "
+        "answers, any column) changed since.",
     )
     ev.add_argument("--env", type=Path, required=True, help="environment YAML (tools, limits, reward)")
     ev.add_argument(

@@ -451,7 +451,7 @@ def test_select_filters_by_solve_rate_and_refuses_another_dataset(tmp_path: Path
     log.path.parent.mkdir()
     for index, ems in enumerate([(1.0, 1.0), (1.0, 0.0), (0.0, 0.0)]):  # q3 was never scored
         for sample, em in enumerate(ems):
-            log.append({**record(index, sample, em), "question": f"q{index}"})
+            log.append(logged(rows, index, sample, em))
     assert select(tmp_path / "run", dataset, tmp_path / "grpo.jsonl") == (1, 3)
     assert load_rows(tmp_path / "grpo.jsonl") == [rows[1]]
     assert select(tmp_path / "run", dataset, tmp_path / "all.jsonl", low=-1, high=2) == (3, 3)
@@ -488,6 +488,23 @@ def record(index: int, sample: int, em: float, calls: int = 1, errors: int = 0) 
         "rewards": {"em": em, "total": em + 0.5},
         "metrics": {"em": em, "f1": em, "tool_calls": calls, "tool_errors": errors},
     }
+
+
+def as_logged(row: dict[str, Any]) -> dict[str, Any]:
+    """What a log line holds of its dataset row: the question and the other columns."""
+    columns = {k: v for k, v in row.items() if k != "messages"}
+    return {"question": row["messages"][-1]["content"], "row": columns}
+
+
+def logged(rows: list[dict[str, Any]], index: int, sample: int, em: float) -> dict[str, Any]:
+    """The log line of a finished episode of ``rows[index]``."""
+    return {**record(index, sample, em), **as_logged(rows[index])}
+
+
+def failed(index: int, sample: int, row: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The log line of an episode (of ``row``, when given) that failed on every attempt."""
+    line = {"index": index, "sample": sample, "question": "q", "failed": True, "error": "HTTP 401"}
+    return {**line, **as_logged(row)} if row is not None else line
 
 
 def test_summarize_pass_at_k():
@@ -597,7 +614,7 @@ def test_select_stratifies_the_mixed_rows_over_columns(tmp_path: Path, capsys):
     log.path.parent.mkdir()
     for index in range(40):
         for sample, em in enumerate((1.0, 0.0 if index < 36 else 1.0)):
-            log.append({**record(index, sample, em), "question": f"q{index}"})
+            log.append(logged(rows, index, sample, em))
     out = tmp_path / "grpo.jsonl"
     args = ["select", "--eval", str(tmp_path / "run"), "--dataset", str(dataset), "--out", str(out)]
     assert main([*args, "--stratify", "hops,family", "--per-stratum", "3"]) == 0
@@ -635,11 +652,6 @@ def test_a_second_eval_of_one_folder_is_refused_and_select_leaves_a_live_log_alo
 
 
 # -- failed episodes -----------------------------------------------------------------------------------
-def failed(index: int, sample: int, question: str = "q") -> dict[str, Any]:
-    """A log line of an episode that failed on every attempt, as :func:`evaluate` writes it."""
-    return {"index": index, "sample": sample, "question": question, "failed": True, "error": "HTTP 401"}
-
-
 def test_a_failed_episode_is_logged_counts_as_zero_and_is_retried_on_resume(tmp_path: Path, capsys):
     """Every question counts: an episode the endpoint refuses (a 400 for context length) is a line of the
     log with its error, scores 0 in the averages, and is the one episode the next run asks again."""
@@ -703,13 +715,57 @@ def test_select_scores_questions_by_their_finished_samples_only(tmp_path: Path):
     dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
     log = EvalLog(tmp_path / "run" / "trajectories.jsonl")
     log.path.parent.mkdir()
-    log.append({**record(0, 0, 1.0), "question": "q0"})
-    log.append(failed(0, 1, "q0"))  # not a wrong answer: q0 is always solved when it is answered
-    log.append({**record(1, 0, 1.0), "question": "q1"})
-    log.append({**record(1, 1, 0.0), "question": "q1"})
-    log.append(failed(2, 0, "q2"))
-    log.append(failed(2, 1, "q2"))  # never answered: not scored
+    log.append(logged(rows, 0, 0, 1.0))
+    log.append(failed(0, 1, rows[0]))  # not a wrong answer: q0 is always solved when it is answered
+    log.append(logged(rows, 1, 0, 1.0))
+    log.append(logged(rows, 1, 1, 0.0))
+    log.append(failed(2, 0, rows[2]))
+    log.append(failed(2, 1, rows[2]))  # never answered: not scored
     from swift_rlfactory.eval.select import select
 
     assert select(tmp_path / "run", dataset, tmp_path / "grpo.jsonl") == (1, 2)
     assert load_rows(tmp_path / "grpo.jsonl") == [rows[1]]
+
+
+# -- changed rows --------------------------------------------------------------------------------------
+def test_a_row_whose_golden_answers_changed_is_run_again(tmp_path: Path, capsys):
+    """Resume knows a row by its question and its golden answers (every column a reward reads): a fixed
+    answer under the same question re-runs that question, and its old score no longer counts."""
+    from swift_rlfactory.cli import main
+
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4), (2, 5)])
+    out = tmp_path / "out"
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, out)
+        assert main(argv) == 0
+        assert json.loads((out / "metrics.json").read_text())["em"] == 1.0
+        rows = load_rows(dataset)
+        rows[1]["solution"] = "8"  # the reference of 2 + 5, now wrong: the model's 7 no longer matches
+        dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        capsys.readouterr()
+        server.requests[:] = []
+        assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "skipped 1 of 2 episodes" in printed and "running 1 episodes again" in printed
+    assert [r["messages"][-1]["content"] for r in server.requests] == ["What is 2 + 5?", "7"]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["episodes"] == 2 and metrics["em"] == 0.5  # the old 1.0 of question 1 is not counted
+    latest = EvalLog(out / "trajectories.jsonl").load()[(1, 0)]
+    assert latest["row"]["solution"] == "8" and latest["metrics"]["em"] == 0.0
+
+
+def test_select_leaves_out_a_row_changed_since_its_eval(tmp_path: Path):
+    """Scores of a row whose golden answers changed after the eval are of another question: unscored."""
+    from swift_rlfactory.eval.select import select
+
+    rows = [{"messages": [{"role": "user", "content": f"q{i}"}], "solution": "a"} for i in range(2)]
+    log = EvalLog(tmp_path / "run" / "trajectories.jsonl")
+    log.path.parent.mkdir()
+    for index in range(2):
+        log.append(logged(rows, index, 0, 1.0))
+        log.append(logged(rows, index, 1, 0.0))
+    rows[1]["solution"] = "b"
+    dataset = tmp_path / "pool.jsonl"
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert select(tmp_path / "run", dataset, tmp_path / "grpo.jsonl") == (1, 1)
+    assert load_rows(tmp_path / "grpo.jsonl") == [rows[0]]

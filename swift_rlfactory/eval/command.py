@@ -41,6 +41,7 @@ from .runner import (
     EvalRun,
     EvalTask,
     check_same_dataset,
+    current_records,
     evaluate,
     is_failed,
     load_rows,
@@ -181,14 +182,18 @@ def run_eval(options: EvalOptions, console: Console, policy: Any = None) -> int:
         _check_settings(out / CONFIG_FILE, settings)
 
         log = EvalLog(out / "trajectories.jsonl")
-        done = log.load()
-        check_same_dataset(done, rows, log.path)
+        logged = log.load()
+        check_same_dataset(logged, rows, log.path)
+        done = current_records(logged, rows)
         tasks = pending_tasks(rows, options.samples, done)
         total = len(rows) * options.samples
         if total > len(tasks):
             console.print(
                 f"resuming {out}: skipped {total - len(tasks)} of {total} episodes already in {log.path.name}"
             )
+        changed = sum(1 for i, s in logged.keys() - done.keys() if i < len(rows) and s < options.samples)
+        if changed:
+            console.print(f"running {changed} episodes again: their dataset rows changed since they ran")
 
         failures: list[dict[str, Any]] = []
         if tasks:
@@ -202,7 +207,7 @@ def run_eval(options: EvalOptions, console: Console, policy: Any = None) -> int:
             failures = run.failures
             console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
 
-        records = [r for (i, s), r in log.load().items() if i < len(rows) and s < options.samples]
+        records = [r for (_, s), r in current_records(log.load(), rows).items() if s < options.samples]
         metrics = summarize(records, options.samples)
         groups = {
             column: summarize_groups(records, rows, column, options.samples) for column in options.group_by

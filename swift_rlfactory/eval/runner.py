@@ -13,6 +13,10 @@ this module decides nothing about models. Each episode is appended as soon as it
 loses only the episodes in flight; :class:`EvalLog` reads back what is done and the next run skips it. An
 episode that fails on every attempt (the endpoint answers 401, a prompt over the engine's limit) is a line
 too, with its error instead of a trajectory: it counts as a wrong answer, and the next run asks again.
+
+A line counts for a dataset row only while the row is what it scored against (:func:`current_records`):
+the same question and the same other columns (``golden_answers``/``solution``, and whatever else a reward
+may read). Fix a golden answer and the next run re-runs that question, and its old score is dropped.
 """
 
 from __future__ import annotations
@@ -141,6 +145,12 @@ def _row(record: Any) -> dict[str, Any]:
     return record
 
 
+def row_columns(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's fields other than its prompt: what rewards read (``golden_answers``, ``solution``, ...), as
+    the trajectory and its log line carry them."""
+    return {k: v for k, v in row.items() if k not in _NOT_ROW}
+
+
 def question_of(row: dict[str, Any]) -> str:
     """The last user message of a row: identifies the question in the log."""
     for message in reversed(row.get("messages") or []):
@@ -164,8 +174,9 @@ class EvalLog:
 
     Each line is :meth:`Trajectory.to_dict` plus ``index``, ``sample``, ``question``, ``metrics``
     (``em``, ``f1``, ``tool_calls``, ``tool_errors``) and ``time``; an episode that failed is ``index``,
-    ``sample``, ``question``, ``failed: true``, ``error`` and ``time`` (:func:`is_failed`). A resumed run
-    appends its retries, so the last line of an ``(index, sample)`` is the one that counts.
+    ``sample``, ``question``, ``row``, ``failed: true``, ``error`` and ``time`` (:func:`is_failed`). A
+    resumed run appends its retries and re-runs, so the last line of an ``(index, sample)`` is the one that
+    counts.
     """
 
     def __init__(self, path: str | Path):
@@ -211,6 +222,30 @@ def check_same_dataset(
                 f"{path} holds question {index} as {record.get('question')!r}, but the dataset has "
                 f"{question_of(rows[index])!r}: use another --output for another dataset"
             )
+
+
+def _scored_against(question: Any, columns: Any) -> str:
+    """A question and a row's columns as one canonical JSON text, serialised as the log writes them
+    (``default=str``), so a row in memory and the copy its log line holds give the same text."""
+    return json.dumps([question, columns], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def current_records(
+    done: dict[tuple[int, int], dict[str, Any]], rows: list[dict[str, Any]]
+) -> dict[tuple[int, int], dict[str, Any]]:
+    """The records of ``done`` that still count for ``rows``: of a row of the dataset, scored against that
+    row as it is now (its question and every other column, :func:`row_columns`).
+
+    A row whose golden answers (or any column a reward may read) changed under the same question has its
+    records left out, so they neither count in the metrics nor stop :func:`pending_tasks` running the row
+    again. The row's other messages and its ``tools`` are not compared: no log line keeps them as given.
+    """
+    now = [_scored_against(question_of(row), row_columns(row)) for row in rows]
+    return {
+        (index, sample): record
+        for (index, sample), record in done.items()
+        if index < len(rows) and _scored_against(record.get("question"), record.get("row")) == now[index]
+    }
 
 
 def is_failed(record: dict[str, Any]) -> bool:
@@ -272,7 +307,7 @@ async def run_task(
         max_turns,
         env.config.limits.max_calls_per_turn,
         fits=context_check(policy, episode),
-        row={k: v for k, v in row.items() if k not in _NOT_ROW},
+        row=row_columns(row),
     )
     trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs through env's executor
     await env.reward.ascore([trajectory])
@@ -324,6 +359,7 @@ async def evaluate(
                     "index": task.index,
                     "sample": task.sample,
                     "question": question_of(task.row),
+                    "row": row_columns(task.row),  # what current_records compares, as a finished line
                     "failed": True,
                     "error": secrets.redact(f"{type(exc).__name__}: {exc}"),
                     "time": time.time(),

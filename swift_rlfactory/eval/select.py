@@ -12,7 +12,8 @@ dynamic sampling, without resampling inside every step)::
 
 The rate is the mean of one episode metric (``em`` by default) over a question's finished samples: an
 episode that failed (the endpoint refused it) says nothing about the policy and is not a sample, and a
-question none of whose samples finished is unscored and left out.
+question none of whose samples finished is unscored and left out. So is a row changed since the eval (its
+golden answers, say: :func:`~.runner.current_records`), whose scores were of another question.
 
 Mixed questions are rarely a balanced sample: after a DeepSearch warm start most are two-hop, so GRPO on
 them alone learns the two-hop habit and applies it everywhere. ``--stratify hops,family --per-stratum N``
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..retrieval.qa_data import write_jsonl
-from .runner import EvalLog, check_same_dataset, is_failed, load_rows
+from .runner import EvalLog, check_same_dataset, current_records, is_failed, load_rows
 
 
 def solve_rates(records: Iterable[dict[str, Any]], metric: str = "em") -> dict[int, float]:
@@ -93,11 +94,11 @@ def select(
     for what, path in (("the dataset", Path(dataset)), ("the evaluation log", log.path)):
         if Path(out).expanduser().resolve() == path.expanduser().resolve():
             raise ValueError(f"--out {out} is {what}, which selecting would overwrite: write elsewhere")
-    done = log.load(repair=False)  # an eval may be writing it now
+    logged = log.load(repair=False)  # an eval may be writing it now
     rows = load_rows(dataset)
-    check_same_dataset(done, rows, Path(dataset))
+    check_same_dataset(logged, rows, Path(dataset))
     try:
-        rates = solve_rates(done.values(), metric)
+        rates = solve_rates(current_records(logged, rows).values(), metric)
     except KeyError:
         raise ValueError(f"{log.path}: records have no metric {metric!r}") from None
     for column in stratify:
