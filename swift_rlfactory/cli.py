@@ -230,6 +230,7 @@ def _eval(args: argparse.Namespace) -> int:
         served_model=args.served_model,
         api_key=args.api_key,
         tokenizer=args.tokenizer,
+        timeout_s=args.timeout,
         samples=args.samples,
         temperature=args.temperature,
         top_p=args.top_p,
@@ -292,6 +293,12 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     served.add_argument("--tokenizer", help="tokenizer folder for exact observation truncation")
     served.add_argument("--stop", action="append", help="extra stop string (repeatable; none by default)")
     served.add_argument("--extra-body", help="JSON merged into each request, e.g. '{\"top_k\": 20}'")
+    served.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=600.0,
+        help="seconds each request attempt may take, the whole answer included (default 600)",
+    )
     run = ev.add_argument_group("sampling and scale")
     run.add_argument(
         "--samples", type=_positive, default=1, help="samples per question: k of pass@k (default 1)"

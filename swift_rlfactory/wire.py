@@ -1,17 +1,27 @@
-"""Text as it travels to and from JSON APIs (MCP servers, OpenAI-compatible chat endpoints).
+"""Text as it travels to and from JSON APIs (MCP servers, OpenAI-compatible chat endpoints), and when to
+ask them again.
 
-Two small facts every client of ours needs:
+Three small facts every client of ours needs:
 
 * A lone UTF-16 surrogate (``"\\ud83d"``, half an emoji that a model wrote or a JSON escape produced) is a
   valid Python string that no UTF-8 body can carry; :func:`sendable` replaces it with U+FFFD, in nested
   arguments too, so the request goes out instead of failing.
 * An OpenAI-style message's ``content`` is a string, or a list of parts (``{"type": "text", "text": ...}``,
   images, ...); :func:`content_text` is its text either way.
+* A server that is busy (429, 503) may say when to come back: ``Retry-After`` holds seconds or an HTTP
+  date (RFC 9110). :func:`retry_after` reads both, so a retry does not arrive while the server is still
+  refusing (and spend an attempt on it).
 """
 
 from __future__ import annotations
 
+import email.utils
+import time
+from collections.abc import Mapping
 from typing import Any
+
+RETRY_AFTER_MAX_S = 30.0
+"""Longest wait a ``Retry-After`` gets: a server that asks for an hour fails the call instead of holding it."""
 
 
 def sendable(value: Any) -> Any:
@@ -37,3 +47,19 @@ def content_text(content: Any) -> str:
             p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text"
         )
     return content if isinstance(content, str) else ""
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """A response's ``Retry-After`` in seconds, at most :data:`RETRY_AFTER_MAX_S`; ``None`` when absent or
+    unreadable. Wait ``max(back-off, retry_after(...) or 0)``: the server's word when it asks for longer."""
+    value = (headers.get("retry-after") or "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    return min(max(0.0, seconds), RETRY_AFTER_MAX_S)

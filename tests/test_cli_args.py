@@ -37,6 +37,10 @@ EVAL = ["eval", "--env", "e.yaml", "--dataset", "d.jsonl"]  # parsing stops befo
             [*EVAL, "--top-p", "1.5"],
             "argument --top-p: must be above 0 and at most 1",
         ),
+        (
+            [*EVAL, "--timeout", "0"],
+            "argument --timeout: must be above 0",
+        ),
         (["train", "--num-generations", "0", "--dry-run"], "argument --num-generations: must be at least 1"),
         (["train", "--steps", "-1", "--dry-run"], "argument --steps: must be at least 1"),
         (["train", "--learning-rate", "nan", "--dry-run"], "argument --learning-rate: must be finite"),

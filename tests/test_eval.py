@@ -769,3 +769,54 @@ def test_select_leaves_out_a_row_changed_since_its_eval(tmp_path: Path):
     dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert select(tmp_path / "run", dataset, tmp_path / "grpo.jsonl") == (1, 1)
     assert load_rows(tmp_path / "grpo.jsonl") == [rows[0]]
+
+
+# -- the served model's requests -----------------------------------------------------------------------
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_busy_server_is_asked_again_after_its_retry_after(status: int):
+    """The server says when to come back (2 s); the back-off alone would have asked again after 1 s."""
+    import asyncio
+
+    from starlette.responses import JSONResponse
+
+    from swift_rlfactory.eval.openai_client import OpenAIChatPolicy
+
+    seen: list[float] = []
+
+    def busy_once(body: dict[str, Any]) -> Any:
+        seen.append(time.monotonic())
+        if len(seen) == 1:
+            return JSONResponse({"error": "busy"}, status_code=status, headers={"Retry-After": "2"})
+        return "<answer>7</answer>"
+
+    with ScriptedChat(busy_once) as server:
+        policy = OpenAIChatPolicy(f"http://127.0.0.1:{server.port}/v1", "m")
+
+        async def ask() -> dict[str, Any]:
+            try:
+                return await policy.complete([{"role": "user", "content": "What is 3 + 4?"}])
+            finally:
+                await policy.aclose()
+
+        reply = asyncio.run(ask())
+    assert reply["choices"][0]["message"]["content"] == "<answer>7</answer>"
+    assert len(seen) == 2 and seen[1] - seen[0] >= 1.9
+
+
+def test_timeout_bounds_each_request_attempt(tmp_path: Path):
+    """``--timeout 0.5``: a first answer that takes 1.2 s is given up on and asked again, and the run ends."""
+    from swift_rlfactory.cli import main
+
+    def slow_first(body: dict[str, Any]) -> str:
+        if len(server.requests) == 1:
+            time.sleep(1.2)  # holds the server's loop, over by the time the retry comes (after 0.5 + 1 s)
+        return add_then_answer(body)
+
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    with ScriptedChat(slow_first) as server:
+        argv = served_eval(
+            f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out", "--timeout", "0.5"
+        )
+        assert main(argv) == 0
+    first, retry, second_turn = server.requests  # at the default 600 s the first answer is waited for
+    assert first == retry and second_turn["messages"][-1] == {"role": "tool", "content": "7"}

@@ -72,6 +72,7 @@ class EvalOptions:
     served_model: str | None = None
     api_key: str | None = None
     tokenizer: str | None = None
+    timeout_s: float = 600.0  # seconds one request attempt to --base-url may take
     samples: int = 1
     temperature: float | None = None  # None: 0 for one sample, 1 for several
     top_p: float | None = None
@@ -272,6 +273,7 @@ def _policy(
             stop=options.stop,
             extra_body=options.extra_body,
             count_tokens=count_tokens,
+            timeout_s=options.timeout_s,
             concurrency=options.concurrency,
         )
     from ..adapters.swift_infer import SwiftPolicy

@@ -18,6 +18,10 @@ evaluating what was trained:
 * A server that parses tool calls anyway (``message.tool_calls``) has them written back as hermes
   ``<tool_call>`` blocks after the text, so they run; content given as parts is joined from its text parts.
   Any other shape of answer fails the episode with the endpoint's URL and the start of its body.
+* Each request attempt is bounded as a whole by ``timeout_s`` (``eval --timeout``, default 600 s), a server
+  that trickles its answer too. A transport error, a timeout, 429 and 5xx are asked again, after an
+  exponential back-off or the server's ``Retry-After`` (:func:`~swift_rlfactory.wire.retry_after`) when
+  it asks for longer; any other error status fails the episode.
 * The API key (and a password in ``base_url``) is recorded as a secret: no error or log shows it. Lone
   surrogates in a message (half an emoji) are sent as U+FFFD, since no HTTP body can carry them.
 
@@ -40,7 +44,7 @@ import httpx
 from .. import secrets
 from ..adapters.swift_template import TURN_END, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
-from ..wire import content_text, sendable
+from ..wire import content_text, retry_after, sendable
 
 # Responses worth asking again: rate limits and server-side trouble.
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -61,7 +65,8 @@ class OpenAIChatPolicy:
         stop: extra stop strings (none by default, see the module docstring).
         extra_body: merged into every request body (``chat_template_kwargs``, ``top_k``, ``seed``, ...).
         count_tokens: exact token counter for observations (a tokenizer); else about 3 characters a token.
-        timeout_s: per request. retries: attempts after a transport error or a retryable status.
+        timeout_s: seconds one request attempt may take, the whole answer included.
+        retries: attempts after a transport error or a retryable status.
         concurrency: connection pool size.
     """
 
@@ -116,7 +121,8 @@ class OpenAIChatPolicy:
         return OpenAIEpisode(self)
 
     async def complete(self, messages: Messages) -> dict[str, Any]:
-        """One chat completion, retried on transport errors, 429 and 5xx; other errors raise."""
+        """One chat completion, retried on transport errors, 429 and 5xx (after the server's
+        ``Retry-After`` when it asks for longer than the back-off); other errors raise."""
         if self._client is None:  # created on the running loop, which owns its connections
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
             limits = httpx.Limits(
@@ -130,6 +136,7 @@ class OpenAIChatPolicy:
         where = secrets.redact(self.url)
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
+            asked = None  # the server's Retry-After, in seconds
             try:
                 async with asyncio.timeout(self.timeout_s):  # the whole answer: a trickling server too
                     response = await self._client.post(self.url, json=body)
@@ -147,7 +154,8 @@ class OpenAIChatPolicy:
                         raise RuntimeError(f"{where} answered no JSON: {_start(response.text)}") from None
                 if response.status_code not in _RETRY_STATUS or last:
                     raise RuntimeError(f"{where} answered {response.status_code}: {_start(response.text)}")
-            await asyncio.sleep(min(2.0**attempt, 30.0))
+                asked = retry_after(response.headers)
+            await asyncio.sleep(max(min(2.0**attempt, 30.0), asked or 0.0))
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:

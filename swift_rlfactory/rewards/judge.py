@@ -21,7 +21,8 @@ for any more (its reward timed out) is cancelled, so a hung judge cannot hold th
 later judgments need. Each reply is cached in the environment's cache (key: the endpoint, the model, the
 sampling settings and the exact prompt, which holds the trajectory text; the score is read from the reply
 each time, so a new ``max_score`` applies to cached replies too), retried on transport errors, 429 and 5xx
-(after the server's ``Retry-After``, up to :data:`RETRY_AFTER_MAX_S`), and bounded by ``call_timeout_s``.
+(after the server's ``Retry-After``, up to :data:`~swift_rlfactory.wire.RETRY_AFTER_MAX_S`), and bounded
+by ``call_timeout_s``.
 The API key and every ``${VAR}`` value are recorded as secrets, so no log or error shows them. A judgment
 that cannot be had (the endpoint is down, the reply holds no score) raises :class:`JudgeError`; the reward
 spec turns that into the term's ``fallback`` and counts it. Metrics: ``judge/calls``,
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import email.utils
 import json
 import logging
 import os
@@ -54,7 +54,7 @@ from .. import secrets
 from ..tools.cache import ToolCache
 from ..tools.loop import LoopThread
 from ..trajectory import Trajectory
-from ..wire import content_text
+from ..wire import content_text, retry_after
 from . import judge_text
 
 logger = logging.getLogger(__name__)
@@ -67,8 +67,6 @@ DEFAULT_RUBRIC = (
 )
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PENDING_LIMIT = 8192  # judgments kept for the reward to pick up; older ones are recomputed (or cached)
-RETRY_AFTER_MAX_S = 30.0
-"""Longest wait a 429's or 503's ``Retry-After`` gets (the term's ``timeout_s`` bounds the whole judgment)."""
 _BACKOFF = wait_exponential(multiplier=0.25, max=2.0)
 
 
@@ -160,23 +158,8 @@ class _Transient(Exception):
 def _wait(state: RetryCallState) -> float:
     """Exponential back-off, or the server's ``Retry-After`` when it asks for longer."""
     failure = state.outcome.exception() if state.outcome is not None else None
-    asked = getattr(failure, "retry_after", None) or 0.0
-    return max(_BACKOFF(state), min(asked, RETRY_AFTER_MAX_S))
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """``Retry-After`` in seconds: a number, or an HTTP date (RFC 9110); ``None`` when absent or unreadable."""
-    value = response.headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
+    # the term's timeout_s bounds the whole judgment, waits included
+    return max(_BACKOFF(state), getattr(failure, "retry_after", None) or 0.0)
 
 
 class JudgeStats:
@@ -462,7 +445,7 @@ class Judge:
                 raise _Transient(_describe(exc)) from None
             latency = time.perf_counter() - t0
         if response.status_code == 429 or response.status_code >= 500:
-            raise _Transient(f"HTTP {response.status_code}", _retry_after(response))
+            raise _Transient(f"HTTP {response.status_code}", retry_after(response.headers))
         if response.is_redirect:
             where = secrets.redact(response.headers.get("location", "?"))
             raise JudgeError(f"HTTP {response.status_code}: redirected to {where}; point base_url there")
