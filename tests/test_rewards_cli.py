@@ -75,6 +75,8 @@ def test_rescoring_with_a_group_judge_sends_one_request_per_question(tmp_path, c
         ("", "no trajectories in the file"),
         ('{"messages": []}\nnot json at all\n', r"trajectories\.jsonl:2: not JSON"),
         ('{"messages": []}\n\n[1, 2]\n', r":3: expected a JSON object \(one trajectory\), got list"),
+        ('{"messages": []}\n{"messages": [{"ro\n{"messages": []}', r":2: not JSON"),  # torn, not last
+        ('{"messages": []}\n{"messages": [\n', r":2: not JSON"),  # finished (a newline), so not torn
         ('{"rewards": {}}\n', r":1: 'messages' must be a list"),
         ('{"messages": [{"content": "hi"}]}\n', r":1: messages\[0\] must be an object with a 'role'"),
         ('{"messages": [{"role": "user", "content": [1]}]}\n', r":1: messages\[0\]\.content must be text"),
@@ -117,3 +119,18 @@ def test_an_eval_log_with_a_failed_episode_rescores_the_finished_ones(tmp_path, 
     env = env_file(tmp_path, SAME_REWARDS)
     assert main(["rewards", str(env), "--trajectories", str(path), "--json"]) == 0
     assert [row["line"] for row in json.loads(capsys.readouterr().out)["rows"]] == [1, 3]
+
+
+def test_a_torn_last_line_is_read_past_and_left_as_it_is(tmp_path, capsys, caplog):
+    """A killed ``eval`` or training run leaves half a line at the end; ``eval`` cuts it when it resumes,
+    so ``rewards`` must read the same file: it warns, scores the rest and does not touch the file."""
+    lines = RECORDED.read_text().splitlines()[:2]
+    path = tmp_path / "trajectories.jsonl"
+    torn = "\n".join(lines).encode() + b"\n" + lines[1].encode()[:70]  # killed while writing line 3
+    path.write_bytes(torn)
+    assert [r.line for r in load_recorded(path)] == [1, 2]
+    assert f"{path}:3 is unfinished" in caplog.text
+    env = env_file(tmp_path, SAME_REWARDS)
+    assert main(["rewards", str(env), "--trajectories", str(path), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["rows"]) == 2
+    assert path.read_bytes() == torn

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from ..trajectory import Trajectory
 from .registry import RewardSpec
 
 LOG_NAME = "trajectories.jsonl"
+logger = logging.getLogger(__name__)
 
 
 class TrajectoryFileError(ValueError):
@@ -71,9 +73,11 @@ def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
     """Read a trajectories log (or the folder holding ``trajectories.jsonl``).
 
     A line of an ``eval`` episode that failed on every attempt (``"failed": true``, an ``error`` and no
-    trajectory) is skipped: there is nothing to score. Raises :class:`TrajectoryFileError` for a missing or
-    empty file, a line that is not JSON, or a line that is not a trajectory (no ``messages`` list of
-    ``{role, content}`` objects, fields of the wrong type).
+    trajectory) is skipped: there is nothing to score. So, with a warning, is a last line torn by a run
+    killed while writing it (no newline, not JSON), which ``eval`` cuts when it resumes; the file is left
+    as it is, since the run that owns it may be writing that line now. Raises :class:`TrajectoryFileError`
+    for a missing or empty file, a line that is not JSON (any line but a torn last one), or a line that is
+    not a trajectory (no ``messages`` list of ``{role, content}`` objects, fields of the wrong type).
     """
     path = Path(path).expanduser()
     if path.is_dir():
@@ -87,13 +91,17 @@ def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
     except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryFileError(f"{path}: cannot be read: {exc}") from None
     out: list[Recorded] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
+            if number == len(lines) and not text.endswith("\n"):
+                logger.warning("%s is unfinished (a run stopped while writing it): not scored", where)
+                break
             raise TrajectoryFileError(
                 f"{where}: not JSON ({exc.msg}); expected one trajectory per line"
             ) from None
