@@ -35,6 +35,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
+from . import jsonl
 from .env.config import EnvConfigError
 from .env.environment import Environment, validate_env_files
 from .models import ModelChoice, choose_model
@@ -320,7 +321,7 @@ def _rows(dataset: Path) -> list:
         data = json.loads(text)
         return data if isinstance(data, list) else []
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl.lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -472,7 +473,7 @@ def read_steps(logging_jsonl: Path) -> list[dict]:
     if not logging_jsonl.is_file():
         return []
     steps = []
-    for line in logging_jsonl.read_text().splitlines():
+    for line in jsonl.lines(logging_jsonl.read_text()):
         try:
             record = json.loads(line)
         except json.JSONDecodeError:  # a line being written right now

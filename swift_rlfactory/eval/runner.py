@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import secrets
+from .. import jsonl, secrets
 from ..env.environment import Environment
 from ..retrieval.qa_data import convert_qa_record, load_qa
 from ..rewards import rules
@@ -104,7 +104,7 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
             records = (
                 json.loads(text)
                 if path.suffix == ".json"
-                else [_json_line(x, n) for n, x in enumerate(text.splitlines(), 1)]
+                else [_json_line(x, n) for n, x in enumerate(jsonl.lines(text), 1)]
             )
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
@@ -197,7 +197,7 @@ class EvalLog:
                     f.truncate(keep)
             data = data[:keep]
         done = {}
-        for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        for number, line in enumerate(jsonl.lines(data.decode("utf-8")), start=1):
             if not line.strip():
                 continue
             try:

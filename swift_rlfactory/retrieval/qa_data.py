@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import jsonl
+
 
 def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
     """One ms-swift row from a question and its accepted answers (the first is the ``solution``)."""
@@ -112,4 +114,4 @@ def _read_records(path: Path) -> list[Mapping[str, Any]]:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
         return json.loads(text)
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [json.loads(line) for line in jsonl.lines(text) if line.strip()]

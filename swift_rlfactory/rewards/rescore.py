@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import jsonl
 from ..trajectory import Trajectory
 from .registry import RewardSpec
 
@@ -91,7 +92,7 @@ def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
     except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryFileError(f"{path}: cannot be read: {exc}") from None
     out: list[Recorded] = []
-    lines = text.splitlines()
+    lines = jsonl.lines(text)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
