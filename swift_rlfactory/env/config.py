@@ -53,6 +53,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from .. import yaml_errors
 from ..rewards.terms import RewardTerm
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
@@ -236,7 +237,7 @@ def load_env_config(path: str | Path) -> EnvConfig:
     except OSError as exc:
         raise EnvConfigError(f"{path}: cannot read the environment file: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise EnvConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise EnvConfigError(f"{path}: not valid YAML: {yaml_errors.describe(exc)}") from None
     if data is None or data == {}:
         raise EnvConfigError(f"{path}: the environment file is empty")
     if not isinstance(data, dict):

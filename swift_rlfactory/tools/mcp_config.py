@@ -53,7 +53,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .. import secrets
+from .. import secrets, yaml_errors
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +280,7 @@ def read_config_file(path: Path) -> Any:
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ValueError(f"not valid YAML: {exc}") from None
+            raise ValueError(f"not valid YAML: {yaml_errors.describe(exc)}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError:

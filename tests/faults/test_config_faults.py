@@ -146,3 +146,35 @@ def test_two_python_tools_of_one_name_fail_and_one_tool_listed_twice_counts_once
     twice = Environment(load_env_config(write(tmp_path, f"tools: {{python: [{TOOLS}, '{TOOLS}:echo']}}\n")))
     with twice:
         assert "python_echo" not in twice.executor.tools and "echo" in twice.executor.tools
+
+
+SECRET = "sk-live-SECRET1234567890"
+
+
+@pytest.mark.parametrize(
+    "name, text, where",
+    [
+        (  # a missing closing quote: PyYAML's own message quotes the line, and with it the key
+            "env.yaml",
+            f'name: x\nreward:\n  - name: judge\n    args:\n      api_key: "{SECRET}\n      model: m\n',
+            "line 5, column 16",
+        ),
+        ("env.yaml", f"reward: [{{name: em}}]\napi_key: {SECRET}: more\n", "line 2, column 34"),
+        (
+            "mcp.yaml",
+            f"mcpServers:\n  s: {{command: python, env: {{KEY: '{SECRET}}}}}\n",
+            "line 2, column 35",
+        ),
+    ],
+)
+def test_a_yaml_syntax_error_names_the_line_and_never_quotes_it(tmp_path, name, text, where):
+    """The message says the file, line and column and what is wrong; the line itself, which may hold a
+    key not yet registered as a secret (the file could not be read to find it), is never shown."""
+    path = write(tmp_path, text, name)
+    if name != "env.yaml":  # an MCP config file, reached through the environment's tools.mcp_config
+        path = write(tmp_path, f"tools: {{mcp_config: {name}}}\n")
+    with pytest.raises(EnvConfigError, match="not valid YAML") as info:
+        load_env_config(path)
+    message = str(info.value)
+    assert str(tmp_path / name) in message and where in message
+    assert SECRET not in message and "sk-live" not in message
