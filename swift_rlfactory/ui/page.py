@@ -7,6 +7,7 @@ carry stable ``elem_id`` values (``rlf-...``): the browser tests and the README 
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from pathlib import Path
@@ -244,10 +245,12 @@ def _score(path: str, folder: str, number, pasted: str):
         scored, seconds = actions.score(ENVS, path, record)
     except Exception as exc:
         return f"<p>cannot score: {type(exc).__name__}: {exc}</p>"
-    logged = record.get("rewards") or {}
+    logged = (record.get("rewards") or {}).get("total")
     note = f"<p>scored in {seconds * 1000:.1f} ms with {path}"
-    if logged.get("total") is not None:
-        note += f"; the log recorded total {logged['total']:.4g}"
+    if isinstance(logged, int | float) and not isinstance(logged, bool):
+        note += f"; the log recorded total {logged:.4g}"
+    elif logged is not None:  # a hand-edited or foreign log: say what it holds rather than fail formatting it
+        note += f"; the log recorded total {html.escape(json.dumps(logged))} (not a number)"
     return STYLE + note + "</p>" + rewards_table(scored)
 
 
