@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -133,6 +135,56 @@ def test_bm25_index_is_cached_on_disk(
     reloaded = BM25Retriever(wiki, cache_dir=cache_dir / "retrieval")
     query = [CLUES["Nebula"]]
     assert top_titles(reloaded.search(query, 3)[0]) == top_titles(bm25.search(query, 3)[0])
+
+
+INDEX_LOGGER = "swift_rlfactory.retrieval.index"
+
+
+def index_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the retrievers warned about (bm25s logs its own progress to the same capture)."""
+    return [r.getMessage() for r in caplog.records if r.name == INDEX_LOGGER and r.levelno >= logging.WARNING]
+
+
+CAPITALS = [
+    Passage("0", "Paris", "Paris is the capital of France"),
+    Passage("1", "Berlin", "Berlin is the capital of Germany"),
+]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncated array",  # a disk that filled up, a copy cut short
+        "deleted vocabulary",  # a cache cleaner that removed one file
+        "another corpus",  # a folder copied in from a run on a different corpus
+    ],
+)
+def test_a_broken_bm25_cache_is_rebuilt_with_a_warning(
+    damage: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cache is a copy of what can be rebuilt: a start that cannot read it says which folder was broken
+    and builds the index again, and the start after that loads the repaired copy."""
+    BM25Retriever(CAPITALS, cache_dir=tmp_path)
+    [index_dir] = tmp_path.glob("bm25-*")
+    if damage == "truncated array":
+        (index_dir / "indptr.csc.index.npy").write_bytes(b"\x93NUMPY")
+    elif damage == "deleted vocabulary":
+        (index_dir / "vocab.index.json").unlink()
+    else:
+        other = tmp_path / "other"
+        BM25Retriever([*CAPITALS, Passage("2", "Rome", "Rome is the capital of Italy")], cache_dir=other)
+        shutil.rmtree(index_dir)
+        next(other.glob("bm25-*")).rename(index_dir)
+    with caplog.at_level(logging.WARNING, logger=INDEX_LOGGER):
+        rebuilt = BM25Retriever(CAPITALS, cache_dir=tmp_path)
+    [warning] = index_warnings(caplog)
+    assert str(index_dir) in warning and "rebuilding" in warning
+    assert top_titles(rebuilt.search(["capital of Germany"], 1)[0]) == ["Berlin"]
+    assert [p.name for p in tmp_path.iterdir() if p.name != "other"] == [index_dir.name]  # nothing left over
+    caplog.clear()
+    reloaded = BM25Retriever(CAPITALS, cache_dir=tmp_path)
+    assert index_warnings(caplog) == []
+    assert top_titles(reloaded.search(["capital of France"], 1)[0]) == ["Paris"]
 
 
 def test_dense_and_hybrid_find_articles(dense: DenseRetriever, bm25: BM25Retriever, cache_dir: Path) -> None:

