@@ -149,7 +149,7 @@ class TrajectoryIndex:
 
     def select(self, filters: Filters, limit: int = 200) -> list[Entry]:
         """Entries matching ``filters``, at most ``limit`` (the page never gets the whole log)."""
-        needle = filters.text.strip().lower()
+        needle = filters.text.strip().casefold()
         matches = self._text_matches(needle) if needle else None
         out = []
         for entry in self.entries:
@@ -173,20 +173,30 @@ class TrajectoryIndex:
         return out
 
     def _text_matches(self, needle: str) -> set[int]:
-        """Numbers of entries whose line contains ``needle`` (case-insensitive), by one scan of the file.
+        """Numbers of entries whose line contains ``needle`` (casefolded), by one scan of the file.
 
-        The needle is matched both as typed and as JSON escapes it, so text with quotes, newlines or
-        non-ASCII characters is found too.
+        The needle is matched as typed and as JSON escapes it, both with non-ASCII text raw (how
+        :class:`~swift_rlfactory.rollout.log.TrajectoryLog` writes) and as ``\\uXXXX`` (``json.dumps``'
+        default), so text with quotes, newlines or non-ASCII characters is found too. Case is ignored by
+        Unicode rules (``Москва`` finds ``МОСКВА``, ``strasse`` finds ``Straße``); only a line holding
+        non-ASCII bytes is decoded for that, an ASCII line is lowered as bytes, which is the same and
+        much faster. (Escaped ``\\uXXXX`` text is matched in the case it was logged in.)
         """
-        forms = {needle.encode(), json.dumps(needle)[1:-1].encode()}
+        forms = {needle, json.dumps(needle, ensure_ascii=False)[1:-1], json.dumps(needle)[1:-1]}
+        ascii_forms = [form.encode() for form in forms if form.isascii()]
         by_offset = {e.offset: e.number for e in self.entries}
         found = set()
         with open(self.path, "rb") as f:
             offset = 0
             for line in f:
                 if offset in by_offset:
-                    lowered = line.lower()
-                    if any(form in lowered for form in forms):
+                    if line.isascii():
+                        lowered = line.lower()
+                        hit = any(form in lowered for form in ascii_forms)
+                    else:
+                        folded = line.decode(errors="replace").casefold()
+                        hit = any(form in folded for form in forms)
+                    if hit:
                         found.add(by_offset[offset])
                 offset += len(line)
                 if offset >= self._end:

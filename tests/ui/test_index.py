@@ -65,6 +65,19 @@ def test_filters_groups_and_reads_by_offset(tmp_path: Path):
     assert index.read(3)["messages"][0]["content"] == 'Say "héllo"\nplease'
 
 
+def test_text_search_ignores_case_beyond_ascii(tmp_path: Path):
+    path = tmp_path / "trajectories.jsonl"
+    # as TrajectoryLog writes: non-ASCII text raw (ensure_ascii=False), next to an all-ASCII line
+    record = {"step": 1, "messages": [{"role": "user", "content": "Где находится Москва? Ärger in München, Straße"}]}
+    path.write_text(json.dumps(record, ensure_ascii=False) + "\n" + line(1, "Plain ASCII", 0.0))
+    index = TrajectoryIndex(path)
+    index.refresh()
+    for needle in ("Москва", "москва", "МОСКВА", "ärger", "ÄRGER", "MÜNCHEN", "STRASSE", "где"):
+        assert [e.number for e in index.select(Filters(text=needle))] == [0], needle
+    assert [e.number for e in index.select(Filters(text="plain ascii"))] == [1]
+    assert index.select(Filters(text="Париж")) == []
+
+
 def test_growing_log_is_read_incrementally_and_a_torn_line_waits(tmp_path: Path):
     path = tmp_path / "trajectories.jsonl"
     path.write_text(line(1, "a", 1.0))
