@@ -71,8 +71,14 @@ class Trajectory:
 
     @property
     def assistant_turns(self) -> list[str]:
-        """Text of every assistant message, in order."""
-        return [m.get("content") or "" for m in self.messages if m.get("role") == "assistant"]
+        """Text of every assistant turn the rollout generated, in order: what per-turn rewards score.
+
+        Index ``i`` is turn ``i + 1``, the ``turn`` the tool calls of that turn are recorded under and the
+        ``i``-th of ms-swift's ``response_token_ids``. Assistant messages the dataset row brought as chat
+        history are part of the prompt, not turns (see :func:`history_turns`).
+        """
+        texts = [m.get("content") or "" for m in self.messages if m.get("role") == "assistant"]
+        return texts[history_turns(self.messages, self.turns) :]
 
     @property
     def golden_answers(self) -> list[str]:
@@ -108,3 +114,14 @@ class Trajectory:
         """The inverse of :meth:`to_dict`; keys that are not fields (a log line's ``step``, ``time``) are
         ignored. Raises ``TypeError`` when ``messages`` is missing."""
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+def history_turns(messages: list[dict[str, Any]], turns: int) -> int:
+    """How many leading assistant messages of ``messages`` are the dataset row's chat history.
+
+    A rollout appends its ``turns`` generated turns after the row's messages, so they are the *last*
+    ``turns`` assistant messages and any before them came with the row. ``turns`` 0 (a hand-made
+    trajectory, a record without the count) means unknown: every assistant message counts as a turn.
+    """
+    assistant = sum(1 for m in messages if m.get("role") == "assistant")
+    return max(assistant - turns, 0) if turns > 0 else 0

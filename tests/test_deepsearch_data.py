@@ -182,13 +182,13 @@ def test_search_hit_credits_the_first_search_turn_that_brings_back_the_answers_a
     hit = build_sft.call_text(row["solution"])  # the answer's own title as the query: BM25 brings it back
     miss = build_sft.call_text("zzzz qqqq")  # no article holds these words
 
-    def turns(env: Environment, calls: list[str]) -> tuple[list[float], float]:
+    def turns(env: Environment, calls: list[str], history: list[dict] = ()) -> tuple[list[float], float]:
         replies = iter([*calls, f"<answer>{row['solution']}</answer>"])
 
         async def generate(messages):
             return Generation(next(replies))
 
-        prompt = [{"role": "system", "content": env.system_prompt}, *row["messages"]]
+        prompt = [{"role": "system", "content": env.system_prompt}, *history, *row["messages"]]
         trajectory = asyncio.run(run_episode(prompt, generate, env.executor, env.max_turns, row=row))
         env.reward.score([trajectory])
         name = "search_hit.py:search_hit"
@@ -198,6 +198,9 @@ def test_search_hit_credits_the_first_search_turn_that_brings_back_the_answers_a
         assert env.config.credit.mode == "trajectory"
         assert turns(env, [hit]) == ([1.0, 0.0], 0.5)  # the answer turn makes no call: no_call = 0
         assert turns(env, [miss, hit]) == ([0.0, 1.0, 0.0], pytest.approx(1 / 3))
+        # a row with earlier chat history: its assistant message is prompt, not a turn to score
+        earlier = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "<answer>Hi</answer>"}]
+        assert turns(env, [miss, hit], earlier) == ([0.0, 1.0, 0.0], pytest.approx(1 / 3))
         assert turns(env, [hit, hit]) == ([1.0, 0.0, 0.0], pytest.approx(1 / 3))  # finding it again: nothing
         assert turns(env, [miss]) == ([0.0, 0.0], 0.0)
         assert turns(env, []) == ([0.0], 0.0)

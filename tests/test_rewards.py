@@ -160,6 +160,34 @@ def test_per_turn_builtins_follow_the_contract():
     assert metrics["rlfactory/em"] == 1.0 and metrics["rewards/errors"] == 0.0
 
 
+def test_per_turn_rewards_score_the_generated_turns_not_the_rows_chat_history():
+    # The row brings an earlier exchange; the rollout then generates the same three turns as three_turns.
+    t = three_turns()
+    history = [
+        {"role": "user", "content": "earlier q"},
+        {"role": "assistant", "content": "<answer>old</answer>"},
+    ]
+    t.messages = history + t.messages
+    register_reward("turn_lengths", per_turn=True)(
+        lambda trajectory: [float(len(text)) for text in trajectory.assistant_turns]
+    )
+    spec = RewardSpec(
+        [
+            RewardTerm(name="turn_tool_success"),
+            RewardTerm(name="turn_format"),
+            RewardTerm(name="turn_lengths"),
+        ]
+    )
+    spec.score([t])
+    assert t.assistant_turns == [m["content"] for m in three_turns().messages if m["role"] == "assistant"]
+    # index i is generated turn i + 1, the turn its tool calls are recorded under
+    assert t.turn_rewards["turn_tool_success"] == [1.0, 0.5, 0.0]
+    assert t.turn_rewards["turn_format"] == [1.0, 0.0, 1.0]
+    assert len(t.turn_rewards["turn_lengths"]) == t.turns == 3 and not t.reward_errors
+    # without a turn count (a hand-made trajectory) every assistant message is a turn
+    assert Trajectory(messages=t.messages).assistant_turns[0] == "<answer>old</answer>"
+
+
 def test_list_rewards_are_per_turn_and_wrong_lengths_fall_back_counted(tmp_path):
     (tmp_path / "steps.py").write_text(
         "def good(trajectory):\n    return [0.2] * len(trajectory.assistant_turns)\n"

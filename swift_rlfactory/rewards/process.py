@@ -2,8 +2,9 @@
 
 An outcome reward such as ``em`` credits a good first search and a bad final answer alike. A process
 reward scores each assistant turn on its own, so turn-level credit (``credit: {mode: turn}``) can tell the
-turns apart. Both built-ins here return a list with one float per assistant turn, in order; tool calls are
-matched to their turn by the ``turn`` index the rollout records (counted from 1).
+turns apart. Both built-ins here return a list with one float per assistant turn the rollout generated
+(:attr:`Trajectory.assistant_turns`: a dataset row's earlier chat history is prompt, not turns), in order;
+tool calls are matched to their turn by the ``turn`` index the rollout records (counted from 1).
 """
 
 from __future__ import annotations

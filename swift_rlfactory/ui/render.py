@@ -11,6 +11,8 @@ import json
 from html import escape
 from typing import Any
 
+from ..trajectory import history_turns
+
 # Keys a tool call may carry with the whole result when the observation was cut to the token budget
 UNTRUNCATED_KEYS = ("untruncated", "full_observation", "raw_observation")
 
@@ -101,13 +103,19 @@ def trajectory_html(record: dict[str, Any], title: str = "") -> str:
     if title:
         parts.append(f"<h4>{escape(title)}</h4>")
     parts.append(f'<div class="rlf-meta">{head}</div>')
-    turn = 0
-    for message in record.get("messages") or []:
+    messages = record.get("messages") or []
+    turns = record.get("turns")
+    history = history_turns(messages, turns if isinstance(turns, int) else 0)
+    turn = -history  # the row's own assistant messages come first; turn 1 is the first generated one
+    for message in messages:
         role, content = message.get("role"), message.get("content") or ""
         if role == "system":
             parts.append(f"<details><summary>system prompt</summary>{_pre(content)}</details>")
         elif role == "user":
             parts.append(f"<b>user</b>{_pre(content)}")
+        elif role == "assistant" and turn < 0:  # chat history: no turn, no turn score, no calls
+            turn += 1
+            parts.append(f"<b>assistant · history</b>{_pre(content)}")
         elif role == "assistant":
             turn += 1
             per_turn = "; ".join(

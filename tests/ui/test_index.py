@@ -68,7 +68,10 @@ def test_filters_groups_and_reads_by_offset(tmp_path: Path):
 def test_text_search_ignores_case_beyond_ascii(tmp_path: Path):
     path = tmp_path / "trajectories.jsonl"
     # as TrajectoryLog writes: non-ASCII text raw (ensure_ascii=False), next to an all-ASCII line
-    record = {"step": 1, "messages": [{"role": "user", "content": "Где находится Москва? Ärger in München, Straße"}]}
+    record = {
+        "step": 1,
+        "messages": [{"role": "user", "content": "Где находится Москва? Ärger in München, Straße"}],
+    }
     path.write_text(json.dumps(record, ensure_ascii=False) + "\n" + line(1, "Plain ASCII", 0.0))
     index = TrajectoryIndex(path)
     index.refresh()
@@ -124,6 +127,28 @@ def test_recorded_run_reads_and_renders():
     assert "<script" not in trajectory_html(
         {"messages": [{"role": "assistant", "content": "<script>x</script>"}]}
     )
+
+
+def test_a_rows_chat_history_is_shown_apart_from_the_generated_turns_and_their_scores():
+    record = {
+        "messages": [
+            {"role": "user", "content": "earlier q"},
+            {"role": "assistant", "content": "OLD-ANSWER"},
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "CALL-TURN"},
+            {"role": "tool", "content": "2"},
+            {"role": "assistant", "content": "ANSWER-TURN"},
+        ],
+        "tool_calls": [{"tool": "add", "arguments": {}, "observation": "2", "error": None, "turn": 1}],
+        "turns": 2,
+        "turn_rewards": {"turn_tool_success": [0.75, 0.25]},
+    }
+    html = trajectory_html(record)
+    old, call, answer = (html.index(text) for text in ("OLD-ANSWER", "CALL-TURN", "ANSWER-TURN"))
+    assert "assistant · history" in html[:old] and "turn score" not in html[:old]
+    assert old < html.index("assistant · turn 1") < html.index("0.75") < call < html.index("<code>add</code>")
+    assert html.index("<code>add</code>") < html.index("assistant · turn 2") < html.index("0.25") < answer
+    assert "turn 3" not in html
 
 
 def test_step_timeline_charges_each_phase_its_own_time():
