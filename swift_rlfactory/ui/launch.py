@@ -7,6 +7,7 @@ whole process group on request, so no trainer outlives the button that started i
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import signal
@@ -17,6 +18,7 @@ from pathlib import Path
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
 MODES = ("cpu", "colocate", "server")
+COUNTS = ("steps", "lora_rank", "max_turns", "num_generations", "batch_size", "max_completion_length")
 
 
 @dataclass
@@ -39,7 +41,13 @@ class GRPOForm:
     extra: str = ""  # more flags, as typed on a command line
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the field when a value cannot start a run."""
+        """Convert the number fields to their types in place; raise ``ValueError`` naming the field when a
+        value cannot start a run.
+
+        The values come from gradio's number boxes as typed: an emptied box gives ``None``, and whole
+        numbers may arrive as floats (``10.0``), so each is converted here rather than trusted, and only
+        finite, whole counts of at least 1 and a positive learning rate pass.
+        """
         for name in ("model", "dataset", "env", "output_dir"):
             if not str(getattr(self, name)).strip():
                 raise ValueError(f"{name}: required")
@@ -47,15 +55,36 @@ class GRPOForm:
             raise ValueError(f"mode: one of {', '.join(MODES)}, not {self.mode!r}")
         if not Path(self.env).expanduser().exists():
             raise ValueError(f"env: no such file {self.env}")
-        for name in ("steps", "lora_rank", "max_turns", "num_generations", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}: must be at least 1")
-        if not 0 < float(self.gpu_memory_utilization) <= 1:
+        for name in COUNTS:
+            count = _number(self, name)
+            if not count.is_integer() or count < 1:
+                raise ValueError(f"{name}: a whole number of at least 1, not {getattr(self, name)}")
+            setattr(self, name, int(count))
+        self.gpu_memory_utilization = _number(self, "gpu_memory_utilization")
+        if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError("gpu_memory_utilization: between 0 and 1")
+        self.learning_rate = _number(self, "learning_rate")
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate: must be above 0, not {self.learning_rate}")
         try:
             shlex.split(self.extra)
         except ValueError as exc:
             raise ValueError(f"extra: {exc}") from None
+
+
+def _number(form: GRPOForm, name: str) -> float:
+    """``form.name`` as a finite float, or ``ValueError`` naming the field (``float`` alone raises
+    ``TypeError`` for an empty box and passes ``inf`` and ``nan``)."""
+    value = getattr(form, name)
+    if value is None or value == "":
+        raise ValueError(f"{name}: required")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: a number, not {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name}: a finite number, not {value}")
+    return number
 
 
 def grpo_command(form: GRPOForm) -> list[str]:

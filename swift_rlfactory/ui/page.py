@@ -259,10 +259,7 @@ def _form(*values) -> GRPOForm:
         "model", "dataset", "env", "output_dir", "steps", "lora_rank", "mode", "gpu_memory_utilization",
         "max_turns", "num_generations", "batch_size", "max_completion_length", "learning_rate", "extra",
     ]  # fmt: skip
-    form = GRPOForm(**dict(zip(names, values, strict=True)))
-    for name in ("steps", "lora_rank", "max_turns", "num_generations", "batch_size", "max_completion_length"):
-        setattr(form, name, int(getattr(form, name)))
-    return form
+    return GRPOForm(**dict(zip(names, values, strict=True)))
 
 
 def _command(*values) -> str:

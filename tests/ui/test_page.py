@@ -31,3 +31,43 @@ def test_try_a_reward_shows_a_logged_total_that_is_not_a_number_as_text(format_e
 def test_try_a_reward_shows_a_logged_number_total(format_env: Path):
     shown = page._score(str(format_env), "", None, '{"messages": [], "rewards": {"total": 0.123456}}')
     assert "the log recorded total 0.1235" in shown
+
+
+def launch_values(env: Path, output_dir: Path, **changed) -> list:
+    """The Launch form's values in the order gradio passes them, with ``changed`` fields replaced."""
+    values = dict(
+        model="m", dataset="d", env=str(env), output_dir=str(output_dir), steps=10, lora_rank=8, mode="cpu",
+        gpu_memory_utilization=0.5, max_turns=4, num_generations=4, batch_size=4, max_completion_length=512,
+        learning_rate=1e-5, extra="",
+    )  # fmt: skip
+    return list({**values, **changed}.values())
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("steps", None),  # an emptied number box
+        ("steps", float("inf")),
+        ("steps", 2.5),
+        ("lora_rank", float("nan")),
+        ("max_completion_length", -5),
+        ("max_completion_length", 0),
+        ("learning_rate", 0),
+        ("learning_rate", -1.0),
+        ("learning_rate", None),
+        ("learning_rate", float("inf")),
+        ("gpu_memory_utilization", None),
+    ],
+)
+def test_launch_refuses_a_bad_number_naming_its_field(format_env: Path, tmp_path: Path, field: str, value):
+    values = launch_values(format_env, tmp_path / "out", **{field: value})
+    shown = page._command(*values)
+    assert shown.startswith(f"# invalid: {field}:"), shown
+    message, _ = page._start(*values)
+    assert message.startswith(f"invalid: {field}:"), message
+    assert not (tmp_path / "out").exists()  # nothing was started
+
+
+def test_launch_takes_whole_numbers_gradio_sends_as_floats(format_env: Path, tmp_path: Path):
+    shown = page._command(*launch_values(format_env, tmp_path, steps=20.0, max_completion_length=256.0))
+    assert "--max_steps 20 " in shown and "--max_completion_length 256 " in shown
