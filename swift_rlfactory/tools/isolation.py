@@ -9,12 +9,21 @@ calls that are slow or untrusted anyway: running model-written code, heavy nativ
 
 The child finds the function by its module (by name, or by file for tools loaded from a ``.py`` path) and
 qualified name, so it must be defined at module level; the arguments and the result travel pickled.
+
+The reply is untrusted: the child runs whatever the tool runs (model-written code, for a code tool), and
+that code can write its own bytes to the reply pipe. Unpickling those bytes as such would run any callable
+they name, in the trainer. So the reply is read with :func:`plain_loads`, which builds plain data only
+(``str``, ``bytes``, numbers, ``bool``, ``None``, lists, tuples, dicts, sets) and refuses every class or
+function a pickle names; a refused reply is a failed call. For the same reason a result of any other type
+(a pydantic model, an MCP content block) is rendered to its observation text in the child, before it is
+sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import pickle
 import signal
@@ -46,6 +55,8 @@ try:
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
+    from swift_rlfactory.tools.isolation import plain_loads
+    from swift_rlfactory.tools.observation import render_bounded
     target = module
     for part in qualname.split("."):
         target = getattr(target, part)
@@ -55,11 +66,39 @@ except BaseException as exc:
     reply = ("error", f"{type(exc).__name__}: {exc}")
 try:
     data = pickle.dumps(reply)
+    try:
+        plain_loads(data)
+    except pickle.UnpicklingError:  # not plain data: send the text the model would read instead
+        data = pickle.dumps(("ok", render_bounded(reply[1])[0]))
 except Exception as exc:
     data = pickle.dumps(("error", f"the result cannot be sent back ({type(exc).__name__}: {exc})"))
 out.write(data)
 out.flush()
 """
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """An unpickler that resolves no global at all: every class, function or extension code is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+
+
+def plain_loads(data: bytes) -> Any:
+    """Unpickle ``data`` that holds plain data only; raise :class:`pickle.UnpicklingError` for anything else.
+
+    Plain containers and scalars have opcodes of their own, so they load without naming a global; a pickle
+    can call code only through a global it names (``REDUCE``, ``INST``, ``OBJ``, ``NEWOBJ`` and the
+    extension registry all go through ``find_class``), and here every one is refused.
+
+    >>> plain_loads(pickle.dumps({"rows": [1, 2.5, None], "raw": b"x", "pair": (True, "y")}))
+    {'rows': [1, 2.5, None], 'raw': b'x', 'pair': (True, 'y')}
+    >>> plain_loads(pickle.dumps(print))
+    Traceback (most recent call last):
+    ...
+    _pickle.UnpicklingError: builtins.print is not plain data
+    """
+    return _PlainUnpickler(io.BytesIO(data)).load()
 
 
 def check_isolatable(fn: Callable[..., Any]) -> None:
@@ -102,7 +141,13 @@ async def call_in_process(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any
     if proc.returncode != 0 or not out:
         tail = err.decode("utf-8", errors="replace").strip().splitlines()[-3:]
         raise ToolError(f"the tool's process died (exit code {proc.returncode}): {' | '.join(tail)}")
-    status, value = pickle.loads(out)
-    if status == "error":
-        raise ToolError(value)
-    return value
+    try:
+        reply = plain_loads(out)
+    except Exception as exc:  # a forged or truncated reply: whatever the child wrote, it is not obeyed
+        raise ToolError(f"the tool's process sent back a reply that is not plain data: {exc}") from None
+    match reply:
+        case ("ok", value):
+            return value
+        case ("error", str(message)):
+            raise ToolError(message)
+    raise ToolError(f"the tool's process sent back a malformed reply of type {type(reply).__name__}")

@@ -4,6 +4,8 @@ import os
 import time
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from swift_rlfactory.tools import tool
 
 
@@ -26,3 +28,24 @@ def add_isolated(a: int, b: int) -> dict:
     """Answer from a child process, printing on the way (which must not corrupt the reply)."""
     print("noise on stdout")
     return {"sum": a + b, "pid": os.getpid()}
+
+
+@tool(isolation="process")
+def run_code(code: str) -> str:
+    """Run model-written Python, the job isolation exists for; ``result`` is the answer."""
+    scope: dict = {}
+    exec(code, scope)
+    return str(scope.get("result"))
+
+
+class Reading(BaseModel):
+    """A typed result, as a real tool returns one."""
+
+    sensor: str
+    value: float
+
+
+@tool(isolation="process")
+def read_sensor(sensor: str) -> Reading:
+    """Answer with a pydantic model, which is no plain data and so travels rendered."""
+    return Reading(sensor=sensor, value=21.5)

@@ -406,3 +406,34 @@ def test_process_isolation_is_checked_when_the_tool_is_declared():
         tool(local, isolation="process")
     with pytest.raises(ValueError, match="isolation must be"):
         tool(echo.fn, isolation="fork")
+
+
+_FORGED_REPLY = """
+import os, pickle
+class Payload:
+    def __reduce__(self):
+        return (open, ({marker!r}, "w"))
+os.write(1, pickle.dumps(("ok", Payload())))
+os._exit(0)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_an_isolated_child_cannot_run_code_in_the_trainer_through_its_reply(tmp_path):
+    """Model-written code in the child may write any bytes to the reply pipe; the trainer reads them as plain
+    data only, so a forged pickle whose ``__reduce__`` calls ``open`` is a failed call, and runs nothing."""
+    from tests.faults.isolated_tools import read_sensor, run_code
+
+    marker = tmp_path / "written-by-the-trainer"
+    with ToolExecutor([PythonProvider([run_code, read_sensor])], Limits(call_timeout_s=30)) as ex:
+        forged, honest, typed = ex.execute(
+            [
+                ToolCall("run_code", {"code": _FORGED_REPLY.format(marker=str(marker))}),
+                ToolCall("run_code", {"code": "result = sum(range(10))"}),
+                ToolCall("read_sensor", {"sensor": "t1"}),
+            ]
+        )
+    assert not marker.exists()
+    assert "not plain data" in forged.error
+    assert honest.ok and honest.observation == "45"
+    assert typed.ok and typed.observation == '{"sensor": "t1", "value": 21.5}'
