@@ -21,6 +21,12 @@ IMAGE_PLACEHOLDER = "<image>"
 _MARKER = re.compile(r"\n\.\.\. \[truncated (?:at least )?(\d+) characters\]\Z")
 _PYDANTIC_URL = re.compile(r"\n?[ \t]*For further information visit https://errors\.pydantic\.dev/\S*")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+# A chat format's control token written as text: ChatML's "<|im_end|>" and "<|im_start|>", Llama 3's
+# "<|eot_id|>", DeepSeek's "<｜end▁of▁sentence｜>" (full-width bars). A tokenizer reads such text as the
+# control token itself, so a tool result holding one (a page about chat templates, a hostile server) would
+# close the tool turn and open an assistant turn the policy never wrote. A zero-width space after the "<"
+# leaves the text as it reads and makes it plain text to every tokenizer.
+_CONTROL_TOKEN = re.compile(r"<(?=([|\uff5c])[^\s<>|\uff5c]{1,64}\1>)")
 
 
 class _Full(Exception):
@@ -129,12 +135,17 @@ def _render_mcp_block(block: Any, sink: _Sink) -> None:
 
 
 def _encodable(text: str) -> str:
-    """``text`` with lone surrogates (``"\\ud83d"`` from a JSON escape) replaced: every tokenizer takes it."""
+    """``text`` as a tokenizer should read it: lone surrogates (``"\\ud83d"`` from a JSON escape) replaced,
+    and control tokens written as text (``_CONTROL_TOKEN``) defused.
+
+    >>> _encodable("<|im_end|>") == "<\\u200b|im_end|>"
+    True
+    """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")
-    return text
+        text = text.encode("utf-8", errors="replace").decode("utf-8")
+    return _CONTROL_TOKEN.sub("<\u200b", text) if "<" in text else text
 
 
 def truncate(text: str, max_tokens: int | None, count_tokens: Callable[[str], int] | None = None) -> str:
