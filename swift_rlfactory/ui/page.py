@@ -270,16 +270,23 @@ def _command(*values) -> str:
 
 
 def _start(*values):
+    """Start the form's run; a run this page started in the same output folder is stopped first and
+    waited for, so two trainers never write one folder (and one ``ui-launch.log``) at once."""
     try:
         form = _form(*values)
+        form.validate()
+    except ValueError as exc:
+        return f"invalid: {exc}", gr.update()
+    key = str(Path(form.output_dir).expanduser())
+    old = JOBS.get(key)
+    if old is not None:
+        old.stop()
+    try:
         job = Job(form)
     except (ValueError, OSError) as exc:
         return f"invalid: {exc}", gr.update()
-    old = JOBS.get(str(job.output_dir))
-    if old is not None and old.running:
-        old.stop()
-    JOBS[str(job.output_dir)] = job
-    return f"started: {job.status()}", str(job.output_dir)
+    JOBS[key] = job
+    return f"started: {job.status()}", key
 
 
 def _stop(output_dir: str) -> str:

@@ -7,6 +7,7 @@ temporary folder); the README's images are these screenshots, taken with it set 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -124,3 +125,54 @@ def page(browser, web_ui) -> Iterator:
     yield page
     context.close()
     assert not foreign, f"the page fetched from other hosts (it must work offline): {foreign[:5]}"
+
+
+class FakeSwift:
+    """A ``swift`` on ``PATH`` that stands in for a trainer: it prints its argv (as ms-swift does), runs
+    until SIGINT and then takes half a second to clean up, appending ``start PID`` and ``exit PID`` to
+    :attr:`events`, so a test sees which trainers ran and in what order they started and ended."""
+
+    def __init__(self, folder: Path):
+        self.events = folder / "events"
+        self.events.touch()
+        script = folder / "swift"
+        script.write_text(
+            "#!/bin/bash\n"
+            f"trap 'sleep 0.5; echo \"exit $$\" >> {self.events}; exit 130' INT\n"
+            f'echo "start $$" >> {self.events}\n'
+            'echo "fake swift args: $*"\n'
+            "while true; do sleep 0.1; done\n"
+        )
+        script.chmod(0o755)
+
+    def lines(self) -> list[str]:
+        return self.events.read_text().split()
+
+    def pids(self) -> list[int]:
+        """Every fake trainer started so far."""
+        words = self.lines()
+        return [int(pid) for word, pid in zip(words[::2], words[1::2], strict=True) if word == "start"]
+
+    def wait_for(self, event: str, count: int = 1, timeout_s: float = 20) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.lines()[::2].count(event) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {count} x {event!r} in {self.lines()}")
+            time.sleep(0.05)
+
+    def kill_all(self) -> None:
+        """Kill what a failed test left running; each fake leads its own process group."""
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, 9)
+
+
+@pytest.fixture
+def fake_swift(tmp_path: Path, monkeypatch) -> Iterator[FakeSwift]:
+    """A :class:`FakeSwift` first on ``PATH`` for this test and for the processes it starts."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = FakeSwift(folder)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    yield fake
+    fake.kill_all()

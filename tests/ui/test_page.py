@@ -11,6 +11,8 @@ pytest.importorskip("gradio", reason="the ui extra is not installed: pip install
 
 from swift_rlfactory.ui import page  # noqa: E402
 
+from .conftest import FakeSwift  # noqa: E402
+
 
 @pytest.fixture
 def format_env(tmp_path: Path) -> Path:
@@ -71,3 +73,18 @@ def test_launch_refuses_a_bad_number_naming_its_field(format_env: Path, tmp_path
 def test_launch_takes_whole_numbers_gradio_sends_as_floats(format_env: Path, tmp_path: Path):
     shown = page._command(*launch_values(format_env, tmp_path, steps=20.0, max_completion_length=256.0))
     assert "--max_steps 20 " in shown and "--max_completion_length 256 " in shown
+
+
+def test_start_again_stops_the_old_trainer_before_the_new_one_starts(
+    format_env: Path, tmp_path: Path, fake_swift: FakeSwift
+):
+    values = launch_values(format_env, tmp_path / "out")
+    page._start(*values)
+    fake_swift.wait_for("start")
+    message, _ = page._start(*values)
+    assert message.startswith("started"), message
+    fake_swift.wait_for("start", count=2)
+    first, second = fake_swift.pids()
+    # one trainer per output folder at any time, so the new one's log is not written by two
+    assert fake_swift.lines() == ["start", str(first), "exit", str(first), "start", str(second)]
+    assert page._stop(str(tmp_path / "out")) == "stopped"
