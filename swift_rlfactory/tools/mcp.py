@@ -23,7 +23,9 @@ call's account (:data:`~.base.current_call`):
 
 Results are capped at the transport (``max_result_mb``): a stdio line, HTTP event or JSON body over the cap is
 skipped as it streams in, never held in memory, and the call gets an error saying how large it was.
-Arguments are sanitised before sending (a lone UTF-16 surrogate, which JSON cannot carry, becomes U+FFFD).
+Arguments are sanitised before sending (a lone UTF-16 surrogate, which JSON cannot carry, becomes U+FFFD),
+and so are a stdio server's replies (bytes that are not UTF-8 too); a reply that is no JSON at all fails its
+call at once.
 
 Every session is owned by one long-lived task. The SDK's transports and ``ClientSession`` are anyio
 context managers that must be entered and exited by the same task, so the owner enters them, publishes the
@@ -571,12 +573,7 @@ class _LineReader:
         self._size, self._parts, self._head, self._tail = 0, [], b"", b""
         if size <= self.cap:
             line = b"".join(parts)
-            if not line.strip():
-                return []
-            try:
-                return [SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))]
-            except ValueError as exc:
-                return [exc]
+            return [_parse_line(line)] if line.strip() else []
         request_id = _sniff_id(head, tail)
         message = (
             f"result of {size / 2**20:.3g} MB exceeds the cap of {self.cap / 2**20:g} MB (max_result_mb)"
@@ -585,6 +582,33 @@ class _LineReader:
             logger.warning("MCP server sent a %s; no request id found in it, dropped", message)
             return []
         return [_error_reply(request_id, message)]
+
+
+def _parse_line(line: bytes) -> SessionMessage | Exception:
+    """One stdout line as a JSON-RPC message; a reply that cannot be read becomes an error reply.
+
+    The fast path is strict JSON in UTF-8, which every Python SDK server writes. Servers in other
+    languages may write Latin-1 bytes or a lone surrogate escape (``"\\ud83d"``, half an emoji cut by a
+    truncation), which strict parsers reject; those lines are decoded leniently, bad characters becoming
+    U+FFFD, and parsed again. A line that still is no message is answered with an error for the request
+    whose id it carries, so the call fails now instead of waiting for its timeout; one without a readable
+    id (or a request from the server, not a reply) is passed on as the exception, which the session logs.
+    """
+    adapter = mcp_types.jsonrpc_message_adapter
+    try:
+        return SessionMessage(adapter.validate_json(line, by_name=False))
+    except ValueError:
+        pass
+    parsed: Any = None
+    try:
+        parsed = json.loads(line.decode("utf-8", "replace"))
+        return SessionMessage(adapter.validate_python(sendable(parsed), by_name=False))
+    except ValueError as exc:
+        request_id = _sniff_id(line[:_SNIFF_BYTES], line[-_SNIFF_BYTES:])
+        if request_id is None or (isinstance(parsed, dict) and "method" in parsed):
+            return exc
+        reason = str(exc).splitlines()[0][:200]
+        return _error_reply(request_id, f"the server's reply is not a valid JSON-RPC message: {reason}")
 
 
 _HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')

@@ -17,7 +17,9 @@ import pytest
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider
 from swift_rlfactory.tools.mcp_config import McpServerConfig
-from tests.test_mcp import SLOW_SERVER, free_port, serve, stdio, timed_batch
+from tests.test_mcp import ROOT, SLOW_SERVER, free_port, serve, stdio, timed_batch
+
+RAW_SERVER = ROOT / "tests" / "servers" / "raw_server.py"
 
 
 def start_http(port: int, *extra: str) -> subprocess.Popen:
@@ -121,6 +123,23 @@ def test_huge_stdio_result_is_capped_without_blocking_the_session() -> None:
         assert huge.attempts == 1
         assert small.ok and echo.observation == "hi"
         assert executor.execute([ToolCall("pid", {})])[0].observation == pid  # the session survived
+
+
+@pytest.mark.timeout(60)
+def test_undecodable_stdio_lines_are_answered_at_once() -> None:
+    """A server that writes Latin-1 bytes or a lone surrogate escape still gets its text through (the bad
+    characters become U+FFFD); a line that is no JSON at all fails its call at once, not at its timeout."""
+    config = McpServerConfig(command="python", args=[str(RAW_SERVER)])
+    with ToolExecutor([McpProvider("raw", config)], Limits(call_timeout_s=20, retries=0)) as executor:
+        start = time.perf_counter()
+        latin1, surrogate, garbled, ok = executor.execute(
+            [ToolCall(name, {}) for name in ("latin1", "surrogate", "garbled", "ok")]
+        )
+        assert time.perf_counter() - start < 10
+    assert latin1.ok and latin1.observation == "caf\ufffd cr\ufffdme", latin1.error
+    assert surrogate.ok and surrogate.observation == "cut emoji \ufffd", surrogate.error
+    assert not garbled.ok and "not a valid JSON-RPC message" in garbled.error, garbled.error
+    assert ok.observation == "fine"
 
 
 @pytest.mark.timeout(60)
