@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor, TransportError, tool
+from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor, ToolSpec, TransportError, tool
 from swift_rlfactory.tools.toolset import PythonProvider
 
 state = {"flaky": 0, "active": 0, "peak": 0, "runs": 0}
@@ -217,3 +217,48 @@ def test_a_failure_while_merging_the_tools_closes_every_provider():
         ex.start()
     assert sorted(closed) == ["buggy", "good"]
     ex.close()
+
+
+@tool
+async def race_mirrors(url: str) -> str:
+    """Cancel the losing task and await it anyway, a common asyncio slip: CancelledError inside the tool."""
+    loser = asyncio.create_task(asyncio.sleep(10))
+    loser.cancel()
+    await loser
+    return "unreachable"
+
+
+class RawRacer:
+    """A tool that is no PythonTool (as an MCP backend is not), with the same slip in its ``call``."""
+
+    spec = ToolSpec(name="raw_racer", description="Race two mirrors.")
+
+    async def call(self, arguments: dict) -> str:
+        return await race_mirrors.fn("x")
+
+
+def test_a_cancelled_error_raised_inside_a_tool_is_its_error_record():
+    """CancelledError is no Exception, so it slipped past every error boundary and took the whole batch
+    down; the executor was not being cancelled, so it is the tool's failure, like any other."""
+    with ToolExecutor([PythonProvider([race_mirrors, RawRacer(), wordy])], Limits()) as ex:
+        poison = [[ToolCall("race_mirrors", {"url": "x"})], [ToolCall("raw_racer", {})]]
+        out = ex.execute_batch([[ToolCall("wordy", {"n": 1})]] * 9 + poison)
+        assert all(rs[0].ok for rs in out[:9])
+        assert "CancelledError" in out[9][0].error and "CancelledError" in out[10][0].error
+
+        async def from_another_loop():
+            return await ex.aexecute([ToolCall("race_mirrors", {"url": "x"})])
+
+        (record,) = asyncio.run(from_another_loop())
+        assert not record.ok and "CancelledError" in record.error
+
+
+def test_cancelling_the_caller_still_cancels_the_call():
+    """The other direction: a caller that gives up (a watchdog's wait_for) gets its cancellation through."""
+    with make() as ex:
+
+        async def impatient():
+            await asyncio.wait_for(ex.aexecute([ToolCall("nap", {"seconds": 30})]), 0.2)
+
+        with pytest.raises(TimeoutError):
+            asyncio.run(impatient())

@@ -131,3 +131,17 @@ def test_a_tool_that_exits_is_an_error_observation_and_the_executor_lives_on():
             assert "SystemExit: 2" in bad.error and "SystemExit: 3" in exits.error
             assert fine.error is None
         assert executor.execute([ToolCall("parse_cli", {"args": "--n 4"})])[0].observation == "4"
+
+
+@tool
+async def await_cancelled_task() -> str:
+    """Await a task that was cancelled, which raises CancelledError in the tool."""
+    task = asyncio.create_task(asyncio.sleep(10))
+    task.cancel()
+    await task
+    return "unreachable"
+
+
+def test_a_cancelled_error_from_inside_the_tool_is_a_tool_error():
+    with pytest.raises(ToolError, match="CancelledError"):
+        asyncio.run(await_cancelled_task.call({}))

@@ -14,6 +14,7 @@ Two kinds of failure are distinguished because the executor treats them differen
 
 from __future__ import annotations
 
+import asyncio
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +22,18 @@ from typing import Any, Protocol, runtime_checkable
 
 class ToolError(Exception):
     """The tool ran and reported a failure; shown to the model, never retried."""
+
+
+def cancelled_by_caller() -> bool:
+    """Whether a :class:`asyncio.CancelledError` just caught belongs to the caller, and must propagate.
+
+    A timeout or a caller that gave up cancels the running task, and ``cancelling()`` counts that request.
+    A CancelledError while nobody cancelled the task came out of the tool itself (it cancelled a task of its
+    own and awaited it): that is the tool's failure, an error observation like any other. Let through, it
+    would pass every ``except Exception`` boundary (CancelledError is a BaseException) and end the batch.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class TransportError(Exception):

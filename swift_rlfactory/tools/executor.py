@@ -33,7 +33,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from .base import Tool, ToolError, ToolProvider, TransportError, current_call
+from .base import Tool, ToolError, ToolProvider, TransportError, cancelled_by_caller, current_call
 from .cache import ToolCache, cache_key
 from .loop import LoopThread
 from .observation import cut, error_text, measure, render_bounded
@@ -283,6 +283,10 @@ class ToolExecutor:
         try:
             async with asyncio.timeout(timeout):
                 return await tool.call(arguments)
+        except asyncio.CancelledError:  # any backend's, not only a Python tool's (see cancelled_by_caller)
+            if cancelled_by_caller():
+                raise
+            raise ToolError(f"{tool.spec.name} raised CancelledError without being cancelled") from None
         finally:
             current_call.reset(token)
 

@@ -23,6 +23,7 @@ hang in native code or crash the interpreter can opt in to a child process per c
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,7 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..loading import import_target
-from .base import Tool, ToolError, ToolSpec, TransportError
+from .base import Tool, ToolError, ToolSpec, TransportError, cancelled_by_caller
 from .isolation import call_in_process, check_isolatable
 from .sync_pool import SYNC_POOL
 
@@ -91,6 +92,10 @@ class PythonTool:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
         except (SystemExit, KeyboardInterrupt) as exc:  # an async tool's sys.exit(): on the event loop
             raise ToolError(f"{type(exc).__name__}: {exc}") from None  # it would stop it for good
+        except asyncio.CancelledError:
+            if cancelled_by_caller():
+                raise
+            raise ToolError("CancelledError: the tool awaited something that was cancelled") from None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Decorated functions stay callable as plain functions."""
