@@ -2,19 +2,25 @@
 
 :func:`grpo_command` is pure (the page shows what it returns before anything runs); :class:`Job` starts it
 with the environment in ``RLFACTORY_ENV``, writes its output to ``<output_dir>/ui-launch.log`` and stops the
-whole process group on request, so no trainer outlives the button that started it.
+whole process group on request. The group is its own session (a Ctrl-C in the UI's terminal does not reach
+the trainer half-way), so nothing would stop it when the UI process ends: :func:`stop_all` does, at
+interpreter exit and on SIGTERM, and no trainer outlives the UI that started it.
 """
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
 MODES = ("cpu", "colocate", "server")
@@ -141,6 +147,9 @@ class Job:
             self.process = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
+        for job in [job for job in _LIVE if not job.running]:
+            _LIVE.discard(job)
+        _LIVE.add(self)
 
     @property
     def running(self) -> bool:
@@ -169,6 +178,7 @@ class Job:
 
     def stop(self, grace_s: float = 10.0) -> str:
         """Interrupt the run's process group, then kill it if it has not exited after ``grace_s``."""
+        _LIVE.discard(self)
         if not self.running:
             return self.status()
         os.killpg(self.process.pid, signal.SIGINT)
@@ -178,3 +188,43 @@ class Job:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
         return "stopped"
+
+
+_LIVE: set[Job] = set()  # jobs of this process that may still run; no lock, a signal handler reads it
+
+
+def stop_all() -> None:
+    """Stop every job this process started that still runs, one after the other."""
+    for job in list(_LIVE):
+        job.stop()
+
+
+def _stop_all_then(previous: object) -> Callable[[int, FrameType | None], None]:
+    """A SIGTERM handler that stops the jobs, then does what ``previous`` (the handler it replaces) did:
+    calls it, or, for the default, ends the process by SIGTERM as it would have ended anyway."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop_all()
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    return handler
+
+
+def _stop_all_when_the_process_ends() -> None:
+    """Install :func:`stop_all` at interpreter exit and on SIGTERM, which ends a process without running
+    ``atexit`` (``kill``, ``systemctl stop``, ``docker stop``). Done at import: gradio runs the Launch
+    button in a worker thread, and only the main thread may set a signal handler. A process that ignores
+    SIGTERM keeps ignoring it."""
+    atexit.register(stop_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, _stop_all_then(previous))
+
+
+_stop_all_when_the_process_ends()
