@@ -88,6 +88,24 @@ def test_each_turn_index_is_centred_and_bounded(returns, scale):
             assert all(abs(a) <= (len(at_t) - 1) / math.sqrt(len(at_t)) + 1e-6 for a in at_t)
 
 
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_returns_past_floats_range_get_no_turn_advantage_instead_of_crashing_the_step(scale, caplog):
+    overflowed = discounted_returns([1e308, 1e308], 0.95)  # finite rewards, an infinite return
+    assert overflowed == [math.inf, 1e308]
+    returns = [overflowed, [0.0, 1.0], [2.0, math.nan], [1e308], [1e308], [1.7e308], [1.7e308], [-1.7e308]]
+    groups = [[0, 1, 2], [3, 4], [5, 6, 7]]
+    with caplog.at_level("WARNING", logger="swift_rlfactory.rewards.credit"):
+        adv = turn_advantages(returns, groups, scale)
+    assert all(math.isfinite(a) for turn in adv for a in turn)
+    # the non-finite returns get 0 and stay out of the statistics: the finite ones are compared alone
+    assert adv[0][0] == 0.0 and adv[2][1] == 0.0
+    assert adv[1][0] == pytest.approx(-adv[2][0]) and adv[1][0] < 0
+    assert adv[0][1] == pytest.approx(-adv[1][1]) and adv[0][1] > 0
+    # finite returns whose statistics overflow (a mean of two 1e308s, a distance of 2.3e308): 0 as well
+    assert adv[3:] == [[0.0]] * 5
+    assert "turn advantage" in caplog.text
+
+
 def test_token_ownership_follows_the_turns_and_skips_the_prompt():
     # prompt [1 7 8 2] (contains turn 0's ids, untrained), turn 0 [7 8] + template end [9 5],
     # observation [3 4], turn 1 [6] + [9], all labels as ms-swift's encode leaves them.

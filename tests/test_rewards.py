@@ -451,3 +451,28 @@ def test_a_score_that_overflows_once_weighted_falls_back_as_non_finite():
     assert math.isfinite(total) and math.isfinite(sum(t.turn_rewards["total"]))
     assert t.reward_errors["near_max"] == "non_finite" and t.reward_errors["near_max_steps"] == "non_finite"
     assert RewardSpec([RewardTerm(name="near_max")]).score([t]) == [1e308]  # unweighted it is a number
+
+
+def test_finite_scores_whose_sum_overflows_fall_back_as_non_finite_instead_of_an_infinite_total():
+    register_reward("near_max")(lambda trajectory: 1e308)
+    register_reward("near_max_steps", per_turn=True)(
+        lambda trajectory: [1e308] * len(trajectory.assistant_turns)
+    )
+    # each weighted score is a number; their sums (the total, each turn's total) are past float's range
+    spec = RewardSpec([RewardTerm(name=name) for name in ("near_max", "near_max", "near_max_steps") * 2])
+    trajectories = [three_turns(), three_turns()]
+    totals = spec.score(trajectories)
+    for t in trajectories:
+        assert t.rewards["total"] == 0.0 and t.turn_rewards["total"] == [0.0, 0.0, 0.0]  # the fallbacks
+        assert t.rewards["near_max"] == 1e308 and t.turn_rewards["near_max_steps"] == [1e308] * 3
+        assert t.reward_errors == {"total": "non_finite: the weighted sum, a turn's weighted sum"}
+    assert totals == [0.0, 0.0] and spec.failures["non_finite"] == spec.errors == 2
+    assert reward_metrics(trajectories)["rewards/non_finite"] == 2.0
+    # the per-turn sum alone overflowing falls back alone: these turns average 0
+    register_reward("swinging", per_turn=True)(lambda trajectory: [1e308, -1e308, 0.0])
+    spec = RewardSpec([RewardTerm(name="em"), RewardTerm(name="swinging"), RewardTerm(name="swinging")])
+    [total] = spec.score([t])
+    assert total == t.rewards["total"] == 1.0
+    assert t.turn_rewards["total"] == [0.0] * 3 and t.reward_errors == {
+        "total": "non_finite: a turn's weighted sum"
+    }

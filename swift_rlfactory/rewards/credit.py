@@ -34,12 +34,18 @@ Why this shape, against the references:
 (group, turn) set, ``batch`` by that of every turn return in the batch, ``none`` only centres (GiGPO's
 ``mean_norm``). ``eps = 1e-4`` as in ms-swift, so equal returns give 0, not a division by zero.
 
+A return that is not finite (finite turn rewards can still discount past float's range), and every return
+of a (group, turn) set whose statistics overflow, gets ``A_turn = 0`` with a warning: one such trajectory
+keeps its outcome advantage instead of ending the training run inside the batch postprocess.
+
 Everything here is pure: lists in, lists out. The ms-swift trainer subclass that feeds it and writes the
 result into the loss's advantage tensor is ``adapters/swift_credit.py``.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import statistics
 from collections.abc import Sequence
 from typing import Literal
@@ -47,6 +53,8 @@ from typing import Literal
 Scale = Literal["group", "batch", "none"]
 EPS = 1e-4
 IGNORE = -100  # the label of a token without loss (the Hugging Face / ms-swift convention)
+
+logger = logging.getLogger(__name__)
 
 
 def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
@@ -74,31 +82,57 @@ def turn_advantages(
         scale: ``group``, ``batch`` or ``none``, as ms-swift's ``--scale_rewards``.
 
     Returns:
-        per trajectory, one advantage per turn (``[]`` where ``returns`` was ``None``).
+        per trajectory, one advantage per turn (``[]`` where ``returns`` was ``None``); 0 for a return
+        that is not finite and for every return of a set whose statistics overflow.
     """
     out: list[list[float]] = [[0.0] * len(r) if r is not None else [] for r in returns]
+    skipped = 0
     batch_std = 1.0
     if scale == "batch":
-        flat = [g for r in returns if r is not None for g in r]
-        batch_std = statistics.stdev(flat) if len(flat) > 1 else 0.0
+        flat = [g for r in returns if r is not None for g in r if math.isfinite(g)]
+        try:
+            batch_std = statistics.stdev(flat) if len(flat) > 1 else 0.0
+        except OverflowError:  # every division below gives 0 or overflows to 0
+            batch_std = math.inf
     for group in groups:
         members = [i for i in group if returns[i] is not None]
         depth = max((len(returns[i]) for i in members), default=0)
         for t in range(depth):
-            at_t = [i for i in members if len(returns[i]) > t]
+            reached = [i for i in members if len(returns[i]) > t]
+            at_t = [i for i in reached if math.isfinite(returns[i][t])]
+            skipped += len(reached) - len(at_t)
             if len(at_t) < 2:  # no other trajectory reached this turn: nothing to compare with
                 continue
-            values = [returns[i][t] for i in at_t]
-            mean = statistics.fmean(values)
-            if scale == "group":
-                divisor = statistics.stdev(values) + eps
-            elif scale == "batch":
-                divisor = batch_std + eps
-            else:
-                divisor = 1.0
-            for i, value in zip(at_t, values, strict=True):
-                out[i][t] = (value - mean) / divisor
+            normalised = _normalised([returns[i][t] for i in at_t], scale, batch_std, eps)
+            if normalised is None:
+                skipped += len(at_t)
+                continue
+            for i, advantage in zip(at_t, normalised, strict=True):
+                out[i][t] = advantage
+    if skipped:
+        logger.warning(
+            "%d turn returns were not finite or overflowed their group's statistics: their turn advantage "
+            "is 0 (look for reward_errors 'non_finite' in trajectories.jsonl)",
+            skipped,
+        )
     return out
+
+
+def _normalised(values: list[float], scale: Scale, batch_std: float, eps: float) -> list[float] | None:
+    """``(value - mean) / divisor`` for one (group, turn) set of finite returns; ``None`` where the
+    statistics or an advantage pass float's range."""
+    try:
+        mean = statistics.fmean(values)
+        if scale == "group":
+            divisor = statistics.stdev(values) + eps
+        elif scale == "batch":
+            divisor = batch_std + eps
+        else:
+            divisor = 1.0
+        advantages = [(value - mean) / divisor for value in values]
+    except OverflowError:
+        return None
+    return advantages if all(math.isfinite(a) for a in advantages) else None
 
 
 def trained_token_turns(

@@ -22,7 +22,9 @@ What scoring stores on each trajectory (the contract turn-level credit and the l
   order (``len == len(trajectory.assistant_turns)``), and ``turn_rewards["total"]``: per turn, the weighted
   sum over the per-turn components only. Empty when the spec has no per-turn component.
 * ``trajectory.reward_errors[name]``: why a component scored its fallback, as ``cause`` or ``cause: detail``
-  with cause one of ``error``, ``timeout``, ``non_finite``, ``wrong_length``, ``missing_field``.
+  with cause one of ``error``, ``timeout``, ``non_finite``, ``wrong_length``, ``missing_field``; and
+  ``reward_errors["total"]`` (``non_finite: ...``) when finite scores summed past float's range, so the
+  total, or every turn's total, is the weighted sum of the fallbacks instead.
 
 Loading checks what it can: a reward file that fails at import, ``args`` the function cannot take (a
 misspelt keyword) and the name ``total`` fail naming the term. Two terms of one name (two judges with
@@ -283,6 +285,19 @@ class RewardSpec:
                 )
             if score.error is not None:
                 trajectory.reward_errors[component.name] = score.error
+        # Every weighted score is finite, yet their sum can still pass float's range (two 1e308s): an
+        # infinite total would reach the advantage and break its statistics, so the sum falls back too.
+        overflowed = []
+        if not math.isfinite(total):
+            overflowed.append("the weighted sum")
+            total = sum(c.weight * c.fallback for c in self.components)
+        if turn_total is not None and not all(math.isfinite(v) for v in turn_total):
+            overflowed.append("a turn's weighted sum")
+            fallback = sum(c.weight * c.fallback for c in self.components if c.per_turn)
+            turn_total = [fallback] * len(turn_total)
+        if overflowed:
+            self._count_total()
+            trajectory.reward_errors["total"] = "non_finite: " + ", ".join(overflowed)
         trajectory.rewards["total"] = total
         if turn_total is not None:
             trajectory.turn_rewards["total"] = turn_total
@@ -341,7 +356,8 @@ class RewardSpec:
                 self._count(component, "non_finite")
                 error = "non_finite"
                 values = [v if math.isfinite(v) else component.fallback for v in values]
-            value = sum(values) / len(values) if values else component.fallback
+            # the mean of finite scores is finite; sum() first would overflow for 1e308s
+            value = math.fsum(v / len(values) for v in values) if values else component.fallback
             return _Score(value, values, error)
         if component.per_turn:
             return self._failed(component, n_turns, f"wrong_length: a scalar for {n_turns} turns")
@@ -364,6 +380,16 @@ class RewardSpec:
         if cause == "non_finite" and self.failures[cause] == 1:
             logger.warning(
                 "reward %r returned NaN or infinity; scoring %g", component.name, component.fallback
+            )
+
+    def _count_total(self) -> None:
+        self.errors += 1
+        self.failures["non_finite"] += 1
+        if ("total", "non_finite") not in self._warned:
+            self._warned.add(("total", "non_finite"))
+            logger.warning(
+                "the weighted sum of finite reward scores overflowed to infinity; the total scores the sum "
+                "of the fallbacks (counted in rewards/non_finite, recorded as reward_errors['total'])"
             )
 
     def _warn_missing(self, component: RewardComponent, name: str) -> None:
