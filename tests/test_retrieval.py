@@ -533,6 +533,31 @@ def test_qa_loader_converts_flashrag_and_search_r1_rows(tmp_path: Path) -> None:
         load_qa(flashrag)
 
 
+def test_qa_loader_drops_missing_answers_instead_of_training_on_none_and_nan(tmp_path: Path) -> None:
+    """A null in a list of answers, or a NaN where pandas had no value, is no answer: ``str()`` of it made
+    'None' and 'nan' golden answers that the em reward then paid for."""
+    nan = float("nan")
+    path = tmp_path / "qa.jsonl"
+    records = [
+        {"question": "capital of France", "golden_answers": [None, "Paris"]},
+        {"question": "capital of Italy", "answer": nan, "solution": "Rome"},  # NaN: not given, read on
+        {"question": "capital of Germany", "golden_answers": [None, nan], "answers": ["Berlin"]},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))  # json writes NaN, and reads it back
+    assert [(row["golden_answers"], row["solution"]) for row in load_qa(path)] == [
+        (["Paris"], "Paris"),
+        (["Rome"], "Rome"),
+        (["Berlin"], "Berlin"),
+    ]
+    for record in [{"question": "q", "answer": nan}, {"question": "q", "golden_answers": [None, nan]}]:
+        path.write_text(json.dumps(records[0]) + "\n" + json.dumps(record) + "\n")
+        with pytest.raises(ValueError, match=r"qa\.jsonl: record 2: record without 'golden_answers'"):
+            load_qa(path)
+    path.write_text(json.dumps({"question": nan, "answer": "x"}) + "\n")
+    with pytest.raises(ValueError, match="record 1: record without a 'question'"):
+        load_qa(path)
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 

@@ -21,6 +21,7 @@ system prompt is not baked in: it comes from ``env.yaml`` at training time.
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -30,8 +31,10 @@ from .. import jsonl
 
 
 def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
-    """One ms-swift row from a question and its accepted answers (the first is the ``solution``)."""
-    golden = [str(a).strip() for a in answers if str(a).strip()]
+    """One ms-swift row from a question and its accepted answers (the first is the ``solution``).
+
+    ``None`` and NaN entries are dropped, not written as the answers 'None' and 'nan'."""
+    golden = [str(a).strip() for a in answers if not _missing(a) and str(a).strip()]
     if not golden:
         raise ValueError(f"question without an answer: {question!r}")
     question = question.strip()
@@ -47,7 +50,7 @@ def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
 def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """A FlashRAG / Search-R1 record as an ms-swift row; ``ValueError`` when it has no question or answer."""
     question = record.get("question")
-    if not question:
+    if _missing(question) or not question:
         raise ValueError(f"record without a 'question': {dict(record)!r}")
     answers = _answers(record)
     return qa_row(str(question), [answers] if isinstance(answers, str) else answers)
@@ -94,10 +97,18 @@ def _answers(record: Mapping[str, Any]) -> Any:
 
 
 def _given(value: Any) -> bool:
-    """An answer is there: a non-empty string or list, or a number (``2``, a GSM8K-style answer)."""
-    if value is None or isinstance(value, Mapping):
+    """An answer is there: a non-empty string, a list holding an answer, or a number (``2``, a GSM8K-style
+    answer). A field that is missing, NaN or a list of only those is not given, so the next key is read."""
+    if _missing(value) or isinstance(value, Mapping):
         return False
-    return len(value) > 0 if hasattr(value, "__len__") else True
+    if isinstance(value, str):
+        return len(value) > 0
+    return any(not _missing(a) for a in value) if hasattr(value, "__len__") else True
+
+
+def _missing(value: Any) -> bool:
+    """``None``, or NaN: how JSON's ``null`` arrives, and how pandas fills a parquet cell with no value."""
+    return value is None or (isinstance(value, numbers.Number) and value != value)
 
 
 def _plain(value: Any) -> Any:
