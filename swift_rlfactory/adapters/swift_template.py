@@ -38,11 +38,24 @@ def set_system_prompt(
     A system message already in ``messages`` is kept after the environment's prompt; the template's
     default system prompt is used only when neither exists. With ``tools`` the system text becomes the
     agent template's ``# Tools`` block, exactly as the template renders a request's ``tools``.
+
+    Applying it twice changes nothing: a row whose system message is already this rendering (a row that
+    went through :func:`with_system_prompt` before, such as DeepSearch's SFT episodes) keeps it, where the
+    tools block used to be rendered around it a second time.
     """
     default = getattr(getattr(template, "template_meta", None), "default_system", None)
+    first_user = next((m for m in messages if m.get("role") == "user"), None)
     system = None
     if messages and messages[0].get("role") == "system":
-        system = messages.pop(0).get("content") or None
+        system = messages[0].get("content") or None
+        if tools and system and (not prompt or prompt in system):
+            # the block these tools render to, found in the system text: it was rendered already (a copy
+            # of the user message: some agent templates, Llama 3's, write the tools into it)
+            probe = dict(first_user) if first_user else None
+            block = template.agent_template._format_tools(tools, "", probe).strip()
+            if block and block in system:
+                return
+        messages.pop(0)
     if system == default:
         system = None
     if prompt and system and prompt not in system:
@@ -51,7 +64,6 @@ def set_system_prompt(
         system = prompt
     system = system or default
     if tools:
-        first_user = next((m for m in messages if m.get("role") == "user"), None)
         system = template.agent_template._format_tools(tools, system, first_user)
     if system:
         messages.insert(0, {"role": "system", "content": system})
