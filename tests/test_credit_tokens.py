@@ -32,6 +32,7 @@ from transformers import Qwen3Config
 
 from swift_rlfactory.adapters.swift import RUN, RLFactoryScheduler
 from swift_rlfactory.adapters.swift_credit import CreditGRPOTrainer
+from swift_rlfactory.trajectory import Trajectory
 
 from .conftest import ROOT
 from .faults.driver import response_prefix, scripted_output
@@ -215,6 +216,28 @@ def test_mode_trajectory_is_stock_ms_swift(template, env_path):
     # ... and the turn mode does change them, so the comparison above can fail.
     turned, _ = _advantages(CreditGRPOTrainer, template, samples, turn_rewards=True)
     assert not torch.equal(stock["grpo_batch"].advantages, turned["grpo_batch"].advantages)
+
+
+@pytest.mark.timeout(120)
+def test_turn_rewards_of_groups_dynamic_sampling_dropped_do_not_pile_up(template, env_path):
+    samples = _samples(template)
+    RUN.turn_rewards.clear()
+    for step in range(3):
+        kept = copy.deepcopy(samples)
+        for sample in kept:
+            sample.request_id = f"{sample.request_id}-{step}"
+        # --dynamic_sample: the reward scored two rounds; the first round's groups had one reward and
+        # were regenerated, so only the second round's samples reach the postprocess
+        for round_ids, rewards in (
+            ([f"dropped-{step}-{i}" for i in range(6)], [[0.0]] * 6),
+            ([s.request_id for s in kept], [r for _, _, r in SCRIPT]),
+        ):
+            scored = [Trajectory(messages=[], turns=len(r), turn_rewards={"total": r}) for r in rewards]
+            RUN.keep_turn_rewards(round_ids, scored)
+        trainer = _trainer(CreditGRPOTrainer, template)
+        CreditGRPOTrainer._postprocess_batch(trainer, kept, _batch(kept, template))
+        assert trainer._metrics["train"]["credit/turns_per_trajectory"] == [pytest.approx(5 / 3)]
+        assert RUN.turn_rewards == {}  # nothing left behind for samples no postprocess will take
 
 
 @pytest.mark.parametrize(

@@ -149,13 +149,27 @@ class _Run:
         """Hold the per-turn reward totals of ``credit: {mode: turn}`` trajectories for the GRPO trainer.
 
         ms-swift passes a reward's scalars on to the advantage but nothing else, so the turn rewards wait
-        here, by request id, until ``CreditGRPOTrainer`` (``adapters/swift_credit.py``) takes them.
+        here, by request id, until ``CreditGRPOTrainer`` (``adapters/swift_credit.py``) takes them with
+        :meth:`take_turn_rewards`.
         """
         for request_id, trajectory in zip(request_ids or [], trajectories, strict=False):
             if trajectory.stop_reason == "error":  # scored 0 whole; its env may not even load
                 continue
             if self.env(trajectory.row.get("env")).config.credit.mode == "turn":
                 self.turn_rewards[request_id] = [float(r) for r in trajectory.turn_rewards.get("total", [])]
+
+    def take_turn_rewards(self, request_ids: Sequence[str]) -> list[list[float] | None]:
+        """The kept per-turn totals of these samples (``None`` for one without turn credit), dropping the
+        rest.
+
+        ms-swift scores a generation's samples (with ``--dynamic_sample``, every resampling round of them)
+        and then postprocesses the samples it kept, once, before it scores anything else. What that
+        postprocess does not take belongs to groups dynamic sampling threw away and will never be asked
+        for, so it goes too: the store holds one generation at most, not every sample ever scored.
+        """
+        taken = [self.turn_rewards.pop(request_id, None) for request_id in request_ids]
+        self.turn_rewards.clear()
+        return taken
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
         """Append to the trainer's metric lists (averaged and printed by ms-swift at each log step)."""

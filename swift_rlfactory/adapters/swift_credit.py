@@ -12,8 +12,9 @@ broadcasts it to ``grpo_batch.advantages`` ``[B, T]`` over the completion frame,
 loss reads as is. This subclass runs right after it:
 
 1. the reward (``RLFactoryReward``) has left each turn-credit trajectory's per-turn reward totals in
-   ``RUN.turn_rewards`` under its request id; they are taken, turned into discounted returns and
-   gathered from every process (groups may span processes, as ms-swift's own reward gather assumes);
+   ``RUN.turn_rewards`` under its request id; the batch's are taken (the rest, scored for groups
+   ``--dynamic_sample`` dropped, are discarded), turned into discounted returns and gathered from every
+   process (groups may span processes, as ms-swift's own reward gather assumes);
 2. returns are normalised per (group, turn index) - groups are ms-swift's: ``num_generations``
    consecutive samples of the global batch - and this process's slice is taken the way ms-swift slices
    its advantages (``get_even_process_data``);
@@ -120,7 +121,8 @@ class CreditGRPOTrainer(GRPOTrainer):
 
     def _postprocess_batch(self, samples: list[Any], batch_encoded_inputs: list[dict[str, Any]]) -> None:
         super()._postprocess_batch(samples, batch_encoded_inputs)
-        local = [self._take_turn_credit(sample) for sample in samples]
+        kept = RUN.take_turn_rewards([sample.request_id for sample in samples])
+        local = [self._turn_credit(sample, rewards) for sample, rewards in zip(samples, kept, strict=True)]
         everyone: list[_TurnCredit | None] = gather_object(local)
         if all(credit is None for credit in everyone):
             return  # mode trajectory: ms-swift's advantages stay exactly as they are
@@ -141,8 +143,7 @@ class CreditGRPOTrainer(GRPOTrainer):
         unlocated = self._write_token_advantages(samples, batch_encoded_inputs, mine)
         self._log_credit(mode, everyone, advantages, unlocated)
 
-    def _take_turn_credit(self, sample: Any) -> _TurnCredit | None:
-        rewards = RUN.turn_rewards.pop(sample.request_id, None)
+    def _turn_credit(self, sample: Any, rewards: list[float] | None) -> _TurnCredit | None:
         if rewards is None:
             return None
         env_path = sample.extra.get("env")
