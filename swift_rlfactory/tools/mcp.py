@@ -17,6 +17,11 @@ call's account (:data:`~.base.current_call`):
   Re-runs after a death go one at a time, each alone on a session ("solo"), so a *poison call* - one whose
   arguments crash the server - cannot take innocent calls down with it twice. A call that crashed the
   server twice while it was the only call there is not tried again: it becomes an error observation.
+* **Session hung** (the server is alive but answers nothing: its event loop is blocked by a deadlock or a
+  stuck native call): once :data:`HUNG_AFTER_TIMEOUTS` calls in a row were given up on (timed out) with no
+  reply from the session in between, the session is pinged; a ping unanswered within
+  :data:`PING_TIMEOUT_S` makes the session lost, and it is restarted (a stdio server's process group is
+  ended) as after a crash. A server that answers the ping is only slow, and is left alone.
 * **Unreachable** (a restart fails, the endpoint is down): :class:`~.base.TransportError`, which the
   executor retries with back-off; the next call tries to reopen the session again, so a server that comes
   back is used again.
@@ -97,6 +102,11 @@ _EXIT_GRACE_S = 2.0
 _MAX_RERUNS = 4
 _POISON_CRASHES = 2
 
+HUNG_AFTER_TIMEOUTS = 3
+"""Calls in a row given up on (timed out or cancelled) with no reply in between before a session is pinged."""
+PING_TIMEOUT_S = 5.0
+"""How long that ping may take before the session counts as hung and is restarted."""
+
 _SNIFF_BYTES = 4096  # the head and tail of an oversized line kept to find its request id
 
 
@@ -146,6 +156,7 @@ class McpProvider:
         self.config = config
         self._sessions: list[_Session] = []
         self._restarts: dict[_Session, asyncio.Task[None]] = {}
+        self._probes: dict[_Session, asyncio.Task[None]] = {}
         self._solo = asyncio.Lock()
         self._closed = False
 
@@ -168,7 +179,7 @@ class McpProvider:
     async def close(self) -> None:
         """Stop every session (terminating stdio servers) and any pending restart; safe to call twice."""
         self._closed = True
-        restarts = list(self._restarts.values())
+        restarts = [*self._restarts.values(), *self._probes.values()]
         for task in restarts:
             task.cancel()
         await asyncio.gather(*restarts, return_exceptions=True)
@@ -224,7 +235,13 @@ class McpProvider:
                     await asyncio.sleep(0.01)
             session.in_flight.add(marker)
             result = await client.call_tool(name, arguments)
+        except asyncio.CancelledError:
+            if marker in session.in_flight:  # sent, and given up on before any reply
+                self._unanswered(session, client)
+            raise
         except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED and session.client is client:
+                session.unanswered = 0  # the server replied, if only with an error
             if _EVENT_TOO_LARGE.search(exc.message or ""):  # the SDK abandons only this request
                 cap = self.config.max_result_mb
                 raise ToolError(f"result exceeds the cap of {cap:g} MB (max_result_mb)") from None
@@ -240,6 +257,8 @@ class McpProvider:
             session.in_flight.discard(marker)
             if solo:
                 session.reserved = False
+        if session.client is client:
+            session.unanswered = 0
         if result.is_error:
             raise ToolError(redact(render(result.content) or "the tool reported an error without a message"))
         if not result.content and result.structured_content is not None:
@@ -279,6 +298,34 @@ class McpProvider:
                 return session, session.client
             await asyncio.sleep(0.02)  # every live session runs a solo re-run; they are short and rare
 
+    def _unanswered(self, session: _Session, client: ClientSession) -> None:
+        """A call on ``client`` was given up on unanswered; after too many in a row, check it is alive."""
+        if session.client is not client or self._closed:
+            return
+        session.unanswered += 1
+        if session.unanswered >= HUNG_AFTER_TIMEOUTS and session not in self._probes:
+            task = asyncio.create_task(self._probe(session, client), name=f"mcp-probe-{session.label}")
+            self._probes[session] = task
+            task.add_done_callback(lambda _: self._probes.pop(session, None))
+
+    async def _probe(self, session: _Session, client: ClientSession) -> None:
+        """Ping ``client``: no answer within :data:`PING_TIMEOUT_S` means the server hangs; restart it."""
+        unanswered = session.unanswered
+        try:
+            async with asyncio.timeout(PING_TIMEOUT_S):
+                await client.send_ping()
+        except TimeoutError:
+            hung = TimeoutError(
+                f"{unanswered} calls in a row and a ping got no reply within {PING_TIMEOUT_S:g} s; "
+                "the server hangs"
+            )
+            self._lost(session, client, hung)
+        except Exception:  # a dead transport: the next call finds it and reopens it
+            return
+        else:
+            if session.client is client:
+                session.unanswered = 0  # alive, only slow: count afresh
+
     def _lost(self, session: _Session, client: ClientSession, exc: BaseException) -> None:
         """A call found ``client`` dead or forgotten: stop routing to it and reopen it, once per loss."""
         if session.client is not client or self._closed:
@@ -307,6 +354,7 @@ class _Session:
         self.tools: list[ToolSpec] = []
         self.in_flight: set[object] = set()
         self.reserved = False
+        self.unanswered = 0  # calls in a row given up on before the current client replied to any
         self.witnesses: dict[ClientSession, frozenset[object]] = {}
         self.error: BaseException | None = None
         self.pid: int | None = None
@@ -317,6 +365,7 @@ class _Session:
         """Start an owner task; wait until its session is initialized and has listed the server's tools."""
         ready, self._stop = asyncio.Event(), asyncio.Event()
         self.error = None
+        self.unanswered = 0
         self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp-session-{self.label}")
         try:
             await asyncio.wait_for(ready.wait(), self.config.startup_timeout_s)

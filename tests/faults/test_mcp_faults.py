@@ -92,6 +92,31 @@ def test_poison_call_is_isolated_and_innocent_calls_rerun() -> None:
         assert executor.execute([ToolCall("echo", {"text": "after"})])[0].observation == "after"
 
 
+@pytest.mark.timeout(90)
+def test_hung_server_is_restarted() -> None:
+    """A server whose event loop is stuck answers nothing yet stays alive: after a few timeouts in a row
+    and an unanswered ping the session is restarted, so the calls after it work again."""
+    with ToolExecutor([McpProvider("slow", stdio())], Limits(call_timeout_s=1, retries=0)) as executor:
+        pid = executor.execute([ToolCall("pid", {})])[0].observation
+        assert "timed out" in executor.execute([ToolCall("block", {})])[0].error
+        deadline = time.monotonic() + 30
+        while not (again := executor.execute([ToolCall("pid", {})])[0]).ok:
+            assert "timed out" in again.error
+            assert time.monotonic() < deadline, "the hung server was never restarted"
+        assert again.observation != pid
+
+
+@pytest.mark.timeout(60)
+def test_slow_calls_on_a_live_server_do_not_restart_it() -> None:
+    """Calls that time out on a server that still answers pings are the tools' fault: no restart."""
+    with ToolExecutor([McpProvider("slow", stdio())], Limits(call_timeout_s=0.5, retries=0)) as executor:
+        pid = executor.execute([ToolCall("pid", {})])[0].observation
+        for _ in range(4):
+            assert "timed out" in executor.execute([ToolCall("sleep", {"seconds": 30})])[0].error
+        time.sleep(2)  # room for a probe and a restart, if one were (wrongly) started
+        assert executor.execute([ToolCall("pid", {})])[0].observation == pid
+
+
 @pytest.mark.timeout(60)
 def test_lone_surrogate_arguments_are_sanitised() -> None:
     with ToolExecutor([McpProvider("slow", stdio())], Limits(call_timeout_s=20)) as executor:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import time
 from collections import Counter
 
 from mcp.server.mcpserver import MCPServer
@@ -66,6 +67,14 @@ def shape() -> dict[str, object]:
 def crash(code: int = 1) -> str:
     """Exit the server process at once, as a segfault or an OOM kill would; a poison call."""
     os._exit(code)
+
+
+@mcp.tool()
+async def block(seconds: float = 3600) -> str:
+    """Block the server's event loop for ``seconds``: a hung server (a deadlock, a stuck native call) that
+    answers nothing, not even a ping, yet does not exit."""
+    time.sleep(seconds)
+    return "unblocked"
 
 
 @mcp.tool()
