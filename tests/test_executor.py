@@ -4,6 +4,7 @@ MCP-backed behaviour (real servers, restarts, latency targets) is in test_mcp.py
 """
 
 import asyncio
+import contextlib
 import threading
 import time
 
@@ -262,3 +263,32 @@ def test_cancelling_the_caller_still_cancels_the_call():
 
         with pytest.raises(TimeoutError):
             asyncio.run(impatient())
+
+
+@tool
+async def stubborn(seconds: float) -> str:
+    """Swallow every cancellation until ``seconds`` have passed (a retry loop around a bare ``except``)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(deadline - time.monotonic())
+    return "late"
+
+
+def test_a_tool_that_swallows_cancellation_still_times_out_and_frees_its_slots():
+    """The timeout cancels the call; a tool that ignores that is abandoned after a short grace, so the call
+    is a timeout at about ``call_timeout_s`` and the only global slot serves the next call at once."""
+    limits = Limits(call_timeout_s=0.3, max_concurrency=1, retries=0)
+    with ToolExecutor([PythonProvider([stubborn, wordy])], limits) as ex:
+        t0 = time.perf_counter()
+        (record,) = ex.execute([ToolCall("stubborn", {"seconds": 20})])
+        assert "timed out after 0.3 s" in record.error
+        assert time.perf_counter() - t0 < 3
+
+        async def watchdog_gives_up_then_another_call():
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(ex.aexecute([ToolCall("stubborn", {"seconds": 20})]), 0.1)
+            return await asyncio.wait_for(ex.aexecute([ToolCall("wordy", {"n": 2})]), 3)
+
+        (after,) = asyncio.run(watchdog_gives_up_then_another_call())
+        assert after.observation == "word word"

@@ -6,7 +6,8 @@ The executor runs them together, bounded by:
 
 * a global concurrency limit (protects the machine and remote services),
 * a per-tool limit (a rate-limited API, a single-threaded server),
-* a per-call timeout (a hung call becomes an error observation; the rest of the batch is unaffected),
+* a per-call timeout (a hung call becomes an error observation, even one that ignores cancellation; the
+  rest of the batch is unaffected),
 * retries with exponential back-off on :class:`TransportError` only (a crashed server is restarted by its
   provider; a tool that *answered* with an error is not asked again),
 * output truncation (an observation never blows up the context): rendering stops at a character budget
@@ -33,7 +34,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from .base import Tool, ToolError, ToolProvider, TransportError, cancelled_by_caller, current_call
+from .base import Tool, ToolError, ToolProvider, TransportError, current_call
 from .cache import ToolCache, cache_key
 from .loop import LoopThread
 from .observation import cut, error_text, measure, render_bounded
@@ -48,6 +49,9 @@ _ERROR_CHARS = 4096
 """Longest ``ToolRecord.error`` kept (the observation is cut to the token budget as usual)."""
 RETRY_WAIT_MAX_S = 5.0
 """Longest wait between two attempts of a call (exponential back-off from ``limits.retry_backoff_s``)."""
+CANCEL_GRACE_S = 1.0
+"""How long a call that timed out (or whose caller gave up) gets to end after it is cancelled; a tool that
+swallows the cancellation is abandoned after this, so no call holds its slots longer than timeout + grace."""
 
 
 @dataclass
@@ -122,6 +126,8 @@ class ToolExecutor:
         self._started = False
         self._global: asyncio.Semaphore | None = None
         self._per_tool: dict[str, asyncio.Semaphore] = {}
+        self._abandoned: set[asyncio.Task[Any]] = set()
+        """Calls given up while still running, referenced here so they are not collected mid-flight."""
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> ToolExecutor:
@@ -267,28 +273,64 @@ class ToolExecutor:
 
     def call_bound_s(self, name: str) -> float:
         """The longest one call of tool ``name`` takes once it holds its slots: every attempt's timeout (the
-        tool's own, e.g. an MCP server's ``timeout``, else ``limits.call_timeout_s``) and the waits between
-        attempts. A watchdog above the executor must allow at least this much."""
+        tool's own, e.g. an MCP server's ``timeout``, else ``limits.call_timeout_s``) with its cancellation
+        grace, and the waits between attempts. A watchdog above the executor must allow at least this much."""
         tool = self.tools.get(name)
         timeout = self.limits.call_timeout_s if tool is None else self._timeout(tool)
-        return (self.limits.retries + 1) * timeout + self.limits.retries * RETRY_WAIT_MAX_S
+        attempts = self.limits.retries + 1
+        return attempts * (timeout + CANCEL_GRACE_S) + self.limits.retries * RETRY_WAIT_MAX_S
 
     async def _attempt(
         self, tool: Tool, arguments: dict[str, Any], record: ToolRecord, timeout: float
     ) -> Any:
+        """One try of the call, bounded by ``timeout`` even when the tool ignores being cancelled.
+
+        The tool runs as a task of its own, with :data:`current_call` set in its context. At the timeout, or
+        when the caller gives up, the task is cancelled and gets :data:`CANCEL_GRACE_S` to clean up (an
+        isolated tool reaps its child); a tool still running then is abandoned: this call ends anyway, its
+        concurrency slots go to the next call, and whatever it returns later is discarded.
+        """
         if record.attempts:  # the earlier try may have run the tool before it failed
             record.repeated = True
         record.attempts += 1
         token = current_call.set(record)
         try:
-            async with asyncio.timeout(timeout):
-                return await tool.call(arguments)
-        except asyncio.CancelledError:  # any backend's, not only a Python tool's (see cancelled_by_caller)
-            if cancelled_by_caller():
-                raise
-            raise ToolError(f"{tool.spec.name} raised CancelledError without being cancelled") from None
+            task = asyncio.create_task(tool.call(arguments))
         finally:
             current_call.reset(token)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError:  # the caller gave up: stop the tool, then let the cancellation on
+            await self._stop(task, tool.spec.name)
+            raise
+        if not done:
+            await self._stop(task, tool.spec.name)
+            raise TimeoutError
+        if task.cancelled():  # nobody cancelled it: the tool raised CancelledError itself
+            raise ToolError(f"{tool.spec.name} raised CancelledError without being cancelled")
+        return task.result()
+
+    async def _stop(self, task: asyncio.Task[Any], name: str) -> None:
+        """Cancel a call's task and wait a short grace for it to end; past that, abandon it."""
+        task.cancel()
+        await asyncio.wait({task}, timeout=CANCEL_GRACE_S)
+        if task.done():
+            if not task.cancelled():
+                task.exception()  # retrieved, so asyncio does not log it as never retrieved
+            return
+        logger.warning(
+            "tool %r ignored the cancellation of its call for %g s; abandoned (its slots are freed and a "
+            "late result is discarded)",
+            name,
+            CANCEL_GRACE_S,
+        )
+        self._abandoned.add(task)
+        task.add_done_callback(self._discard_late)
+
+    def _discard_late(self, task: asyncio.Task[Any]) -> None:
+        self._abandoned.discard(task)
+        if not task.cancelled() and task.exception() is None:
+            logger.info("an abandoned tool call finished late; its result is discarded")
 
     async def _observe(self, name: str, result: Any, record: ToolRecord) -> str:
         """Render and cut ``result`` to the observation the model reads (and the cache stores)."""
