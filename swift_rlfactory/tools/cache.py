@@ -114,7 +114,12 @@ class _SQLiteStore:
         return conn
 
     def get(self, key: str, now: float) -> str | None:
-        """The stored value, or ``None`` when absent, expired, or the store cannot answer right now."""
+        """The stored value, or ``None`` when absent, expired, or the store cannot answer right now.
+
+        A row that cannot be what this module wrote (a value that is not text, an expiry that is not a
+        number: another version, a hand edit, bit rot) is a miss counted as an error; the call's result
+        then overwrites it.
+        """
         with self._read_lock:
             if time.monotonic() < self._skip_until:
                 return None
@@ -131,9 +136,13 @@ class _SQLiteStore:
                     self._reader.close()
                     self._reader = None
                 return None
-        if row is None or not isinstance(row[0], str) or (row[1] is not None and row[1] < now):
+        if row is None:
             return None
-        return row[0]
+        value, expires = row
+        if not isinstance(value, str) or not (expires is None or isinstance(expires, int | float)):
+            self._failed("lookup", ValueError(f"unreadable row {key} ({type(value).__name__}, {expires!r})"))
+            return None
+        return value if expires is None or expires >= now else None
 
     def put(self, key: str, value: str, expires: float | None) -> None:
         """Queue a write for the background writer.

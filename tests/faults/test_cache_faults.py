@@ -197,6 +197,23 @@ def test_corrupted_pages_never_raise_at_lookup(tmp_path):
     cache.close()
 
 
+@pytest.mark.parametrize("value, expires", [("HI", "2030-01-01"), (b"HI", None)])
+def test_an_unreadable_row_is_a_counted_miss_and_is_overwritten(tmp_path, value, expires):
+    """A row another version, a hand edit or bit rot left with a text expiry or a binary value is a miss,
+    counted as a cache error; the call runs, and its result replaces the row."""
+    path = tmp_path / "tools.sqlite"
+    ToolCache(sqlite_path=path).close()
+    key = cache_key("lookup", {"key": "hi"})
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO tool_cache VALUES (?, ?, ?)", (key, value, expires))
+    cache = ToolCache(sqlite_path=path)
+    assert cache.get(key) is None and cache.errors == 1
+    with make(cache) as ex:
+        [record] = ex.execute([ToolCall("lookup", {"key": "hi"})])
+    assert record.ok and record.observation == "HI" and not record.cache_hit
+    assert ToolCache(sqlite_path=path).get(key) == "HI"
+
+
 @pytest.mark.timeout(60)
 def test_file_truncated_mid_run_heals(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_module, "BACKOFF_S", 0.5)
