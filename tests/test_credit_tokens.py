@@ -30,7 +30,7 @@ from swift.rollout.agent_loop import run_multi_turn
 from swift.template import get_template
 from transformers import Qwen3Config
 
-from swift_rlfactory.adapters.swift import RUN, RLFactoryScheduler
+from swift_rlfactory.adapters.swift import RUN, RLFactoryScheduler, build_trajectories
 from swift_rlfactory.adapters.swift_credit import CreditGRPOTrainer
 from swift_rlfactory.trajectory import Trajectory
 
@@ -238,6 +238,28 @@ def test_turn_rewards_of_groups_dynamic_sampling_dropped_do_not_pile_up(template
         CreditGRPOTrainer._postprocess_batch(trainer, kept, _batch(kept, template))
         assert trainer._metrics["train"]["credit/turns_per_trajectory"] == [pytest.approx(5 / 3)]
         assert RUN.turn_rewards == {}  # nothing left behind for samples no postprocess will take
+
+
+def test_without_our_scheduler_the_turns_are_the_generated_ones_not_the_rows_history():
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "<answer>hello</answer>"}]
+    messages = [*history, {"role": "user", "content": "4000 + 242?"}]
+    kwargs = {
+        "messages": [  # ms-swift's: the row's messages, then the generated turns (ids for earlier ones)
+            [*messages, {"role": "assistant", "content": RIGHT}],
+            [
+                *messages,
+                {"role": "assistant", "content": GOOD_CALL},
+                {"role": "tool", "content": "4242"},
+                {"role": "assistant", "content": RIGHT},
+            ],
+            [*messages, {"role": "assistant", "content": RIGHT}],
+        ],  # fmt: skip
+        "response_token_ids": [[1, 2], [[1, 2], [3]], []],  # one turn flat, two turns, none recorded
+    }
+    single, multi, unknown = build_trajectories([RIGHT] * 3, kwargs, tokenizer=None)
+    assert (single.turns, single.assistant_turns) == (1, [RIGHT])
+    assert (multi.turns, multi.assistant_turns) == (2, [GOOD_CALL, RIGHT])
+    assert unknown.turns == 2  # without token ids every assistant message is taken for a turn
 
 
 @pytest.mark.parametrize(

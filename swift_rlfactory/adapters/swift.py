@@ -534,11 +534,13 @@ def build_trajectories(completions: list[str], kwargs: dict[str, Any], tokenizer
 
     The scheduler's ``rollout_infos`` carry the decoded conversation and tool records; without them (a
     different scheduler) the messages are decoded here, since ms-swift passes earlier assistant turns as
-    token-id lists.
+    token-id lists, and the generated turns are counted from ``response_token_ids`` (flat for one turn,
+    one list per turn), so assistant messages of the row's chat history are not taken for turns.
     """
     n = len(completions)
     infos = kwargs.get("rollout_infos") or [{}] * n
     all_messages = kwargs.get("messages") or [[] for _ in range(n)]
+    all_ids = kwargs.get("response_token_ids") or [[] for _ in range(n)]
     columns = {k: v for k, v in kwargs.items() if k not in _NOT_ROW and isinstance(v, list) and len(v) == n}
     out = []
     for i in range(n):
@@ -548,7 +550,11 @@ def build_trajectories(completions: list[str], kwargs: dict[str, Any], tokenizer
             out.append(_trajectory(info, row))
             continue
         messages = [_decoded(m, tokenizer) for m in all_messages[i]]
-        turns = sum(1 for m in messages if m["role"] == "assistant")
+        ids = all_ids[i]
+        if ids:
+            turns = len(ids) if isinstance(ids[0], list) else 1
+        else:  # no token ids: every assistant message is taken for a turn
+            turns = sum(1 for m in messages if m["role"] == "assistant")
         out.append(Trajectory(messages=messages, turns=turns, stop_reason="unknown", row=row))
     return out
 
