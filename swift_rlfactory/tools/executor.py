@@ -39,6 +39,7 @@ from .cache import ToolCache, cache_key
 from .loop import LoopThread
 from .observation import cut, error_text, measure, render_bounded
 from .parsing import ToolCall
+from .sync_pool import SYNC_POOL
 from .toolset import ToolSet
 
 logger = logging.getLogger(__name__)
@@ -142,12 +143,14 @@ class ToolExecutor:
         self._per_tool = {
             name: asyncio.Semaphore(limit) for name, limit in self.limits.per_tool_concurrency.items()
         }
+        SYNC_POOL.reserve(self.limits.max_concurrency)  # a thread for every sync call that holds a slot
         self._started = True
 
     def close(self) -> None:
         """Close providers and the cache, then stop the private loop."""
         if self._started:
             self._loop.run(self.toolset.close())
+            SYNC_POOL.release(self.limits.max_concurrency)
             self._started = False
         if self.cache is not None:
             self.cache.close()

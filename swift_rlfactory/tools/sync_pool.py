@@ -9,6 +9,12 @@ out, and the interpreter can never exit, because ``concurrent.futures`` joins it
 (the timeout) while the function is still running, that worker is *abandoned*: it is no longer counted,
 a fresh worker takes its place, and the stuck thread retires on its own if the function ever returns.
 Daemon threads never hold up interpreter exit.
+
+The pool must be as wide as the calls that may run at once: a call waiting in its queue is already on the
+executor's clock, so with a narrow pool a burst of slow calls times out without ever having run. A started
+:class:`~.executor.ToolExecutor` therefore reserves ``max_concurrency`` threads (:meth:`SyncPool.reserve`;
+each of its running calls holds a global slot, so it never has more in flight) and releases them on close.
+Threads are started only when calls need them, so a wide reservation costs nothing until it is used.
 """
 
 from __future__ import annotations
@@ -72,8 +78,9 @@ class _Job:
 class SyncPool:
     """At most ``max_workers`` threads serving calls; a thread stuck in a timed-out call is replaced.
 
-    ``stuck`` counts abandoned threads that are still inside their call (each holds whatever the hung
-    function holds; nothing can free it short of the function returning).
+    ``max_workers`` starts at the given base (for calls made outside any executor) and grows by every
+    :meth:`reserve`. ``stuck`` counts abandoned threads that are still inside their call (each holds
+    whatever the hung function holds; nothing can free it short of the function returning).
     """
 
     def __init__(self, max_workers: int = 32):
@@ -84,6 +91,16 @@ class SyncPool:
         self._idle = threading.Semaphore(0)
         self._live = 0
         self._spawned = 0
+
+    def reserve(self, workers: int) -> None:
+        """Allow ``workers`` more threads, for a caller that may have that many calls in flight at once."""
+        with self._lock:
+            self.max_workers += workers
+
+    def release(self, workers: int) -> None:
+        """Give back a :meth:`reserve`; threads already started stay, idle, to serve later calls."""
+        with self._lock:
+            self.max_workers -= workers
 
     async def run(self, fn: Callable[..., T], /, **kwargs: Any) -> T:
         """Run ``fn(**kwargs)`` on a worker (with the caller's context variables) and await its result."""
