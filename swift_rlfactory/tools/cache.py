@@ -38,6 +38,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..wire import sendable
+
 logger = logging.getLogger(__name__)
 
 OPEN_TIMEOUT_S = 2.0
@@ -181,15 +183,7 @@ class _SQLiteStore:
             try:
                 if conn is None:
                     conn = self._connect(WRITE_TIMEOUT_S)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO tool_cache (key, value, expires) VALUES (?, ?, ?)", rows
-                    )
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
+                self._write_batch(conn, rows)
             except Exception as exc:
                 self._failed(f"write of {len(rows)} entries", exc)
                 if conn is not None:
@@ -197,6 +191,22 @@ class _SQLiteStore:
                     conn = None
         if conn is not None:
             conn.close()
+
+    def _write_batch(self, conn: sqlite3.Connection, rows: list[tuple[str, str, float | None]]) -> None:
+        """Write ``rows`` in one transaction; if one of them cannot be bound, the others one by one.
+
+        A row SQLite cannot bind (text that is not UTF-8, a NUL in the SQL) fails the whole statement, and
+        a batch holds up to 256 entries: only the bad row is dropped (and counted). Any other failure is
+        the file's, and fails the batch.
+        """
+        try:
+            _insert(conn, rows)
+        except (ValueError, sqlite3.InterfaceError):
+            for row in rows:
+                try:
+                    _insert(conn, [row])
+                except (ValueError, sqlite3.InterfaceError) as exc:
+                    self._failed(f"write of {row[0]!r}", exc)
 
     def _failed(self, what: str, exc: Exception) -> None:
         with self._count_lock:
@@ -215,6 +225,16 @@ class _SQLiteStore:
             if self._reader is not None:
                 self._reader.close()
                 self._reader = None
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[str, str, float | None]]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany("INSERT OR REPLACE INTO tool_cache (key, value, expires) VALUES (?, ?, ?)", rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _close_at_exit(store: weakref.ref[_SQLiteStore]) -> None:
@@ -280,8 +300,13 @@ class ToolCache:
         return value
 
     def put(self, key: str, value: str) -> None:
-        """Store a successful observation in both levels (the store write happens in the background)."""
+        """Store a successful observation in both levels (the store write happens in the background).
+
+        A lone UTF-16 surrogate (half an emoji, from a JSON escape) is stored as U+FFFD in both levels, so
+        the text is one SQLite can hold and every process reads the same.
+        """
         try:
+            value = sendable(value)
             expires = None if self.ttl_s is None else time.time() + self.ttl_s
             self._remember(key, value, expires)
             if self._store is not None:

@@ -214,6 +214,24 @@ def test_an_unreadable_row_is_a_counted_miss_and_is_overwritten(tmp_path, value,
     assert ToolCache(sqlite_path=path).get(key) == "HI"
 
 
+def test_one_unstorable_entry_costs_only_itself(tmp_path):
+    """A lone surrogate in a value (half an emoji in a judge reply) is stored as U+FFFD; a key SQLite cannot
+    bind at all is dropped and counted, alone: the other entries queued in the same batch are written."""
+    path = tmp_path / "tools.sqlite"
+    cache = ToolCache(sqlite_path=path)
+    for i in range(100):
+        cache.put(f"tool:{i}", f"good {i}")
+    cache.put("judge:x", "score 5 \ud83d")
+    cache.put("judge:\ud83d", "unbindable key")
+    for i in range(100, 150):
+        cache.put(f"tool:{i}", f"good {i}")
+    cache.close()
+    assert cache.errors == 1
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM tool_cache").fetchone() == (151,)
+    assert ToolCache(sqlite_path=path).get("judge:x") == "score 5 \ufffd"
+
+
 @pytest.mark.timeout(60)
 def test_file_truncated_mid_run_heals(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_module, "BACKOFF_S", 0.5)
