@@ -15,9 +15,10 @@ must not be cached) and keyed by tool name + canonical JSON of the arguments, so
 The cache can only make a call slower, never fail it. Lookups run in a worker thread with a short busy
 timeout; after a failed lookup the store is skipped for a few seconds, so a write lock held by another
 process, a corrupted page or a truncated file costs one bounded wait, not one per call. Writes go to a
-background thread and are never waited for. Every failure is counted in :attr:`ToolCache.errors` (logged
-as ``tools/cache_errors``) and the call simply runs uncached. Only a file that can never work (not a
-database, read-only, a folder) is an error, raised when the cache is created, naming the file.
+background thread and are never waited for; a file deleted mid-run is noticed before the next write and
+recreated. Every failure is counted in :attr:`ToolCache.errors` (logged as ``tools/cache_errors``) and the
+call simply runs uncached. Only a file that can never work (not a database, read-only, a folder) is an
+error, raised when the cache is created, naming the file.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class _SQLiteStore:
         self._read_lock = threading.Lock()
         self._reader: sqlite3.Connection | None = None
         self._skip_until = 0.0
+        self._opened: tuple[int, int] | None = None  # (device, inode) of the file the writer has open
         self._writes: queue.Queue[tuple[str, str, float | None] | None] = queue.Queue(_PENDING_WRITES)
         self._check()
         self._writer = threading.Thread(
@@ -181,8 +183,7 @@ class _SQLiteStore:
             if not rows:
                 continue
             try:
-                if conn is None:
-                    conn = self._connect(WRITE_TIMEOUT_S)
+                conn = self._writer_connection(conn)
                 self._write_batch(conn, rows)
             except Exception as exc:
                 self._failed(f"write of {len(rows)} entries", exc)
@@ -191,6 +192,30 @@ class _SQLiteStore:
                     conn = None
         if conn is not None:
             conn.close()
+
+    def _writer_connection(self, conn: sqlite3.Connection | None) -> sqlite3.Connection:
+        """``conn`` while the path still names the file it has open; else a connection to a new file there.
+
+        A cleanup job or a user may delete the cache file (or its folder) mid-run. SQLite keeps writing to
+        the deleted file without a word, so every later write would be lost and processes would stop
+        sharing. Checked before each batch: on a mismatch the error is counted and logged, the old
+        connections are closed (SQLite then removes the old file's -wal and -shm) and the file recreated.
+        """
+        if conn is not None:
+            if _identity(self.path) == self._opened:
+                return conn
+            with self._count_lock:
+                self.errors += 1
+            logger.warning("tool cache %s was deleted or replaced mid-run; writing to a new file", self.path)
+            conn.close()
+            with self._read_lock:
+                if self._reader is not None:
+                    self._reader.close()
+                    self._reader = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = self._connect(WRITE_TIMEOUT_S)
+        self._opened = _identity(self.path)
+        return conn
 
     def _write_batch(self, conn: sqlite3.Connection, rows: list[tuple[str, str, float | None]]) -> None:
         """Write ``rows`` in one transaction; if one of them cannot be bound, the others one by one.
@@ -225,6 +250,15 @@ class _SQLiteStore:
             if self._reader is not None:
                 self._reader.close()
                 self._reader = None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) pair of the file at ``path``, or ``None`` when there is none."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def _insert(conn: sqlite3.Connection, rows: list[tuple[str, str, float | None]]) -> None:

@@ -8,6 +8,7 @@ environment loads, naming ``cache.sqlite_path`` and the file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -230,6 +231,45 @@ def test_one_unstorable_entry_costs_only_itself(tmp_path):
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM tool_cache").fetchone() == (151,)
     assert ToolCache(sqlite_path=path).get("judge:x") == "score 5 \ufffd"
+
+
+def _stored(path: Path, key: str, within_s: float = 10.0) -> bool:
+    """Whether ``key`` reaches the file at ``path`` (the writer is asynchronous) within ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if path.exists():  # read-only, so that looking never creates the file
+            uri = f"file:{path}?mode=ro"
+            with (
+                contextlib.suppress(sqlite3.Error),
+                contextlib.closing(sqlite3.connect(uri, uri=True)) as conn,
+            ):
+                if conn.execute("SELECT 1 FROM tool_cache WHERE key = ?", (key,)).fetchone():
+                    return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("delete", ["folder", "file"])
+def test_file_deleted_mid_run_is_recreated(tmp_path, delete):
+    """A cleanup job removes the cache folder (or just the file) mid-run: the writer notices at its next
+    batch, counts it, and writes to a new file at the same path, which sibling processes share again."""
+    path = tmp_path / ".cache" / "tools.sqlite"
+    cache = ToolCache(sqlite_path=path)
+    cache.put("before", "1")
+    assert _stored(path, "before")
+    if delete == "folder":
+        shutil.rmtree(path.parent)
+    else:
+        path.unlink()
+    for i in range(100):
+        cache.put(f"after{i}", "v")
+    assert _stored(path, "after99")
+    cache.close()
+    assert cache.errors == 1
+    sibling = ToolCache(sqlite_path=path)
+    assert sibling.get("after5") == "v" and sibling.get("before") is None
+    sibling.close()
 
 
 @pytest.mark.timeout(60)
