@@ -319,9 +319,11 @@ class RLFactoryScheduler(MultiTurnScheduler):
         The executor ends every call within ``(retries + 1)`` timeouts plus back-off once it holds its
         concurrency slots (``call_bound_s``: a tool's own timeout, such as an MCP server's ``timeout``,
         counts over ``limits.call_timeout_s``), and at most ``waves`` batches of the calls now in flight
-        are ahead of it. The watchdog waits twice that plus a grace period: it never fires while the
-        executor keeps its limits, and it turns a call that swallows cancellation (which would hang the
-        batch forever) into this trajectory's error.
+        are ahead of it. Those may be calls of any of the environment's tools, so a wave is bounded by the
+        slowest tool, not by this turn's (a fast call queued behind a patient server's is not cut). The
+        watchdog waits twice that plus a grace period: it never fires while the executor keeps its limits,
+        and it turns a call that swallows cancellation (which would hang the batch forever) into this
+        trajectory's error.
         """
         limits = env.config.limits
         self._in_flight += len(calls)
@@ -330,7 +332,8 @@ class RLFactoryScheduler(MultiTurnScheduler):
                 [limits.max_concurrency, *(limits.per_tool_concurrency.get(c.name, math.inf) for c in calls)]
             )
             waves = math.ceil(self._in_flight / slots)
-            per_call = max((env.executor.call_bound_s(c.name) for c in calls), default=0.0)
+            names = {*env.executor.tools, *(c.name for c in calls)}
+            per_call = max(env.executor.call_bound_s(name) for name in names)
             deadline = 2 * waves * per_call + WATCHDOG_GRACE_S
             try:
                 return await asyncio.wait_for(env.executor.aexecute(calls), deadline)

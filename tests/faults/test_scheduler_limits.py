@@ -140,3 +140,26 @@ def test_a_servers_own_timeout_over_call_timeout_s_holds_for_the_turn_watchdog(r
     out = info(outputs["patient"])
     assert out["stop_reason"] == "answer", out.get("error")
     assert [(c["observation"], c["error"]) for c in out["tool_calls"]] == [("slept", None)]
+
+
+def test_a_fast_call_queued_behind_a_patient_servers_call_is_not_cut_by_the_watchdog(
+    run_state, template, tmp_path
+):
+    """One slot (``max_concurrency: 1``): a 0.1 s Python call waits about 10 s behind an MCP server call
+    that its server's ``timeout: 20`` allows. The watchdog of the waiting call must count the slowest tool
+    that can hold the slot, not only its own (2 x 2 waves x (0.1 + 1) + 5 s = 9.4 s, before)."""
+    server = ENV_DIR.parent.parent / "servers" / "slow_server.py"
+    env = tmp_path / "one_slot.yaml"
+    env.write_text(
+        f"tools: {{python: ['{ENV_DIR / 'tools.py'}'], "
+        f"mcp: {{mcpServers: {{slow: {{command: python, args: ['{server}'], timeout: 20}}}}}}}}\n"
+        "limits: {call_timeout_s: 0.1, retries: 0, max_concurrency: 1}\nreward: [{name: em}]\n"
+    )
+    requests = [request("patient", env=str(env)), request("queued", env=str(env))]
+    scripts = {"patient": [call("sleep", seconds=10)], "queued": [call("nap", seconds=0.05)]}
+    outputs = run_batch(scheduler(template), template, requests, scripts, max_turns=6)
+
+    for name, observation in [("patient", "slept"), ("queued", "rested")]:
+        out = info(outputs[name])
+        assert out["stop_reason"] == "answer", (name, out.get("error"))
+        assert [(c["observation"], c["error"]) for c in out["tool_calls"]] == [(observation, None)]
