@@ -2,9 +2,12 @@
 
 :func:`grpo_command` is pure (the page shows what it returns before anything runs); :class:`Job` starts it
 with the environment in ``RLFACTORY_ENV``, writes its output to ``<output_dir>/ui-launch.log`` and stops the
-whole process group on request. The group is its own session (a Ctrl-C in the UI's terminal does not reach
-the trainer half-way), so nothing would stop it when the UI process ends: :func:`stop_all` does, at
-interpreter exit and on SIGTERM, and no trainer outlives the UI that started it.
+whole process group on request. Credentials typed into the extra flags (``--hub_token``, ``--api_key``) are
+shown as ``***`` on the page and in that log, where ms-swift prints its argv.
+
+The group is its own session (a Ctrl-C in the UI's terminal does not reach the trainer half-way), so
+nothing would stop it when the UI process ends: :func:`stop_all` does, at interpreter exit and on SIGTERM,
+and no trainer outlives the UI that started it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import atexit
 import math
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -21,9 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import BinaryIO
+
+from .. import secrets
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
 MODES = ("cpu", "colocate", "server")
+# A flag names a credential when the last word of its name does: --hub_token, --api_key, --db-password,
+# but not --max_new_tokens or --use_hf_token_cache, whose values are no secret.
+_CREDENTIAL_FLAG = re.compile(r"^--?[\w-]*(?:token|key|secret|passwd|password)$", re.IGNORECASE)
+LOG_PIECE = 64 * 1024  # bytes of output without a line break that the log writer holds back at most
 COUNTS = ("steps", "lora_rank", "max_turns", "num_generations", "batch_size", "max_completion_length")
 
 
@@ -122,10 +133,55 @@ def grpo_command(form: GRPOForm) -> list[str]:
     return cmd + shlex.split(form.extra)
 
 
+def hide_credentials(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` with the value of every credential flag (``--hub_token X``, ``--api_key=X``) shown as
+    ``***``, and those values, for :func:`secrets.remember`."""
+    shown, values = list(argv), []
+    for i, arg in enumerate(argv):
+        flag, equals, value = arg.partition("=")
+        if not _CREDENTIAL_FLAG.match(flag):
+            continue
+        if equals:
+            shown[i] = f"{flag}=***"
+            values.append(value)
+        elif i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            shown[i + 1] = "***"
+            values.append(argv[i + 1])
+    return shown, values
+
+
 def shell_line(form: GRPOForm) -> str:
-    """The command as one copyable shell line, environment variable included."""
+    """The command as one shell line, environment variable included, credentials shown as ``***``: the
+    page shows it to whoever looks at the screen, so it is copyable once a masked value is typed back."""
     env = shlex.quote(str(Path(form.env).expanduser().resolve()))
-    return f"RLFACTORY_ENV={env} " + shlex.join(grpo_command(form))
+    shown, _ = hide_credentials(grpo_command(form))
+    return f"RLFACTORY_ENV={env} " + shlex.join(shown)
+
+
+def _copy_redacted(source: BinaryIO, log: BinaryIO) -> None:
+    """Copy a child's output to ``log`` as it comes, through :func:`secrets.redact` (ms-swift prints its
+    argv, credential flags included), then close both.
+
+    Output is passed on up to its last line break, ``\\n`` or the ``\\r`` a progress bar redraws with, so a
+    secret is never split between two pieces and missed; a piece without a break is passed on whole once
+    it reaches :data:`LOG_PIECE` bytes. Bytes that are not UTF-8 are kept as they are.
+    """
+
+    def clean(data: bytes) -> bytes:
+        return secrets.redact(data.decode(errors="surrogateescape")).encode(errors="surrogateescape")
+
+    pending = b""
+    with source, log:
+        while chunk := source.read1(LOG_PIECE):
+            pending += chunk
+            cut = max(pending.rfind(b"\n"), pending.rfind(b"\r")) + 1
+            if cut == 0 and len(pending) < LOG_PIECE:
+                continue
+            cut = cut or len(pending)
+            log.write(clean(pending[:cut]))
+            log.flush()
+            pending = pending[cut:]
+        log.write(clean(pending))
 
 
 class Job:
@@ -143,10 +199,18 @@ class Job:
             "RLFACTORY_ENV": str(Path(form.env).expanduser().resolve()),
             "PYTHONUNBUFFERED": "1",
         }
-        with open(self.log_path, "wb") as log:
+        for value in hide_credentials(self.argv)[1]:
+            secrets.remember(value)
+        log = open(self.log_path, "wb")  # noqa: SIM115 - the writer thread closes it
+        try:
             self.process = subprocess.Popen(
-                self.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
+        except OSError:
+            log.close()
+            raise
+        self._writer = threading.Thread(target=_copy_redacted, args=(self.process.stdout, log), daemon=True)
+        self._writer.start()
         for job in [job for job in _LIVE if not job.running]:
             _LIVE.discard(job)
         _LIVE.add(self)
@@ -187,6 +251,7 @@ class Job:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        self._writer.join(grace_s)  # the log is whole before a new run in this folder truncates it
         return "stopped"
 
 

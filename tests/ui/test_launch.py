@@ -7,15 +7,18 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from swift_rlfactory.ui.launch import GRPOForm, Job, grpo_command, shell_line
+
 from ..conftest import ROOT
 from .conftest import FakeSwift
 
-# A UI process in miniature: start one run the way the Launch button does, say the trainer's pid, then
-# end as asked: return (interpreter exit), or wait for SIGTERM with or without a handler of its own.
+# A UI process in miniature: start one run the way the Launch button does, say the trainer's pid once it
+# is up, then end as asked: return (interpreter exit), or wait for SIGTERM with or without a handler of its own.
 UI_PROCESS = """
 import signal, sys, time
 if sys.argv[3] == "own-handler":
@@ -25,6 +28,8 @@ if sys.argv[3] == "own-handler":
     signal.signal(signal.SIGTERM, own)
 from swift_rlfactory.ui.launch import GRPOForm, Job
 job = Job(GRPOForm(model="m", dataset="d", env=sys.argv[1], output_dir=sys.argv[2], mode="cpu"))
+while "fake swift args" not in job.log_tail():  # the trainer is up (its SIGINT trap set)
+    time.sleep(0.05)
 print(job.process.pid, flush=True)
 if sys.argv[3] != "return":
     time.sleep(120)
@@ -59,3 +64,41 @@ def test_no_trainer_outlives_the_ui_process(tmp_path: Path, fake_swift: FakeSwif
             ui.kill()
             ui.wait()
         ui.stdout.close()
+
+
+SECRETS = {"hub": "hf_SECRETtoken1234567890", "api": "sk-abcdefghijkl", "password": "hunter2hunter2"}
+EXTRA = (
+    f"--hub_token {SECRETS['hub']} --api_key={SECRETS['api']} --db-password {SECRETS['password']} "
+    "--max_new_tokens 512 --use_hf_token_cache true"
+)
+
+
+def secret_form(tmp_path: Path) -> GRPOForm:
+    env_file = tmp_path / "env.yaml"
+    env_file.write_text("name: plain\nreward:\n  - {name: format}\n")
+    return GRPOForm(
+        model="m", dataset="d", env=str(env_file), output_dir=str(tmp_path / "out"), mode="cpu", extra=EXTRA
+    )
+
+
+def test_the_shown_command_masks_credential_flags_the_child_still_gets_them(tmp_path: Path):
+    form = secret_form(tmp_path)
+    shown = shell_line(form)
+    assert not any(value in shown for value in SECRETS.values()), shown
+    assert "--hub_token '***' '--api_key=***' --db-password '***'" in shown
+    assert "--max_new_tokens 512 --use_hf_token_cache true" in shown  # counts and switches stay readable
+    argv = grpo_command(form)
+    assert all(value in argv or f"--api_key={value}" in argv for value in SECRETS.values())
+
+
+def test_the_launch_log_never_holds_a_credential_the_trainer_prints(tmp_path: Path, fake_swift: FakeSwift):
+    job = Job(secret_form(tmp_path))
+    fake_swift.wait_for("start")
+    deadline = time.monotonic() + 20
+    while "fake swift args" not in job.log_tail() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job.stop() == "stopped"
+    log = job.log_path.read_text()
+    assert "fake swift args" in log and "--max_new_tokens 512" in log  # the trainer echoed its argv
+    assert not any(value in log for value in SECRETS.values()), log
+    assert "--hub_token *** --api_key=*** --db-password ***" in log
