@@ -8,7 +8,8 @@ values of URL query parameters (``?key=***``). Header values, and ``env:`` value
 credential (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...), are recorded too, since literal
 keys in a Claude Desktop file are as secret as expanded ones.
 
-Redaction is applied where text leaves us: start-up and config errors, tool-error observations, and -
+Redaction is applied where text leaves us: start-up and config errors, tool-error observations, every
+line of the trajectory log, and -
 through a log-record factory installed the first time a secret is recorded - every log record of every
 logger, the HTTP client's included. The HTTP client loggers (``httpx``, ``httpx2``) are also raised to
 WARNING, because at INFO they print every request URL.
@@ -24,6 +25,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 MIN_SECRET_LEN = 6
@@ -95,6 +97,24 @@ def redact(text: str) -> str:
     if pattern is not None:
         text = pattern.sub(lambda m: _secrets.get(m.group(0), "***"), text)
     return _QUERY_VALUE.sub(r"\1***", text)
+
+
+def redact_data(value: Any) -> Any:
+    """``value`` with :func:`redact` applied to every string in it, dict keys included; other values as they
+    are. For structures about to be serialized: redacting their JSON text instead could break it (blanking
+    a URL's query value stops at a quote, and in JSON text it would take the backslash escaping that quote
+    with it, as in an HTML attribute ``href="...?q=1"``).
+
+    >>> redact_data({"url": "https://h/?key=abc", "turns": [1, ("x", None)]})
+    {'url': 'https://h/?key=***', 'turns': [1, ('x', None)]}
+    """
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_data(k): redact_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_data(v) for v in value)
+    return value
 
 
 def install_log_redaction() -> None:

@@ -1,8 +1,9 @@
 """The trajectory log: every finished trajectory as one JSON line, for inspection after a run.
 
-Each line is :meth:`Trajectory.to_dict` plus ``step`` and ``time``. Lines are written with one ``write``
-call on a file opened in append mode, so several processes (ranks of a multi-GPU run) can share a file
-without interleaving inside a line.
+Each line is :meth:`Trajectory.to_dict` plus ``step`` and ``time``, every string in it passed through
+:func:`~swift_rlfactory.secrets.redact` (a tool's output or error may echo a credential it was given).
+Lines are written with one ``write`` call on a file opened in append mode, so several processes (ranks of
+a multi-GPU run) can share a file without interleaving inside a line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..secrets import redact_data
 from ..trajectory import Trajectory
 
 
@@ -29,7 +31,10 @@ class TrajectoryLog:
             return
         now = time.time()
         lines = "".join(
-            json.dumps({"step": step, "time": now, **t.to_dict()}, ensure_ascii=False, default=str) + "\n"
+            json.dumps(
+                redact_data({"step": step, "time": now, **t.to_dict()}), ensure_ascii=False, default=str
+            )
+            + "\n"
             for t in trajectories
         )
         append_lines(self.path, lines)

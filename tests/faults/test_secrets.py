@@ -8,15 +8,19 @@ them for the secret's value.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from swift_rlfactory.env.config import load_env_config
-from swift_rlfactory.secrets import redact
-from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
+from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
+from swift_rlfactory.secrets import expand, redact
+from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor, tool
 from swift_rlfactory.tools.mcp import mcp_providers
+from swift_rlfactory.tools.toolset import PythonProvider
+from swift_rlfactory.trajectory import Trajectory
 from tests.test_mcp import SLOW_SERVER, free_port, serve
 
 SECRET = "sk-test-4f9a1c0ffee-5ecret"
@@ -121,3 +125,29 @@ def test_stdio_server_sees_only_the_environment_it_is_given(tmp_path: Path) -> N
     assert given.observation == SECRET  # what env: names, the server gets
     assert path.observation not in ("", "<unset>")  # the SDK's safe variables
     assert inherited.observation == UNRELATED
+
+
+@tool
+def leaky_search(q: str) -> str:
+    """Fail the way an HTTP client does, echoing the credential it sent."""
+    raise RuntimeError(f"401 from upstream for key {os.environ['RLF_SECRET']}")
+
+
+def test_a_secret_in_a_tool_error_reaches_neither_the_model_nor_the_trajectory_log(tmp_path: Path) -> None:
+    expand("Bearer ${RLF_SECRET}")  # what loading `headers: {Authorization: "Bearer ${RLF_SECRET}"}` does
+    with ToolExecutor([PythonProvider([leaky_search])], Limits()) as ex:
+        (record,) = ex.execute([ToolCall("leaky_search", {"q": "x"})])
+    assert SECRET not in record.observation and SECRET not in record.error
+    assert "${RLF_SECRET}" in record.observation
+
+    # the log redacts whatever a trajectory carries, and each line stays JSON a reader can parse
+    page = f'<a href="https://h/?key={SECRET}">next</a> said {SECRET}'
+    trajectory = Trajectory(
+        messages=[{"role": "tool", "content": page}], tool_calls=[{"arguments": {"token": SECRET}}]
+    )
+    log = TrajectoryLog(tmp_path / "trajectories.jsonl")
+    log.write([trajectory])
+    assert SECRET not in log.path.read_text()
+    (line,) = read_trajectories(log.path)
+    assert line["messages"][0]["content"] == '<a href="https://h/?key=***">next</a> said ${RLF_SECRET}'
+    assert line["tool_calls"] == [{"arguments": {"token": "${RLF_SECRET}"}}]
