@@ -41,6 +41,29 @@ def test_ttl_expires_entries(tmp_path):
     assert cache.get("k") is None
 
 
+@pytest.mark.parametrize("lookup", ["get", "get_or_run"])
+def test_an_entry_loaded_from_the_store_keeps_its_expiry(tmp_path, lookup):
+    """An entry read back from SQLite expires when it was stored to, not ``ttl_s`` after it was read."""
+    path = tmp_path / "c.sqlite"
+    first = ToolCache(ttl_s=1.0, sqlite_path=path)
+    first.put("k", "stale")
+    first.close()
+    time.sleep(0.6)
+    second = ToolCache(ttl_s=1.0, sqlite_path=path)
+
+    async def fresh() -> str:
+        return "fresh"
+
+    if lookup == "get":
+        assert second.get("k") == "stale"
+    else:
+        assert asyncio.run(second.get_or_run("k", fresh)) == ("stale", True)
+    time.sleep(0.6)  # past the stored expiry, within a fresh ttl_s of the read
+    assert second.get("k") is None
+    assert asyncio.run(second.get_or_run("k", fresh)) == ("fresh", False)
+    second.close()
+
+
 def test_sqlite_store_survives_restart(tmp_path):
     path = tmp_path / "cache.sqlite"
     first = ToolCache(sqlite_path=path)

@@ -117,8 +117,8 @@ class _SQLiteStore:
             raise
         return conn
 
-    def get(self, key: str, now: float) -> str | None:
-        """The stored value, or ``None`` when absent, expired, or the store cannot answer right now.
+    def get(self, key: str, now: float) -> tuple[str, float | None] | None:
+        """The stored value and its expiry, or ``None`` when absent, expired, or the store cannot answer.
 
         A row that cannot be what this module wrote (a value that is not text, an expiry that is not a
         number: another version, a hand edit, bit rot) is a miss counted as an error; the call's result
@@ -146,7 +146,7 @@ class _SQLiteStore:
         if not isinstance(value, str) or not (expires is None or isinstance(expires, int | float)):
             self._failed("lookup", ValueError(f"unreadable row {key} ({type(value).__name__}, {expires!r})"))
             return None
-        return value if expires is None or expires >= now else None
+        return (value, expires) if expires is None or expires >= now else None
 
     def put(self, key: str, value: str, expires: float | None) -> None:
         """Queue a write for the background writer.
@@ -424,21 +424,25 @@ class ToolCache:
             return None
 
     def _store_get(self, key: str) -> str | None:
-        value = self._store.get(key, time.time())
-        if value is not None:
-            self._remember(key, value, None if self.ttl_s is None else time.time() + self.ttl_s)
-        return value
+        return self._promote(key, self._store.get(key, time.time()))
 
     async def _astore_get(self, key: str) -> str | None:
         """A store lookup in a worker thread, so a busy wait never stalls the event loop."""
         try:
-            value = await asyncio.to_thread(self._store.get, key, time.time())
+            entry = await asyncio.to_thread(self._store.get, key, time.time())
         except RuntimeError as exc:  # the loop's executor is shutting down
             self._errors += 1
             logger.debug("tool cache lookup skipped: %s", exc)
             return None
-        if value is not None:
-            self._remember(key, value, None if self.ttl_s is None else time.time() + self.ttl_s)
+        return self._promote(key, entry)
+
+    def _promote(self, key: str, entry: tuple[str, float | None] | None) -> str | None:
+        """Keep a store hit in memory until the expiry it was stored with (not a fresh ``ttl_s``: an
+        entry read just before it expires must not live on for another whole lifetime)."""
+        if entry is None:
+            return None
+        value, expires = entry
+        self._remember(key, value, expires)
         return value
 
     def _remember(self, key: str, value: str, expires: float | None) -> None:
