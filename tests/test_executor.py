@@ -310,3 +310,37 @@ def test_sync_tools_run_as_wide_as_max_concurrency_and_never_time_out_in_a_queue
         records = ex.execute([ToolCall("blocking_lookup", {"key": str(i)}) for i in range(48)])
     assert [r.error for r in records if not r.ok] == []
     assert [r.observation for r in records] == [str(i) for i in range(48)]
+
+
+class SlowStartProvider:
+    """A provider that takes a while to start (an MCP server spawning) and counts its starts."""
+
+    name = "slow_start"
+
+    def __init__(self):
+        self.starts = 0
+
+    async def start(self) -> list:
+        self.starts += 1
+        await asyncio.sleep(0.2)
+        return [wordy]
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+def test_concurrent_first_calls_start_the_providers_once():
+    """Every first ``aexecute`` saw the executor unstarted and started the providers again, leaking a
+    server process per extra start."""
+    provider = SlowStartProvider()
+    ex = ToolExecutor([provider], Limits())
+
+    async def three_first_calls():
+        return await asyncio.gather(*(ex.aexecute([ToolCall("wordy", {"n": 1})]) for _ in range(3)))
+
+    try:
+        assert [rs[0].observation for rs in asyncio.run(three_first_calls())] == ["word"] * 3
+        ex.start()
+        assert provider.starts == 1
+    finally:
+        ex.close()

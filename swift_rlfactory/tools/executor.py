@@ -126,6 +126,8 @@ class ToolExecutor:
         self.toolset = ToolSet(providers)
         self._loop = LoopThread()
         self._started = False
+        self._start_lock = asyncio.Lock()
+        """Serializes starts on the private loop: concurrent first calls must start the providers once."""
         self._global: asyncio.Semaphore | None = None
         self._per_tool: dict[str, asyncio.Semaphore] = {}
         self._abandoned: set[asyncio.Task[Any]] = set()
@@ -139,13 +141,16 @@ class ToolExecutor:
         return self
 
     async def _start(self) -> None:
-        await self.toolset.start()
-        self._global = asyncio.Semaphore(self.limits.max_concurrency)
-        self._per_tool = {
-            name: asyncio.Semaphore(limit) for name, limit in self.limits.per_tool_concurrency.items()
-        }
-        SYNC_POOL.reserve(self.limits.max_concurrency)  # a thread for every sync call that holds a slot
-        self._started = True
+        async with self._start_lock:
+            if self._started:  # another first call started it while this one waited
+                return
+            await self.toolset.start()
+            self._global = asyncio.Semaphore(self.limits.max_concurrency)
+            self._per_tool = {
+                name: asyncio.Semaphore(limit) for name, limit in self.limits.per_tool_concurrency.items()
+            }
+            SYNC_POOL.reserve(self.limits.max_concurrency)  # a thread for every sync call holding a slot
+            self._started = True
 
     def close(self) -> None:
         """Close providers and the cache, then stop the private loop."""
