@@ -15,6 +15,24 @@ def test_key_is_canonical():
     assert cache_key("t", {"a": 1}) != cache_key("t", {"a": 2})
 
 
+def test_namespace_separates_keys_and_empty_keeps_the_old_ones(tmp_path):
+    """Two envs whose ``search`` tools differ, or one run with a new output budget, share a cache file
+    without replaying each other's observations; no namespace keeps the keys existing files hold."""
+    arguments = {"q": "aspirin"}
+    wiki, pubmed = (cache_key("search", arguments, namespace=ns) for ns in ("wiki|512", "pubmed|512"))
+    assert wiki != pubmed != cache_key("search", arguments)
+    assert cache_key("search", arguments, namespace="") == cache_key("search", arguments)
+    assert cache_key("search", {"q": "aspirin", "k": 1}, namespace="wiki") == cache_key(
+        "search", {"k": 1, "q": "aspirin"}, namespace="wiki"
+    )
+    first = ToolCache(sqlite_path=tmp_path / "shared.sqlite")
+    first.put(wiki, "wikipedia result")
+    first.close()
+    second = ToolCache(sqlite_path=tmp_path / "shared.sqlite")
+    assert second.get(pubmed) is None and second.get(wiki) == "wikipedia result"
+    second.close()
+
+
 def test_lru_bounded_by_entries_and_bytes():
     cache = ToolCache(max_entries=3, max_bytes=1000)
     for i in range(4):

@@ -3,7 +3,8 @@
 GRPO samples many completions of the same prompt, so the same search query or the same lookup is asked
 for again and again within a step and across epochs. Caching is opt-in per tool (a tool with side effects
 must not be cached) and keyed by tool name + canonical JSON of the arguments, so ``{"a":1,"b":2}`` and
-``{"b": 2, "a": 1}`` hit the same entry.
+``{"b": 2, "a": 1}`` hit the same entry, + a namespace naming the backend and output budget (see
+:func:`cache_key`).
 
 * The LRU is bounded both by entry count and by total bytes of cached text.
 * The SQLite store survives restarts and is shared by every process of a multi-GPU run: WAL journaling
@@ -55,10 +56,18 @@ _PENDING_WRITES = 1024
 """Writes queued for the background writer; beyond this, new ones are dropped (and counted)."""
 
 
-def cache_key(tool: str, arguments: dict[str, Any]) -> str:
-    """Stable key: tool name + SHA-256 of the canonical (sorted, compact) JSON of the arguments."""
+def cache_key(tool: str, arguments: dict[str, Any], namespace: str = "") -> str:
+    """Stable key: tool name + SHA-256 of ``namespace`` and the canonical (sorted, compact) JSON of the
+    arguments.
+
+    ``namespace`` names what decides the observation besides the tool's name and arguments, so that runs
+    sharing one cache file never replay each other's: which backend answers (two envs whose ``search``
+    tools read different corpora) and the budget the observation was cut to (``max_output_tokens``). The
+    empty namespace gives the keys of earlier versions, so existing cache files still hit.
+    """
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return f"{tool}:{hashlib.sha256(canonical.encode('utf-8', 'surrogatepass')).hexdigest()}"
+    hashed = f"{namespace}\0{canonical}" if namespace else canonical
+    return f"{tool}:{hashlib.sha256(hashed.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
 class _SQLiteStore:
