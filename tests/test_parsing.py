@@ -178,6 +178,11 @@ def test_repairs_that_keep_every_value_are_accepted(body, arguments):
         (block('{"name": "f", "arguments": {"n": -Infinity}}'), "expected a value"),
         (block("{'name': 'f', 'arguments': {'n': Infinity,}}"), "expected a value"),  # on the repair path too
         (block('{"name": "f", "arguments": {"n": %s}}' % ("9" * 5000)), "a number too long to read"),
+        # a number out of float range reads as infinity: as unknown to JSON as Infinity, so refused alike
+        (block('{"name": "f", "arguments": {"seconds": 1e400}}'), 'argument "seconds" is out of range'),
+        (block("{'name': 'f', 'arguments': {'n': -1e999,}}"), 'argument "n" is out of range'),  # repaired
+        (block('{"name": "f", "arguments": {"opts": {"xs": [1, 2e308]}}}'), 'argument "opts.xs[1]"'),
+        (block('{"name": "f", "arguments": "{\\"n\\": 1e400}"}'), 'argument "n" is out of range'),
     ],
 )
 def test_repairs_that_would_change_meaning_become_error_calls(text, message):

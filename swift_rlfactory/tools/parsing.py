@@ -42,9 +42,9 @@ What is repaired, and what is refused
     its backslash), a code fence around the JSON, extra closing brackets after it, and closing brackets
     missing at the very end, but only after a complete string, literal or bracket (``{"n": 12`` may be a
     cut ``123``). Refused: a missing value (``{"y": }``), a missing colon or comma, a string that is never
-    closed, unquoted words, numbers JSON does not know (``0x1F``, ``.5``, ``NaN``, ``Infinity``: no JSON
-    transport or MCP server can carry them), mismatched brackets, and text
-    before or after the JSON, which would be thrown away.
+    closed, unquoted words, numbers JSON does not know (``0x1F``, ``.5``, ``NaN``, ``Infinity``, and
+    ``1e400``, which reads as infinity: no JSON transport or MCP server can carry them), mismatched
+    brackets, and text before or after the JSON, which would be thrown away.
 
     The well-known ``json-repair`` library was tried first and is not used: it turns ``{"y": }`` into
     ``{"y": ""}``, silently drops ``"y"`` from ``{"q": "x" "y"}`` and the key from ``{"a": 1, "b"}`` (its
@@ -60,6 +60,7 @@ pure and has no ms-swift dependency.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -419,6 +420,12 @@ def _call(obj: Any, raw: str, bare: bool) -> ToolCall:
     if not isinstance(arguments, dict):
         shown = json.dumps(arguments, ensure_ascii=False)
         return error(f'"arguments" must be a JSON object, got: {_quote(shown)}')
+    out_of_range = _non_finite(arguments)
+    if out_of_range is not None:
+        return error(
+            f"argument {_quote(out_of_range)} is out of range: a number this large reads as infinity, "
+            "which no JSON transport can carry"
+        )
     surrogate = _SURROGATE.search(name + json.dumps(arguments, ensure_ascii=False))
     if surrogate is not None:
         return error(
@@ -440,6 +447,28 @@ def _too_deep(value: Any) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def _non_finite(arguments: dict[str, Any]) -> str | None:
+    """Where the first infinite number in ``arguments`` is (``"opts.xs[1]"``), or ``None``.
+
+    ``json.loads`` reads a number beyond float range (``1e400``) as ``inf``, although JSON has no such
+    value: the call would reach an MCP server with ``null`` in its place (and Python tools with ``inf``).
+    ``NaN`` cannot come from a number literal, and the literals are refused while reading.
+
+    >>> _non_finite({"n": 1, "opts": {"xs": [0.5, float("-inf")]}})
+    'opts.xs[1]'
+    """
+    stack: list[tuple[Any, str]] = [(value, key) for key, value in reversed(arguments.items())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path
+        if isinstance(item, dict):
+            stack.extend((value, f"{path}.{key}") for key, value in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((value, f"{path}[{i}]") for i, value in reversed(list(enumerate(item))))
+    return None
 
 
 def _near(text: str, pos: int) -> str:
