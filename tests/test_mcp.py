@@ -275,7 +275,7 @@ def test_schemas_are_the_servers_own(stdio_executor: ToolExecutor) -> None:
     assert (
         set(shown)
         == set(truth)
-        == {"sleep", "echo", "pid", "fail", "count", "shape", "crash", "big", "getenv"}
+        == {"sleep", "echo", "pid", "fail", "count", "shape", "crash", "block", "big", "getenv"}
     )
     for name, fn in shown.items():
         assert fn["parameters"] == truth[name].input_schema
