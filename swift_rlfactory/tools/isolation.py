@@ -42,7 +42,9 @@ def orphaned():  # a trainer killed outright must not leave a spinning tool behi
     os._exit(1)
 threading.Thread(target=orphaned, daemon=True).start()
 module_name, module_file, qualname, path, kwargs = pickle.load(sys.stdin.buffer)
-sys.path[:0] = [p for p in path if p not in sys.path]
+sys.path[:] = path  # the parent's, in its order: the same modules, our own package among them
+from swift_rlfactory.tools.isolation import plain_loads
+from swift_rlfactory.tools.observation import render_bounded
 out = sys.stdout.buffer
 sys.stdout = sys.stderr  # the tool's prints must not corrupt the reply
 try:
@@ -55,8 +57,6 @@ try:
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
-    from swift_rlfactory.tools.isolation import plain_loads
-    from swift_rlfactory.tools.observation import render_bounded
     target = module
     for part in qualname.split("."):
         target = getattr(target, part)

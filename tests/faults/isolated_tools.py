@@ -49,3 +49,9 @@ class Reading(BaseModel):
 def read_sensor(sensor: str) -> Reading:
     """Answer with a pydantic model, which is no plain data and so travels rendered."""
     return Reading(sensor=sensor, value=21.5)
+
+
+@tool(isolation="process")
+def refuse(reason: str) -> str:
+    """Fail the ordinary way, by raising."""
+    raise ValueError(reason)

@@ -345,19 +345,22 @@ def test_tokenizer_cut_of_a_4mb_result_is_exact_bounded_and_off_the_loop(qwen3_t
 def test_process_isolated_tools_are_killed_on_timeout_and_contained_when_they_crash(tmp_path):
     import psutil
 
-    from tests.faults.isolated_tools import add_isolated, crash, spin
+    from tests.faults.isolated_tools import add_isolated, crash, refuse, spin
 
     spin.timeout_s = 1.5  # its own timeout, as an MCP server's `timeout` would set it
-    with ToolExecutor([PythonProvider([spin, crash, add_isolated])], Limits(call_timeout_s=60)) as ex:
-        hung, crashed, ok = ex.execute(
+    tools = [spin, crash, refuse, add_isolated]
+    with ToolExecutor([PythonProvider(tools)], Limits(call_timeout_s=60)) as ex:
+        hung, crashed, raised, ok = ex.execute(
             [
                 ToolCall("spin", {"pidfile": str(tmp_path / "pid")}),
                 ToolCall("crash", {"code": 3}),
+                ToolCall("refuse", {"reason": "no such row"}),
                 ToolCall("add_isolated", {"a": 2, "b": 3}),
             ]
         )
     assert "timed out after 1.5 s" in hung.error
     assert "process died (exit code 3)" in crashed.error
+    assert raised.error == "tool 'refuse' failed: ValueError: no such row"
     assert ok.ok and '"sum": 5' in ok.observation and str(os.getpid()) not in ok.observation
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
@@ -437,3 +440,21 @@ def test_an_isolated_child_cannot_run_code_in_the_trainer_through_its_reply(tmp_
     assert "not plain data" in forged.error
     assert honest.ok and honest.observation == "45"
     assert typed.ok and typed.observation == '{"sensor": "t1", "value": 21.5}'
+
+
+@pytest.mark.timeout(60)
+def test_an_isolated_tool_whose_module_is_gone_says_why(tmp_path):
+    """A child that cannot load the tool's module reports that error, not a failure of its own reply."""
+    from swift_rlfactory.tools.python_tool import load_python_tools
+
+    module = tmp_path / "vanishing_tool.py"
+    module.write_text(
+        "from swift_rlfactory.tools import tool\n\n\n"
+        '@tool(isolation="process")\ndef vanish(x: int) -> int:\n    """Gone by the time it runs."""\n'
+        "    return x\n"
+    )
+    (vanish,) = load_python_tools(f"{module}:vanish", tmp_path)
+    module.unlink()
+    with ToolExecutor([PythonProvider([vanish])], Limits(call_timeout_s=30)) as ex:
+        (record,) = ex.execute([ToolCall("vanish", {"x": 1})])
+    assert "FileNotFoundError" in record.error and "vanishing_tool.py" in record.error
