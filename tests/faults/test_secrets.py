@@ -140,8 +140,9 @@ def test_a_secret_in_a_tool_error_reaches_neither_the_model_nor_the_trajectory_l
     assert SECRET not in record.observation and SECRET not in record.error
     assert "${RLF_SECRET}" in record.observation
 
-    # the log redacts whatever a trajectory carries, and each line stays JSON a reader can parse
-    page = f'<a href="https://h/?key={SECRET}">next</a> said {SECRET}'
+    # the log redacts the secrets a trajectory carries, and each line stays JSON a reader can parse; a
+    # URL's other query values are what the model read, kept for rescoring
+    page = f'<a href="https://h/?key={SECRET}&q=hamlet">next</a> said {SECRET}'
     trajectory = Trajectory(
         messages=[{"role": "tool", "content": page}], tool_calls=[{"arguments": {"token": SECRET}}]
     )
@@ -149,5 +150,7 @@ def test_a_secret_in_a_tool_error_reaches_neither_the_model_nor_the_trajectory_l
     log.write([trajectory])
     assert SECRET not in log.path.read_text()
     (line,) = read_trajectories(log.path)
-    assert line["messages"][0]["content"] == '<a href="https://h/?key=***">next</a> said ${RLF_SECRET}'
+    assert line["messages"][0]["content"] == (
+        '<a href="https://h/?key=${RLF_SECRET}&q=hamlet">next</a> said ${RLF_SECRET}'
+    )
     assert line["tool_calls"] == [{"arguments": {"token": "${RLF_SECRET}"}}]
