@@ -14,6 +14,8 @@ column of a dataset) and returns every problem instead of stopping at the first.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -78,7 +80,12 @@ class Environment:
             raise EnvConfigError(str(exc)) from None
         # Last, so that nothing above can fail after the executor's loop thread exists.
         self.executor = ToolExecutor(
-            providers, config.limits.executor_limits(), cache, cached_tools, count_tokens=count_tokens
+            providers,
+            config.limits.executor_limits(),
+            cache,
+            cached_tools,
+            count_tokens=count_tokens,
+            cache_namespace=_tools_digest(config),
         )
 
     @classmethod
@@ -166,3 +173,11 @@ def validate_env_files(paths: Iterable[str | Path], start: bool = False) -> list
             message = str(exc) if isinstance(exc, EnvConfigError) else f"{type(exc).__name__}: {exc}"
             errors.append(message if str(path) in message else f"{path}: {message}")
     return errors
+
+
+def _tools_digest(config: EnvConfig) -> str:
+    """A digest of where an environment's tools come from (its ``tools`` section and the folder its
+    relative paths resolve against): two environments sharing one cache file, whose ``search`` tools read
+    different corpora, must not replay each other's results; ranks of one run share theirs."""
+    where = json.dumps([config.tools.model_dump(mode="json"), str(config.base_dir.resolve())], sort_keys=True)
+    return hashlib.sha256(where.encode()).hexdigest()[:16]

@@ -109,6 +109,10 @@ class ToolExecutor:
         cache: the shared cache, or ``None`` to cache nothing.
         cached_tools: names of tools whose results may be cached (``None`` with a cache: all tools).
         count_tokens: tokenizer-backed counter for exact output truncation (else ~4 characters per token).
+        cache_namespace: what these tools are, for the cache's keys (an environment gives a digest of its
+            tools' configuration): executors that share a cache file replay each other's results only for
+            the same tools. The keys also hold ``limits.max_output_tokens``, since an observation is
+            stored cut to it.
     """
 
     def __init__(
@@ -118,11 +122,13 @@ class ToolExecutor:
         cache: ToolCache | None = None,
         cached_tools: set[str] | None = None,
         count_tokens: Callable[[str], int] | None = None,
+        cache_namespace: str = "",
     ):
         self.limits = limits or Limits()
         self.cache = cache
         self.cached_tools = cached_tools
         self.count_tokens = count_tokens
+        self._cache_namespace = f"{cache_namespace}|max_output_tokens={self.limits.max_output_tokens}"
         self.toolset = ToolSet(providers)
         self._loop = LoopThread()
         self._started = False
@@ -230,7 +236,7 @@ class ToolExecutor:
 
         if self.cache is not None and (self.cached_tools is None or call.name in self.cached_tools):
             record.observation, record.cache_hit = await self.cache.get_or_run(
-                cache_key(call.name, call.arguments), run
+                cache_key(call.name, call.arguments, self._cache_namespace), run
             )
             if record.cache_hit:  # the stored text is already cut; its marker says by how much
                 record.result_chars, record.truncated_chars = measure(record.observation)

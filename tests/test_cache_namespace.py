@@ -1,0 +1,63 @@
+"""Environments that share one cache file replay each other's tool results only when they have the same
+tools and the same output budget.
+
+A team keeps one ``cache.sqlite_path`` for every experiment. Two environments whose ``search`` tools read
+different corpora (same tool name, same arguments) must each see their own results, and an environment
+whose ``max_output_tokens`` grew must not replay observations cut to the old budget. Ranks of one run (the
+same file) share their results, which is what the shared file is for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swift_rlfactory.env.environment import Environment
+from swift_rlfactory.tools import ToolCall
+
+TOOL = '''
+from swift_rlfactory.tools import tool
+
+
+@tool
+def search(query: str) -> str:
+    """Search the corpus.
+
+    Args:
+        query: what to look for
+    """
+    return "{corpus}: " + query * 200
+'''
+
+
+def env_file(folder: Path, corpus: str, shared: Path, max_output_tokens: int = 64) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tools.py").write_text(TOOL.replace("{corpus}", corpus))
+    path = folder / "env.yaml"
+    path.write_text(
+        f"name: {corpus}\ntools: {{python: [tools.py]}}\n"
+        f"limits: {{max_output_tokens: {max_output_tokens}}}\n"
+        f"cache: {{tools: ['*'], sqlite_path: '{shared}'}}\nreward: [{{name: em}}]\n"
+    )
+    return path
+
+
+def search(env_path: Path) -> tuple[str, bool]:
+    with Environment.load(env_path) as env:
+        (record,) = env.executor.execute([ToolCall("search", {"query": "aspirin "})])
+    return record.observation, record.cache_hit
+
+
+def test_each_environment_sees_its_own_tools_results_and_budget(tmp_path: Path):
+    shared = tmp_path / "team-cache.sqlite"
+    wiki, pubmed = (
+        env_file(tmp_path / "wiki", "wikipedia", shared),
+        env_file(tmp_path / "pubmed", "pubmed", shared),
+    )
+    assert search(wiki)[0].startswith("wikipedia: ")
+    observation, hit = search(pubmed)
+    assert observation.startswith("pubmed: ") and not hit
+    assert search(wiki) == (search(wiki)[0], True)  # the same environment again: a hit
+
+    short, _ = search(wiki)
+    longer, hit = search(env_file(tmp_path / "wiki", "wikipedia", shared, max_output_tokens=512))
+    assert not hit and len(longer) > len(short) and "[truncated" in short
