@@ -96,6 +96,13 @@ class ToolRecord:
         return asdict(self)
 
 
+def call_cache_key(name: str, arguments: dict[str, Any], limits: Limits, namespace: str = "") -> str:
+    """The key an executor with ``limits`` and ``cache_namespace`` stores a call's observation under: the
+    tool's name and arguments, what the tools are (``namespace``) and the budget the stored text was cut to
+    (``limits.max_output_tokens``)."""
+    return cache_key(name, arguments, f"{namespace}|max_output_tokens={limits.max_output_tokens}")
+
+
 class _CallFailed(Exception):
     """Internal: a call ended in an error observation (kept out of the cache)."""
 
@@ -128,7 +135,7 @@ class ToolExecutor:
         self.cache = cache
         self.cached_tools = cached_tools
         self.count_tokens = count_tokens
-        self._cache_namespace = f"{cache_namespace}|max_output_tokens={self.limits.max_output_tokens}"
+        self.cache_namespace = cache_namespace
         self.toolset = ToolSet(providers)
         self._loop = LoopThread()
         self._started = False
@@ -236,7 +243,7 @@ class ToolExecutor:
 
         if self.cache is not None and (self.cached_tools is None or call.name in self.cached_tools):
             record.observation, record.cache_hit = await self.cache.get_or_run(
-                cache_key(call.name, call.arguments, self._cache_namespace), run
+                call_cache_key(call.name, call.arguments, self.limits, self.cache_namespace), run
             )
             if record.cache_hit:  # the stored text is already cut; its marker says by how much
                 record.result_chars, record.truncated_chars = measure(record.observation)

@@ -24,7 +24,7 @@ from swift_rlfactory.env.config import EnvConfigError
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor, tool
 from swift_rlfactory.tools import cache as cache_module
-from swift_rlfactory.tools.cache import cache_key
+from swift_rlfactory.tools.executor import call_cache_key
 from swift_rlfactory.tools.toolset import PythonProvider
 
 runs = {"n": 0}
@@ -175,7 +175,7 @@ def test_read_only_file_fails_at_load(tmp_path):
 def _fill(path: Path, n: int) -> None:
     cache = ToolCache(sqlite_path=path)
     for i in range(n):
-        cache.put(cache_key("lookup", {"key": f"k{i}"}), f"K{i}" * 50)
+        cache.put(call_cache_key("lookup", {"key": f"k{i}"}, Limits()), f"K{i}" * 50)
     cache.close()
     with sqlite3.connect(path) as conn:  # fold the WAL into the main file, so damage there is real
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -204,7 +204,7 @@ def test_an_unreadable_row_is_a_counted_miss_and_is_overwritten(tmp_path, value,
     counted as a cache error; the call runs, and its result replaces the row."""
     path = tmp_path / "tools.sqlite"
     ToolCache(sqlite_path=path).close()
-    key = cache_key("lookup", {"key": "hi"})
+    key = call_cache_key("lookup", {"key": "hi"}, Limits())
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO tool_cache VALUES (?, ?, ?)", (key, value, expires))
     cache = ToolCache(sqlite_path=path)
@@ -291,7 +291,7 @@ def test_file_truncated_mid_run_heals(tmp_path, monkeypatch):
         ex.execute([ToolCall("lookup", {"key": "after"})])
     cache.close()
     fresh = ToolCache(sqlite_path=path)  # writes after the damage landed in a working file
-    assert fresh.get(cache_key("lookup", {"key": "after"})) == "AFTER"
+    assert fresh.get(call_cache_key("lookup", {"key": "after"}, Limits())) == "AFTER"
 
 
 def test_cache_stores_the_cut_observation_not_the_whole_result(tmp_path):
@@ -299,7 +299,9 @@ def test_cache_stores_the_cut_observation_not_the_whole_result(tmp_path):
     with make(ToolCache(sqlite_path=path), max_output_tokens=50) as ex:
         [first] = ex.execute([ToolCall("page", {"size": 5_000_000})])
     assert first.result_chars == 5_000_000 and first.truncated_chars == 5_000_000 - 200
-    stored = ToolCache(sqlite_path=path).get(cache_key("page", {"size": 5_000_000}))
+    stored = ToolCache(sqlite_path=path).get(
+        call_cache_key("page", {"size": 5_000_000}, Limits(max_output_tokens=50))
+    )
     assert stored == first.observation and len(stored) < 300
     with make(ToolCache(sqlite_path=path), max_output_tokens=50) as ex:  # a new process's view
         [hit] = ex.execute([ToolCall("page", {"size": 5_000_000})])
