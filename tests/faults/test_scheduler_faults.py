@@ -6,8 +6,9 @@ step. Here one batch carries, next to healthy trajectories, every kind of failur
 ``env`` file that is missing, broken or not a path; a tool that raises, one that hangs in a thread, one
 that swallows cancellation (its timeout cannot stop it); a tokenizer that raises on one observation; an
 exception inside ``on_turn_end`` and inside ``step``. The batch must finish, the healthy trajectories must
-be intact, and each failed one must end with stop reason ``error``, its cause, and reward 0 through
-ms-swift's own reward call.
+be intact, a tool's failure must be an observation the model reads (the executor abandons a call that
+swallows its cancellation), and each other failed trajectory must end with stop reason ``error``, its
+cause, and reward 0 through ms-swift's own reward call.
 """
 
 from __future__ import annotations
@@ -111,20 +112,23 @@ def test_one_batch_survives_every_kind_of_trajectory_fault(
 
     infos = {uuid: out.rollout_infos[INFO_KEY] for uuid, out in outputs.items()}
     stops = {uuid: info["stop_reason"] for uuid, info in infos.items()}
-    assert stops == {
-        "healthy": "answer",
-        "healthy-row-env": "answer",
-        "missing-env": "error",
-        "broken-env": "error",
-        "env-not-a-path": "error",
-        "tool-raises": "answer",  # a failing tool is an observation the model reads, not a failure
-        "tool-hangs": "answer",
-        "tool-ignores-timeout": "error",
-        "counter-raises": "error",
-        "turn-hook-raises": "error",
-        "step-raises": "error",
-    }
-    assert elapsed < 30  # the stubborn call was cut by the watchdog (~6 s), not waited for (30 s)
+    assert (
+        stops
+        == {
+            "healthy": "answer",
+            "healthy-row-env": "answer",
+            "missing-env": "error",
+            "broken-env": "error",
+            "env-not-a-path": "error",
+            "tool-raises": "answer",  # a failing tool is an observation the model reads, not a failure
+            "tool-hangs": "answer",
+            "tool-ignores-timeout": "answer",  # abandoned at its timeout + grace: the executor's, not the watchdog's
+            "counter-raises": "error",
+            "turn-hook-raises": "error",
+            "step-raises": "error",
+        }
+    )
+    assert elapsed < 30  # the stubborn call was abandoned (0.5 s + 1 s of grace), not waited for (30 s)
     assert not scheduler.episodes  # every trajectory was finished and forgotten
 
     # The healthy ones are intact: their calls ran and came back into the conversation.
@@ -134,6 +138,7 @@ def test_one_batch_survives_every_kind_of_trajectory_fault(
         assert infos[uuid]["error"] is None
     assert "the tool broke" in infos["tool-raises"]["tool_calls"][0]["error"]
     assert "timed out" in infos["tool-hangs"]["tool_calls"][0]["error"]
+    assert "timed out" in infos["tool-ignores-timeout"]["tool_calls"][0]["error"]
 
     # Each failed one says where and why.
     causes = {uuid: infos[uuid]["error"] for uuid, stop in stops.items() if stop == "error"}
@@ -141,10 +146,6 @@ def test_one_batch_survives_every_kind_of_trajectory_fault(
     assert "not found" in causes["missing-env"] and "nope.yaml" in causes["missing-env"]
     assert "limits.call_timeout_s" in causes["broken-env"]
     assert "env column must be a path string" in causes["env-not-a-path"]
-    assert (
-        causes["tool-ignores-timeout"].startswith("on_turn_end: TimeoutError")
-        and "watchdog" in causes["tool-ignores-timeout"]
-    )
     assert causes["counter-raises"] == "on_turn_end: ValueError: cannot encode this text"
     assert causes["turn-hook-raises"] == "on_turn_end: RuntimeError: injected fault in on_turn_end"
     assert causes["step-raises"] == "step: RuntimeError: injected fault in step"
@@ -182,7 +183,7 @@ def test_one_batch_survives_every_kind_of_trajectory_fault(
     assert logged[-1]["error"].startswith("reward: EnvConfigError") and "gone.yaml" in logged[-1]["error"]
     fields = {f.name for f in dataclasses.fields(Trajectory)}
     metrics = tool_metrics([Trajectory(**{k: v for k, v in t.items() if k in fields}) for t in logged])
-    assert metrics["stop/error"] == pytest.approx(8 / 12)  # the share ms-swift logs as stop/error
+    assert metrics["stop/error"] == pytest.approx(7 / 12)  # the share ms-swift logs as stop/error
 
 
 def test_a_broken_row_env_is_loaded_once_not_once_per_sampled_row(run_state, template, tmp_path):
