@@ -441,14 +441,20 @@ def test_select_keeps_the_questions_an_eval_run_sometimes_solved(local_runs: dic
     assert sorted(kept) == sorted(mixed)
 
 
-def test_select_filters_by_solve_rate_and_refuses_another_dataset(tmp_path: Path):
-    from swift_rlfactory.eval.select import select
-
-    rows = [{"messages": [{"role": "user", "content": f"q{i}"}], "solution": "a"} for i in range(4)]
+def select_pool(tmp_path: Path, n: int) -> tuple[list[dict[str, Any]], Path, EvalLog]:
+    """A pool of ``n`` questions ``q0..`` (answer ``a``) and the empty eval log ``select`` reads beside it."""
+    rows = [{"messages": [{"role": "user", "content": f"q{i}"}], "solution": "a"} for i in range(n)]
     dataset = tmp_path / "pool.jsonl"
     dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
     log = EvalLog(tmp_path / "run" / "trajectories.jsonl")
     log.path.parent.mkdir()
+    return rows, dataset, log
+
+
+def test_select_filters_by_solve_rate_and_refuses_another_dataset(tmp_path: Path):
+    from swift_rlfactory.eval.select import select
+
+    rows, dataset, log = select_pool(tmp_path, 4)
     for index, ems in enumerate([(1.0, 1.0), (1.0, 0.0), (0.0, 0.0)]):  # q3 was never scored
         for sample, em in enumerate(ems):
             log.append(logged(rows, index, sample, em))
@@ -710,11 +716,7 @@ def test_summarize_counts_a_failed_episode_as_a_wrong_answer():
 
 
 def test_select_scores_questions_by_their_finished_samples_only(tmp_path: Path):
-    rows = [{"messages": [{"role": "user", "content": f"q{i}"}], "solution": "a"} for i in range(3)]
-    dataset = tmp_path / "pool.jsonl"
-    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    log = EvalLog(tmp_path / "run" / "trajectories.jsonl")
-    log.path.parent.mkdir()
+    rows, dataset, log = select_pool(tmp_path, 3)
     log.append(logged(rows, 0, 0, 1.0))
     log.append(failed(0, 1, rows[0]))  # not a wrong answer: q0 is always solved when it is answered
     log.append(logged(rows, 1, 0, 1.0))
