@@ -1,8 +1,12 @@
 """Built-in rule rewards: exact match, token F1, answer format and tool use.
 
 Answers are read from the last assistant message, inside ``<answer>...</answer>`` when present.
-Normalisation follows SQuAD (lower case, no punctuation, no articles, single spaces), and a trajectory is
-scored against every golden answer, keeping the best, as in Search-R1 and FlashRAG. When the prediction
+Normalisation follows SQuAD (lower case, no punctuation, no articles, single spaces), made to hold for every
+script: NFKC first (full-width "ＢＢＣ" is "bbc"), case folding ("Straße" is "strasse"), and every Unicode
+punctuation mark dropped with ASCII's ("。", "–", "’": "O’Brien" is "O'Brien"). Token F1 counts each
+Chinese or Japanese character as a token, as CMRC and DuReader score Chinese answers (those scripts have no
+spaces between words). A trajectory is scored against every golden answer, keeping the best, as in
+Search-R1 and FlashRAG. When the prediction
 and a golden answer are both plain numbers they are compared as numbers instead: SQuAD's normalisation
 drops the minus sign and the decimal point, so "-227" would match "227" and "12.5" would match "125",
 which pays a policy for a subtraction written backwards.
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 from decimal import Decimal
 
@@ -20,12 +25,25 @@ from ..trajectory import Trajectory
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)")
+# One F1 token per character of the scripts written without spaces: kana and CJK ideographs.
+_F1_TOKEN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+)
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lower case, drop punctuation and articles, collapse white space."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in string.punctuation)
+    """SQuAD normalisation for every script: NFKC, case folding, no punctuation (ASCII's and Unicode's), no
+    English articles, single spaces.
+
+    >>> normalize_answer("The  O’Brien–Smith Act.")
+    'obriensmith act'
+    >>> normalize_answer("ＢＢＣ。") == normalize_answer("bbc")
+    True
+    """
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = "".join(
+        ch for ch in text if ch not in string.punctuation and not unicodedata.category(ch).startswith("P")
+    )
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 
@@ -60,10 +78,10 @@ def exact_match(prediction: str, golds: list[str]) -> float:
 
 def token_f1(prediction: str, golds: list[str]) -> float:
     """Best token-overlap F1 of the prediction against the golden answers."""
-    pred_tokens = normalize_answer(prediction).split()
+    pred_tokens = _F1_TOKEN.findall(normalize_answer(prediction))
     best = 0.0
     for gold in golds:
-        gold_tokens = normalize_answer(gold).split()
+        gold_tokens = _F1_TOKEN.findall(normalize_answer(gold))
         common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
         if common == 0:
             continue
