@@ -208,7 +208,10 @@ class _SQLiteStore:
         A cleanup job or a user may delete the cache file (or its folder) mid-run. SQLite keeps writing to
         the deleted file without a word, so every later write would be lost and processes would stop
         sharing. Checked before each batch: on a mismatch the error is counted and logged, the old
-        connections are closed (SQLite then removes the old file's -wal and -shm) and the file recreated.
+        connections are closed and the file recreated. SQLite finds a database's -wal and -shm by name, and
+        while another process still holds the deleted file they stay on disk: a new file beside them would
+        read the old file's log as its own ("disk I/O error" on every access), so they are removed first
+        (the other process keeps its open handles).
         """
         if conn is not None:
             if _identity(self.path) == self._opened:
@@ -221,6 +224,9 @@ class _SQLiteStore:
                 if self._reader is not None:
                     self._reader.close()
                     self._reader = None
+            if not self.path.exists():
+                for side in ("-wal", "-shm"):
+                    Path(f"{self.path}{side}").unlink(missing_ok=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = self._connect(WRITE_TIMEOUT_S)
         self._opened = _identity(self.path)

@@ -272,6 +272,44 @@ def test_file_deleted_mid_run_is_recreated(tmp_path, delete):
     sibling.close()
 
 
+HOLDER = textwrap.dedent(
+    """
+    import sqlite3, sys, time
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # its writes stay in the -wal, as a busy rank's do
+    for i in range(200):
+        conn.execute("INSERT OR REPLACE INTO tool_cache VALUES (?, ?, NULL)", (f"other{i}", "x" * 500))
+    print("ready", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@pytest.mark.timeout(60)
+def test_file_deleted_while_another_process_holds_it_is_recreated_clean(tmp_path):
+    """Another rank still has the deleted file open, so its -wal and -shm stay on disk: the new file must
+    not take them for its own (every access was a 'disk I/O error', and the next run failed to start)."""
+    path = tmp_path / "tools.sqlite"
+    cache = ToolCache(sqlite_path=path)
+    cache.put("before", "1")
+    assert _stored(path, "before")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        path.unlink()
+        for i in range(100):
+            cache.put(f"after{i}", "v")
+        assert _stored(path, "after99")
+        assert cache.get("after5") == "v" and cache.errors == 1
+        sibling = ToolCache(sqlite_path=path)  # a process starting now opens the new file
+        assert sibling.get("after5") == "v" and sibling.get("other3") is None
+        sibling.close()
+    finally:
+        holder.kill()
+        holder.wait()
+    cache.close()
+
+
 @pytest.mark.timeout(60)
 def test_file_truncated_mid_run_heals(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_module, "BACKOFF_S", 0.5)
