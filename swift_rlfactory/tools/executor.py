@@ -34,7 +34,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from ..secrets import redact
+from ..secrets import redact_recorded
 from .base import Tool, ToolError, ToolProvider, TransportError, current_call
 from .cache import ToolCache, cache_key
 from .loop import LoopThread
@@ -384,8 +384,9 @@ class ToolExecutor:
     def _failed(self, record: ToolRecord, message: str) -> None:
         """Make ``record`` an error record, cut like any observation; this step cannot fail in turn.
 
-        Known secrets are redacted first: an HTTP client's error often echoes the key it sent."""
-        message = redact(error_text(message))
+        Recorded secrets are replaced first: an HTTP client's error often echoes the key it sent. Nothing
+        else is changed: a URL's query values in the error are what the model asked for."""
+        message = redact_recorded(error_text(message))
         record.error = message if len(message) <= _ERROR_CHARS else f"{message[:_ERROR_CHARS]} ..."
         max_tokens = self.limits.max_output_tokens
         text, unrendered = render_bounded(f"Error: {message}", max(64 * (max_tokens or 0), _ERROR_CHARS))

@@ -130,7 +130,9 @@ def test_stdio_server_sees_only_the_environment_it_is_given(tmp_path: Path) -> N
 @tool
 def leaky_search(q: str) -> str:
     """Fail the way an HTTP client does, echoing the credential it sent."""
-    raise RuntimeError(f"401 from upstream for key {os.environ['RLF_SECRET']}")
+    raise RuntimeError(
+        f"401 from https://api.example/search?q={q}&lang=en for key {os.environ['RLF_SECRET']}"
+    )
 
 
 def test_a_secret_in_a_tool_error_reaches_neither_the_model_nor_the_trajectory_log(tmp_path: Path) -> None:
@@ -139,6 +141,7 @@ def test_a_secret_in_a_tool_error_reaches_neither_the_model_nor_the_trajectory_l
         (record,) = ex.execute([ToolCall("leaky_search", {"q": "x"})])
     assert SECRET not in record.observation and SECRET not in record.error
     assert "${RLF_SECRET}" in record.observation
+    assert "search?q=x&lang=en" in record.observation  # what the model asked for, not a secret: kept
 
     # the log redacts the secrets a trajectory carries, and each line stays JSON a reader can parse; a
     # URL's other query values are what the model read, kept for rescoring
