@@ -321,9 +321,9 @@ class RLFactoryScheduler(MultiTurnScheduler):
         counts over ``limits.call_timeout_s``), and at most ``waves`` batches of the calls now in flight
         are ahead of it. Those may be calls of any of the environment's tools, so a wave is bounded by the
         slowest tool, not by this turn's (a fast call queued behind a patient server's is not cut). The
-        watchdog waits twice that plus a grace period: it never fires while the executor keeps its limits,
-        and it turns a call that swallows cancellation (which would hang the batch forever) into this
-        trajectory's error.
+        watchdog waits twice that plus a grace period: it never fires while the executor keeps its limits
+        (the executor itself abandons a call that swallows its cancellation), and it turns a hang inside
+        the executor or a backend, which would hold the batch forever, into this trajectory's error.
         """
         limits = env.config.limits
         self._in_flight += len(calls)

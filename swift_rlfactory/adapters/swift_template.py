@@ -39,9 +39,11 @@ def set_system_prompt(
     default system prompt is used only when neither exists. With ``tools`` the system text becomes the
     agent template's ``# Tools`` block, exactly as the template renders a request's ``tools``.
 
-    Applying it twice changes nothing: a row whose system message is already this rendering (a row that
-    went through :func:`with_system_prompt` before, such as DeepSearch's SFT episodes) keeps it, where the
-    tools block used to be rendered around it a second time.
+    Applying it twice changes nothing for templates that render tools into the system message (hermes:
+    Qwen2.5, Qwen3; GLM-4): a row whose system message already holds these tools' block (a row that went
+    through :func:`with_system_prompt` before, such as DeepSearch's SFT episodes) keeps it, where the block
+    used to be rendered around it a second time. Llama 3's agent template writes the tools into the first
+    user message instead, and does so again on a second pass.
     """
     default = getattr(getattr(template, "template_meta", None), "default_system", None)
     first_user = next((m for m in messages if m.get("role") == "user"), None)

@@ -4,8 +4,8 @@ Every backend is a :class:`Retriever` - one method, ``search(queries, topk)`` - 
 builder and the tests never care which one they hold:
 
 * :class:`BM25Retriever` - lexical BM25 (``bm25s``, English stop words, Snowball stemming when PyStemmer is
-  installed; text in scripts written without spaces - Chinese, Japanese - is indexed as overlapping
-  character pairs, as Lucene's CJK analyzer does, so "東京" finds "東京は日本の首都です"). Indexing the 10k-passage wiki corpus takes a few seconds; the index is saved under the cache
+  installed; Chinese, Japanese and Korean text is indexed as overlapping character pairs, as Lucene's
+  CJK analyzer does, so "東京" finds "東京は日本の首都です"). Indexing the 10k-passage wiki corpus takes a few seconds; the index is saved under the cache
   folder, keyed by the corpus fingerprint, so a restarted server loads it in well under a second (and
   rebuilds it, with a warning, when the saved copy cannot be read).
 * :class:`DenseRetriever` - cosine similarity of ``sentence-transformers`` embeddings, by default the
@@ -120,8 +120,9 @@ class BM25Retriever:
         )
 
 
-# Scripts written without spaces between words: kana, CJK ideographs (and their extensions and
-# compatibility forms), Hangul syllables. bm25s's tokenizer takes a whole unspaced run as one word.
+# Runs that bm25s's tokenizer would take as one word: kana and CJK ideographs (with their extensions and
+# compatibility forms), written without spaces, and Hangul syllables, whose spaced words carry their
+# particles ("대한민국의": Korea + "of"), so pairs let "대한민국" match them.
 _UNSPACED_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
 
 
