@@ -3,7 +3,8 @@ tools and the same output budget.
 
 A team keeps one ``cache.sqlite_path`` for every experiment. Two environments whose ``search`` tools read
 different corpora (same tool name, same arguments) must each see their own results, and an environment
-whose ``max_output_tokens`` grew must not replay observations cut to the old budget. Ranks of one run (the
+whose ``max_output_tokens`` grew (or that counts tokens with a tokenizer now) must not replay observations
+cut to the old budget. Ranks of one run (the
 same file) share their results, which is what the shared file is for.
 """
 
@@ -41,8 +42,8 @@ def env_file(folder: Path, corpus: str, shared: Path, max_output_tokens: int = 6
     return path
 
 
-def search(env_path: Path) -> tuple[str, bool]:
-    with Environment.load(env_path) as env:
+def search(env_path: Path, count_tokens=None) -> tuple[str, bool]:
+    with Environment.load(env_path, count_tokens=count_tokens) as env:
         (record,) = env.executor.execute([ToolCall("search", {"query": "aspirin "})])
     return record.observation, record.cache_hit
 
@@ -61,3 +62,7 @@ def test_each_environment_sees_its_own_tools_results_and_budget(tmp_path: Path):
     short, _ = search(wiki)
     longer, hit = search(env_file(tmp_path / "wiki", "wikipedia", shared, max_output_tokens=512))
     assert not hit and len(longer) > len(short) and "[truncated" in short
+
+    # cut by a tokenizer (training) or at four characters a token (an eval without one): not the same text
+    exact, hit = search(wiki, count_tokens=lambda text: len(text.split()))
+    assert not hit and exact != short

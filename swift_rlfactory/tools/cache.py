@@ -62,8 +62,8 @@ def cache_key(tool: str, arguments: dict[str, Any], namespace: str = "") -> str:
 
     ``namespace`` names what decides the observation besides the tool's name and arguments, so that runs
     sharing one cache file never replay each other's: which backend answers (two envs whose ``search``
-    tools read different corpora) and the budget the observation was cut to (``max_output_tokens``). The
-    empty namespace gives the keys of earlier versions, so existing cache files still hit.
+    tools read different corpora) and how the observation was cut (:func:`~.executor.call_cache_key`
+    says it for every executor). An empty namespace keys by name and arguments alone.
     """
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     hashed = f"{namespace}\0{canonical}" if namespace else canonical

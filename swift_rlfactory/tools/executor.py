@@ -96,11 +96,14 @@ class ToolRecord:
         return asdict(self)
 
 
-def call_cache_key(name: str, arguments: dict[str, Any], limits: Limits, namespace: str = "") -> str:
+def call_cache_key(
+    name: str, arguments: dict[str, Any], limits: Limits, namespace: str = "", exact: bool = False
+) -> str:
     """The key an executor with ``limits`` and ``cache_namespace`` stores a call's observation under: the
-    tool's name and arguments, what the tools are (``namespace``) and the budget the stored text was cut to
-    (``limits.max_output_tokens``)."""
-    return cache_key(name, arguments, f"{namespace}|max_output_tokens={limits.max_output_tokens}")
+    tool's name and arguments, what the tools are (``namespace``) and how the stored text was cut: to
+    ``limits.max_output_tokens``, counted by a tokenizer (``exact``) or at four characters a token."""
+    cut = f"max_output_tokens={limits.max_output_tokens},{'tokenizer' if exact else 'chars'}"
+    return cache_key(name, arguments, f"{namespace}|{cut}")
 
 
 class _CallFailed(Exception):
@@ -243,7 +246,14 @@ class ToolExecutor:
 
         if self.cache is not None and (self.cached_tools is None or call.name in self.cached_tools):
             record.observation, record.cache_hit = await self.cache.get_or_run(
-                call_cache_key(call.name, call.arguments, self.limits, self.cache_namespace), run
+                call_cache_key(
+                    call.name,
+                    call.arguments,
+                    self.limits,
+                    self.cache_namespace,
+                    exact=self.count_tokens is not None,
+                ),
+                run,
             )
             if record.cache_hit:  # the stored text is already cut; its marker says by how much
                 record.result_chars, record.truncated_chars = measure(record.observation)
