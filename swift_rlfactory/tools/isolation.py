@@ -12,7 +12,7 @@ qualified name, so it must be defined at module level; the arguments and the res
 
 The reply is untrusted: the child runs whatever the tool runs (model-written code, for a code tool), and
 that code can write its own bytes to the reply pipe. Unpickling those bytes as such would run any callable
-they name, in the trainer. So the reply is read with :func:`plain_loads`, which builds plain data only
+they name, in the trainer. So the reply is read with :func:`~swift_rlfactory.plain_pickle.plain_loads`, which builds plain data only
 (``str``, ``bytes``, numbers, ``bool``, ``None``, lists, tuples, dicts, sets) and refuses every class or
 function a pickle names; a refused reply is a failed call. For the same reason a result of any other type
 (a pydantic model, an MCP content block) is rendered to its observation text in the child, before it is
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import os
 import pickle
 import signal
@@ -31,6 +30,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..plain_pickle import plain_loads
 from .base import ToolError
 
 _CHILD = r"""
@@ -43,8 +43,7 @@ def orphaned():  # a trainer killed outright must not leave a spinning tool behi
 threading.Thread(target=orphaned, daemon=True).start()
 module_name, module_file, qualname, path, kwargs = pickle.load(sys.stdin.buffer)
 sys.path[:] = path  # the parent's, in its order: the same modules, our own package among them
-from swift_rlfactory.tools.isolation import plain_loads
-from swift_rlfactory.tools.observation import render_bounded
+from swift_rlfactory.plain_pickle import plain_loads  # a module of the standard library's imports only
 out = sys.stdout.buffer
 sys.stdout = sys.stderr  # the tool's prints must not corrupt the reply
 try:
@@ -69,36 +68,14 @@ try:
     try:
         plain_loads(data)
     except pickle.UnpicklingError:  # not plain data: send the text the model would read instead
+        from swift_rlfactory.tools.observation import render_bounded  # imports the tools package: only now
+
         data = pickle.dumps(("ok", render_bounded(reply[1])[0]))
 except Exception as exc:
     data = pickle.dumps(("error", f"the result cannot be sent back ({type(exc).__name__}: {exc})"))
 out.write(data)
 out.flush()
 """
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    """An unpickler that resolves no global at all: every class, function or extension code is refused."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
-
-
-def plain_loads(data: bytes) -> Any:
-    """Unpickle ``data`` that holds plain data only; raise :class:`pickle.UnpicklingError` for anything else.
-
-    Plain containers and scalars have opcodes of their own, so they load without naming a global; a pickle
-    can call code only through a global it names (``REDUCE``, ``INST``, ``OBJ``, ``NEWOBJ`` and the
-    extension registry all go through ``find_class``), and here every one is refused.
-
-    >>> plain_loads(pickle.dumps({"rows": [1, 2.5, None], "raw": b"x", "pair": (True, "y")}))
-    {'rows': [1, 2.5, None], 'raw': b'x', 'pair': (True, 'y')}
-    >>> plain_loads(pickle.dumps(print))
-    Traceback (most recent call last):
-    ...
-    _pickle.UnpicklingError: builtins.print is not plain data
-    """
-    return _PlainUnpickler(io.BytesIO(data)).load()
 
 
 def check_isolatable(fn: Callable[..., Any]) -> None:

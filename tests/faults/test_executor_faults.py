@@ -458,3 +458,13 @@ def test_an_isolated_tool_whose_module_is_gone_says_why(tmp_path):
     with ToolExecutor([PythonProvider([vanish])], Limits(call_timeout_s=30)) as ex:
         (record,) = ex.execute([ToolCall("vanish", {"x": 1})])
     assert "FileNotFoundError" in record.error and "vanishing_tool.py" in record.error
+
+
+def test_an_isolated_childs_own_imports_stay_light():
+    """The child reads its reply check from a module of standard-library imports: importing the tools
+    package (the MCP SDK, pydantic) cost a plain function about 0.9 s a call."""
+    from swift_rlfactory.tools.isolation import call_in_process
+
+    from . import bare_tool
+
+    assert asyncio.run(call_in_process(bare_tool.tools_package_loaded, {})) is False
