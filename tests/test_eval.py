@@ -822,3 +822,27 @@ def test_timeout_bounds_each_request_attempt(tmp_path: Path):
         assert main(argv) == 0
     first, retry, second_turn = server.requests  # at the default 600 s the first answer is waited for
     assert first == retry and second_turn["messages"][-1] == {"role": "tool", "content": "7"}
+
+
+def test_eval_log_replaces_recorded_secrets_in_trajectories_not_in_the_dataset_text(tmp_path: Path):
+    """A tool that echoes the key it was given: the eval log keeps it out, as training's log does, while
+    ``question`` and ``row`` stay as the dataset has them, so resume still recognises the line."""
+    from swift_rlfactory import secrets
+
+    key = "sk-eval-7f3c2a9be41d"
+    secrets.remember(key, "${SEARCH_KEY}")
+    log = EvalLog(tmp_path / "trajectories.jsonl")
+    row = {"solution": "a"}
+    log.append(
+        {
+            **record(0, 0, 1.0),
+            "question": "q",
+            "row": row,
+            "messages": [{"role": "tool", "content": f"401 for key {key}"}],
+            "tool_calls": [{"observation": f"401 for key {key}", "latency_s": 0.1}],
+        }
+    )
+    assert key not in log.path.read_text()
+    (line,) = log.load().values()
+    assert line["messages"][0]["content"] == "401 for key ${SEARCH_KEY}"
+    assert line["question"] == "q" and line["row"] == row

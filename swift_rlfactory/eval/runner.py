@@ -208,7 +208,16 @@ class EvalLog:
         return done
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record as one line (one ``write``, so a crash tears at most the last line)."""
+        """Append one record as one line (one ``write``, so a crash tears at most the last line).
+
+        Recorded secrets are replaced everywhere but in ``question`` and ``row``, the dataset's own text,
+        which resume compares as it is (:func:`current_records`): a tool that echoes the key it was given
+        shows it in the trajectory, as in training's log.
+        """
+        kept = {"question", "row"}
+        record = {
+            k: v if k in kept else secrets.redact_data(v, secrets.redact_recorded) for k, v in record.items()
+        }
         append_lines(self.path, json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
 
