@@ -13,6 +13,8 @@ and no trainer outlives the UI that started it.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import logging
 import math
 import os
 import re
@@ -29,6 +31,7 @@ from typing import BinaryIO
 
 from .. import secrets
 
+logger = logging.getLogger(__name__)
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
 MODES = ("cpu", "colocate", "server")
 # A flag names a credential when the last word of its name does: --hub_token, --api_key, --db-password,
@@ -171,17 +174,29 @@ def _copy_redacted(source: BinaryIO, log: BinaryIO) -> None:
         return secrets.redact(data.decode(errors="surrogateescape")).encode(errors="surrogateescape")
 
     pending = b""
-    with source, log:
-        while chunk := source.read1(LOG_PIECE):
-            pending += chunk
-            cut = max(pending.rfind(b"\n"), pending.rfind(b"\r")) + 1
-            if cut == 0 and len(pending) < LOG_PIECE:
-                continue
-            cut = cut or len(pending)
-            log.write(clean(pending[:cut]))
-            log.flush()
-            pending = pending[cut:]
-        log.write(clean(pending))
+    try:
+        with source:
+            try:
+                while chunk := source.read1(LOG_PIECE):
+                    pending += chunk
+                    cut = max(pending.rfind(b"\n"), pending.rfind(b"\r")) + 1
+                    if cut == 0 and len(pending) < LOG_PIECE:
+                        continue
+                    cut = cut or len(pending)
+                    log.write(clean(pending[:cut]))
+                    log.flush()
+                    pending = pending[cut:]
+                log.write(clean(pending))
+                log.flush()
+            except OSError as exc:  # the log's disk is full: the run must not die of a closed pipe
+                logger.warning(
+                    "%s cannot be written (%s); the run's further output is dropped", log.name, exc
+                )
+                while source.read1(LOG_PIECE):
+                    pass
+    finally:
+        with contextlib.suppress(OSError):  # what a full disk left in its buffer is lost with it
+            log.close()
 
 
 class Job:
@@ -244,6 +259,7 @@ class Job:
         """Interrupt the run's process group, then kill it if it has not exited after ``grace_s``."""
         _LIVE.discard(self)
         if not self.running:
+            self._writer.join(grace_s)  # its last output may still be on its way into the log
             return self.status()
         os.killpg(self.process.pid, signal.SIGINT)
         try:

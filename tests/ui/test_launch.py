@@ -102,3 +102,18 @@ def test_the_launch_log_never_holds_a_credential_the_trainer_prints(tmp_path: Pa
     assert "fake swift args" in log and "--max_new_tokens 512" in log  # the trainer echoed its argv
     assert not any(value in log for value in SECRETS.values()), log
     assert "--hub_token *** --api_key=*** --db-password ***" in log
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_log_that_cannot_be_written_does_not_kill_the_run(caplog):
+    """The log's disk is full (``/dev/full`` fails every write with ENOSPC): the writer keeps draining the
+    trainer's output, so the trainer does not die of a closed pipe, and says once why the log stops."""
+    from swift_rlfactory.ui.launch import _copy_redacted
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfor i in range(20000): print('step', i, 'x' * 60)\nsys.exit(7)"],
+        stdout=subprocess.PIPE,
+    )
+    _copy_redacted(child.stdout, open("/dev/full", "wb"))  # noqa: SIM115 - closed by the copier
+    assert child.wait(30) == 7  # it ran to its own end: no BrokenPipeError
+    assert "cannot be written" in caplog.text
