@@ -158,18 +158,16 @@ class _Run:
             if self.env(trajectory.row.get("env")).config.credit.mode == "turn":
                 self.turn_rewards[request_id] = [float(r) for r in trajectory.turn_rewards.get("total", [])]
 
-    def take_turn_rewards(self, request_ids: Sequence[str]) -> list[list[float] | None]:
-        """The kept per-turn totals of these samples (``None`` for one without turn credit), dropping the
-        rest.
+    def drain_turn_rewards(self) -> dict[str, list[float]]:
+        """Every per-turn total scored since the last drain, by request id, emptying the store.
 
         ms-swift scores a generation's samples (with ``--dynamic_sample``, every resampling round of them)
         and then postprocesses the samples it kept, once, before it scores anything else. What that
         postprocess does not take belongs to groups dynamic sampling threw away and will never be asked
         for, so it goes too: the store holds one generation at most, not every sample ever scored.
         """
-        taken = [self.turn_rewards.pop(request_id, None) for request_id in request_ids]
-        self.turn_rewards.clear()
-        return taken
+        drained, self.turn_rewards = self.turn_rewards, {}
+        return drained
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
         """Append to the trainer's metric lists (averaged and printed by ms-swift at each log step)."""

@@ -121,7 +121,12 @@ class CreditGRPOTrainer(GRPOTrainer):
 
     def _postprocess_batch(self, samples: list[Any], batch_encoded_inputs: list[dict[str, Any]]) -> None:
         super()._postprocess_batch(samples, batch_encoded_inputs)
-        kept = RUN.take_turn_rewards([sample.request_id for sample in samples])
+        # On several GPUs dynamic sampling gathers the kept samples of every rank and slices them out
+        # again, so a rank may train samples another rank scored: every rank's per-turn totals are pooled.
+        scored: dict[str, list[float]] = {}
+        for store in gather_object([RUN.drain_turn_rewards()]):
+            scored.update(store)
+        kept = [scored.get(sample.request_id) for sample in samples]
         local = [self._turn_credit(sample, rewards) for sample, rewards in zip(samples, kept, strict=True)]
         everyone: list[_TurnCredit | None] = gather_object(local)
         if all(credit is None for credit in everyone):
