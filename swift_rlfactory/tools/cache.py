@@ -145,9 +145,7 @@ class _SQLiteStore:
             except Exception as exc:  # sqlite3.Error mostly; UnicodeEncodeError for text sqlite cannot bind
                 self._failed("lookup", exc)
                 self._skip_until = time.monotonic() + BACKOFF_S
-                if self._reader is not None:  # reopen next time: the file may have been replaced
-                    self._reader.close()
-                    self._reader = None
+                self._drop_reader()  # reopen next time: the file may have been replaced
                 return None
         if row is None:
             return None
@@ -221,9 +219,7 @@ class _SQLiteStore:
             logger.warning("tool cache %s was deleted or replaced mid-run; writing to a new file", self.path)
             conn.close()
             with self._read_lock:
-                if self._reader is not None:
-                    self._reader.close()
-                    self._reader = None
+                self._drop_reader()
             if not self.path.exists():
                 for side in ("-wal", "-shm"):
                     Path(f"{self.path}{side}").unlink(missing_ok=True)
@@ -262,9 +258,13 @@ class _SQLiteStore:
                 self._writes.put(None, timeout=timeout)
             self._writer.join(timeout)
         with self._read_lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
+            self._drop_reader()
+
+    def _drop_reader(self) -> None:
+        """Close the lookup connection, if open (the caller holds ``_read_lock``); the next lookup opens one."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
