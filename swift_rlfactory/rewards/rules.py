@@ -25,10 +25,9 @@ from ..trajectory import Trajectory
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)")
-# One F1 token per character of the scripts written without spaces: kana and CJK ideographs.
-_F1_TOKEN = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
-)
+# One F1 token per character of the scripts written without spaces (kana and CJK ideographs), else a word.
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_F1_TOKEN = re.compile(f"[{_UNSPACED}]|[^\\s{_UNSPACED}]+")
 
 
 def normalize_answer(text: str) -> str:

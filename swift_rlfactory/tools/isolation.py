@@ -12,9 +12,9 @@ qualified name, so it must be defined at module level; the arguments and the res
 
 The reply is untrusted: the child runs whatever the tool runs (model-written code, for a code tool), and
 that code can write its own bytes to the reply pipe. Unpickling those bytes as such would run any callable
-they name, in the trainer. So the reply is read with :func:`~swift_rlfactory.plain_pickle.plain_loads`, which builds plain data only
-(``str``, ``bytes``, numbers, ``bool``, ``None``, lists, tuples, dicts, sets) and refuses every class or
-function a pickle names; a refused reply is a failed call. For the same reason a result of any other type
+they name, in the trainer. So the reply is read with :func:`~swift_rlfactory.plain_pickle.plain_loads`,
+which builds plain data only (``str``, ``bytes``, numbers, ``bool``, ``None``, lists, tuples, dicts,
+sets) and refuses every class or function a pickle names; a refused reply is a failed call. For the same reason a result of any other type
 (a pydantic model, an MCP content block) is rendered to its observation text in the child, before it is
 sent.
 """
