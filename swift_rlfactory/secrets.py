@@ -8,11 +8,11 @@ values of URL query parameters (``?key=***``). Header values, and ``env:`` value
 credential (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...), are recorded too, since literal
 keys in a Claude Desktop file are as secret as expanded ones.
 
-Redaction is applied where text leaves us: start-up and config errors, tool-error observations, every
-line of the trajectory log (recorded secrets only, :func:`redact_recorded`: its URLs are the model's
-data), and - through a log-record factory installed the first time a secret is recorded - every log
-record of every logger, the HTTP client's included. The HTTP client loggers (``httpx``, ``httpx2``) are also raised to
-WARNING, because at INFO they print every request URL.
+Redaction is applied where text leaves us: start-up and config errors, and - through a log-record factory
+installed the first time a secret is recorded - every log record of every logger, the HTTP client's
+included. Tool-error observations and every line of the trajectory and eval logs get the recorded secrets
+only (:func:`redact_recorded`, :func:`redact_data`): their URLs are the model's data. The HTTP client
+loggers (``httpx``, ``httpx2``) are also raised to WARNING, because at INFO they print every request URL.
 
 Values shorter than :data:`MIN_SECRET_LEN` are not recorded (a port or a flag is no secret, and replacing
 every ``80`` in every log line would make the logs unreadable).
@@ -103,21 +103,16 @@ def redact_recorded(text: str) -> str:
     return text if pattern is None else pattern.sub(lambda m: _secrets.get(m.group(0), "***"), text)
 
 
-def redact_data(value: Any, redact_text: Callable[[str], str] = redact) -> Any:
-    """``value`` with ``redact_text`` (:func:`redact`) applied to every string in it, dict keys included;
-    other values as they are. For structures about to be serialized: redacting their JSON text instead
-    could break it (blanking a URL's query value stops at a quote, and in JSON text it would take the
-    backslash escaping that quote with it, as in an HTML attribute ``href="...?q=1"``).
-
-    >>> redact_data({"url": "https://h/?key=abc", "turns": [1, ("x", None)]})
-    {'url': 'https://h/?key=***', 'turns': [1, ('x', None)]}
-    """
+def redact_data(value: Any) -> Any:
+    """``value`` with :func:`redact_recorded` applied to every string in it, dict keys included; other
+    values as they are. For records about to be serialized (a trajectory): their JSON text would hold a
+    secret with a quote or a backslash in it escaped, where the recorded value would not be found."""
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_recorded(value)
     if isinstance(value, dict):
-        return {redact_data(k, redact_text): redact_data(v, redact_text) for k, v in value.items()}
+        return {redact_data(k): redact_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(redact_data(v, redact_text) for v in value)
+        return type(value)(redact_data(v) for v in value)
     return value
 
 

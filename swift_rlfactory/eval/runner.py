@@ -215,9 +215,7 @@ class EvalLog:
         shows it in the trajectory, as in training's log.
         """
         kept = {"question", "row"}
-        record = {
-            k: v if k in kept else secrets.redact_data(v, secrets.redact_recorded) for k, v in record.items()
-        }
+        record = {k: v if k in kept else secrets.redact_data(v) for k, v in record.items()}
         append_lines(self.path, json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
 

@@ -1,7 +1,7 @@
 """The trajectory log: every finished trajectory as one JSON line, for inspection after a run.
 
 Each line is :meth:`Trajectory.to_dict` plus ``step`` and ``time``, with every recorded secret in it
-replaced (:func:`~swift_rlfactory.secrets.redact_recorded`: a tool's output or error may echo a credential
+replaced (:func:`~swift_rlfactory.secrets.redact_data`: a tool's output or error may echo a credential
 it was given). Nothing else is changed: a URL the model wrote or read is data, and ``rewards`` rescores it.
 Lines are written with one ``write`` call on a file opened in append mode, so several processes (ranks of
 a multi-GPU run) can share a file without interleaving inside a line.
@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..secrets import redact_data, redact_recorded
+from ..secrets import redact_data
 from ..trajectory import Trajectory
 
 
@@ -33,7 +33,7 @@ class TrajectoryLog:
         now = time.time()
         lines = "".join(
             json.dumps(
-                redact_data({"step": step, "time": now, **t.to_dict()}, redact_recorded),
+                redact_data({"step": step, "time": now, **t.to_dict()}),
                 ensure_ascii=False,
                 default=str,
             )
