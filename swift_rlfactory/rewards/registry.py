@@ -60,6 +60,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..loading import import_target
+from ..tools.base import cancelled_by_caller
 from ..tools.cache import ToolCache
 from ..trajectory import Trajectory
 from . import process, rules
@@ -318,7 +319,7 @@ class RewardSpec:
             )  # fmt: skip
             return self._failed(component, n_turns, "timeout")
         except (Exception, SystemExit, asyncio.CancelledError) as exc:  # a broken reward must not end the run
-            if isinstance(exc, asyncio.CancelledError) and _cancelled_from_outside():
+            if isinstance(exc, asyncio.CancelledError) and cancelled_by_caller():
                 raise
             first = self.failures["error"] == 0
             logger.warning(
@@ -441,13 +442,6 @@ def _unique(name: str, taken: Sequence[str]) -> str:
     while unique in taken:
         unique, n = f"{name}_{n}", n + 1
     return unique
-
-
-def _cancelled_from_outside() -> bool:
-    """Whether the running task was cancelled by its caller (and must stop), rather than a reward raising
-    ``CancelledError`` on its own."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _has_field(trajectory: Trajectory, name: str) -> bool:

@@ -31,6 +31,7 @@ def cancelled_by_caller() -> bool:
     A CancelledError while nobody cancelled the task came out of the tool itself (it cancelled a task of its
     own and awaited it): that is the tool's failure, an error observation like any other. Let through, it
     would pass every ``except Exception`` boundary (CancelledError is a BaseException) and end the batch.
+    Rewards are told apart from their callers the same way (:mod:`swift_rlfactory.rewards.registry`).
     """
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
