@@ -27,7 +27,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys, time
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP", "BETA")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP", "BETA", "STRATIFY", "PER_STRATUM")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], "t": time.time(), **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -161,7 +161,12 @@ def test_tracks_and_arms_can_be_left_out_to_give_the_rest_the_gpu(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_grpo_knobs_reach_the_runs_of_their_own_track_only(tmp_path):
-    calls = run_pipeline(tmp_path, DS_DYNAMIC="1", AR_STRIDE="25", DS_BETA="0.2")
+    calls = run_pipeline(
+        tmp_path, DS_DYNAMIC="1", AR_STRIDE="25", DS_BETA="0.2", DS_STRATIFY="hops", DS_PER_STRATUM="180"
+    )
+    # GRPO's question mix is chosen by select alone
+    assert [(c["STRATIFY"], c["PER_STRATUM"]) for c in calls if c["phase"] == "select"] == [("hops", "180")]
+    assert {c["STRATIFY"] for c in calls if c["phase"] != "select"} == {None}
     # the KL coefficient: every DeepSearch GRPO arm, never arithmetic (its train.sh reads the same BETA)
     assert {c["BETA"] for c in calls if c["phase"] in ("train", "credit-train") and c["track"] == "ds"} == {
         "0.2"

@@ -9,7 +9,7 @@
 #   sft            examples/deepsearch/sft.sh on the first 1,000 train questions -> /tmp/qwen05-sft   ~3 min
 #   eval-sft       SFT model on the eval set                                                           ~3 min
 #   select         the pool (POOL_FILE) x 4 samples at T=1; the mixed ones, at most PER_STRATUM (60) per
-#                  (hops, family): every family trained on, none dominating                           ~4 min
+#                  STRATIFY cell (hops,family): every family trained on, none dominating               ~4 min
 #   train          GRPO from the SFT model (ENV_FILE: env_grpo.yaml = env_budget.yaml + the per-turn
 #                  search_hit reward, trajectory credit; BETA: 0.04, saves every 20 steps); stops at
 #                  TRAIN_TIMEOUT (540 s) - run it again to resume                                     ~9 min a call
@@ -115,7 +115,7 @@ PY
       vllm_start "$out/eval-pool.log" bash examples/deepsearch/eval.sh /tmp/eval-pool
     cp /tmp/eval-pool/metrics.json "$out/eval-pool.json"
     python3 -m swift_rlfactory.cli select --eval /tmp/eval-pool --dataset /tmp/split/pool.jsonl \
-      --out /tmp/split/grpo.jsonl --stratify hops,family --per-stratum "${PER_STRATUM:-60}" | tee "$out/select.log"
+      --out /tmp/split/grpo.jsonl --stratify "${STRATIFY:-hops,family}" --per-stratum "${PER_STRATUM:-60}" | tee "$out/select.log"
     python3 -c "import json,collections; r=[json.loads(l) for l in open('/tmp/split/grpo.jsonl')]; print(collections.Counter((x['hops'], x['family']) for x in r))" \
       | tee -a "$out/select.log" ;;
   train) train_grpo "$RUN" "${ENV_FILE:-examples/deepsearch/env_grpo.yaml}" ;;

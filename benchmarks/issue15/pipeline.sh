@@ -38,6 +38,11 @@
 # 2026-12-01d: that SFT model never searched twice, nor did GRPO teach it to). DS_SFT_SINGLE (empty: all):
 # sft.sh's SINGLE_HOP, of those questions demonstrate only the first N single-hop ones and every two-hop one,
 # so the warm start teaches the two-search protocol in full and leaves single-hop queries to GRPO.
+# DS_STRATIFY (hops,family) and DS_PER_STRATUM (60): h200.sh select's STRATIFY and PER_STRATUM, the columns
+# GRPO's questions are balanced over and how many each cell keeps. On 2026-12-01e the six (hops, family)
+# cells made two thirds of the questions single-hop, where a second search costs reward, and GRPO dropped
+# the second search everywhere; DS_STRATIFY=hops DS_PER_STRATUM=180 keeps as many two-hop questions as
+# single-hop ones (fewer if the pool has fewer mixed ones).
 # DS_BETA (empty: h200.sh's 0.04): the KL coefficient to the SFT policy of every DeepSearch GRPO arm, and of
 # none of arithmetic's (its train.sh reads the same BETA). On 2026-12-01e, at 0.04, the arm dropped the
 # second search within 6 steps, on two-hop questions too.
@@ -59,7 +64,7 @@ mkdir -p "$R/ds" "$R/ar"
 T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic} DS_STEPS=${DS_STEPS:-80}
 DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} DS_RECHECK=${DS_RECHECK:-0} STAGGER=${STAGGER:-40}
 DS_DYNAMIC=${DS_DYNAMIC:-0} AR_DYNAMIC=${AR_DYNAMIC:-0} AR_STRIDE=${AR_STRIDE:-50} DS_SFT_ROWS=${DS_SFT_ROWS:-1000}
-DS_SFT_SINGLE=${DS_SFT_SINGLE:-} DS_BETA=${DS_BETA:-}
+DS_SFT_SINGLE=${DS_SFT_SINGLE:-} DS_BETA=${DS_BETA:-} DS_STRATIFY=${DS_STRATIFY:-hops,family} DS_PER_STRATUM=${DS_PER_STRATUM:-60}
 RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
@@ -127,7 +132,7 @@ deepsearch() {
   RECHECK=$DS_RECHECK SINGLE_HOP=$DS_SFT_SINGLE MASTER_PORT=29514 MICRO_BATCH=8 GRAD_ACC=2 phase ds-sft $DS sft "$R/ds" || return
   GPU_UTIL=0.1 phase ds-eval-sft $DS eval-sft "$R/ds" &
   sleep "$STAGGER"  # vLLM start-ups one after another: each measures the GPU's free memory while it starts
-  GPU_UTIL=0.1 phase ds-select $DS select "$R/ds" || return
+  STRATIFY=$DS_STRATIFY PER_STRATUM=$DS_PER_STRATUM GPU_UTIL=0.1 phase ds-select $DS select "$R/ds" || return
   # The arms, each 4 x 8 = 32 completions a step (train.sh's 8 x 4), STEPS and seed 42 alike: ds (env_grpo.yaml,
   # trajectory credit, train.sh's LR), credit-turn (the same with turn credit) and, unless DS_LR2 is empty,
   # ds-lr (ds at learning rate DS_LR2).
