@@ -8,6 +8,7 @@ for a remote GPU server with scripted replies. Every metric is recomputed here f
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -205,6 +206,67 @@ def test_several_checkpoints_share_one_engine_and_score_as_each_alone(
     for checkpoint in two_checkpoints:
         metrics = json.loads((tmp_path / "both" / checkpoint.name / "metrics.json").read_text())
         assert metrics["config"]["adapters"] == str(checkpoint.resolve()) and metrics["questions"] == 2
+
+
+class LoopBoundEngine:
+    """vLLM's async engine in miniature: it answers on the event loop of its first request only.
+
+    vLLM's ``AsyncLLM`` runs its output handler as a task on that loop; once the loop is closed, every
+    request fails (``EngineDeadError`` for each episode of the second checkpoint on the H200, 2026-12-02).
+    The one part of ``eval --adapters A B`` the CPU's transformers engine cannot show; the rest is real.
+    """
+
+    max_length = None
+    max_tokens = 16
+
+    def __init__(self) -> None:
+        self.loop: Any = None
+        self.adapters: list[str] = []
+
+    def for_adapter(self, folder: str) -> LoopBoundEngine:
+        self.adapters.append(folder)
+        return self
+
+    def render_prompt(self, messages: list, system_prompt: str | None, tools: list | None) -> list:
+        return [{"role": "system", "content": system_prompt or ""}, *messages]
+
+    def new_episode(self) -> LoopBoundEngine:
+        return self
+
+    tokens_used = None
+
+    async def generate(self, messages: list) -> Generation:
+        import asyncio
+
+        self.loop = self.loop or asyncio.get_running_loop()
+        if asyncio.get_running_loop() is not self.loop:
+            raise RuntimeError("EngineDeadError: the engine's output handler died with its event loop")
+        return Generation(text="<answer>7</answer>", finish_reason="stop")
+
+
+def test_several_checkpoints_are_scored_on_the_event_loop_their_engine_serves(tmp_path: Path, monkeypatch):
+    from rich.console import Console
+
+    from swift_rlfactory.eval import command
+
+    engine = LoopBoundEngine()
+    monkeypatch.setattr(command, "_policy", lambda *args, **kwargs: engine)
+    checkpoints = [tmp_path / "run" / name for name in ("checkpoint-10", "checkpoint-20", "checkpoint-30")]
+    for folder in checkpoints:
+        folder.mkdir(parents=True)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")  # a local model folder; the engine is the fake
+    options = command.EvalOptions(
+        env=AGENT_ENV,
+        dataset=write_dataset(tmp_path / "q.jsonl", AGENT_PAIRS[:2]),
+        output=tmp_path / "out",
+        model=str(tmp_path / "model"),
+    )
+    assert command.run_evals(options, [str(c) for c in checkpoints], Console(file=io.StringIO())) == 0
+    assert engine.adapters == [str(c) for c in checkpoints]
+    for folder in checkpoints:
+        metrics = json.loads((tmp_path / "out" / folder.name / "metrics.json").read_text())
+        assert (metrics["questions"], metrics["failed_episodes"]) == (2, 0)
 
 
 def test_several_checkpoints_need_distinct_folder_names(tmp_path: Path):

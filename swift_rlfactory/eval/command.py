@@ -152,17 +152,23 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
     model = choose_model(options.model) if options.model else None
     engine = _policy(runs[0], model, console, adapters=folders)
     failed = 0
-    for each, name in zip(runs, names, strict=True):
-        console.print(f"[bold]{escape(name)}[/bold]")
-        failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters))
+    # One event loop for every checkpoint: vLLM's async engine runs its output handler as a task on the
+    # loop of its first request, so a second asyncio.run() finds it dead (EngineDeadError for every
+    # episode of the second checkpoint on the H200, 2026-12-02).
+    with asyncio.Runner() as runner:
+        for each, name in zip(runs, names, strict=True):
+            console.print(f"[bold]{escape(name)}[/bold]")
+            failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters), runner=runner)
     return failed
 
 
-def run_eval(options: EvalOptions, console: Console, policy: Any = None) -> int:
+def run_eval(
+    options: EvalOptions, console: Console, policy: Any = None, runner: asyncio.Runner | None = None
+) -> int:
     """Run (or resume) an evaluation; 0 when every episode finished, 1 when some failed.
 
     ``policy``: an engine already loaded for these options (:func:`run_evals`); by default one is loaded
-    when episodes are left to run.
+    when episodes are left to run. ``runner``: the event loop that engine serves (by default a new one).
     """
     options.validate()
     # A typo in --model fails here, listing what is accepted, not in a hub lookup after the data loads.
@@ -204,7 +210,9 @@ def run_eval(options: EvalOptions, console: Console, policy: Any = None) -> int:
                 count = getattr(policy, "count_tokens", None)
                 if count is not None:  # exact observation truncation, as the training adapter does
                     env.executor.count_tokens = count
-                run = _run_with_progress(tasks, policy, env, log, max_turns, options.concurrency, console)
+                run = _run_with_progress(
+                    tasks, policy, env, log, max_turns, options.concurrency, console, runner
+                )
             failures = run.failures
             console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
 
@@ -309,6 +317,7 @@ def _run_with_progress(
     max_turns: int,
     concurrency: int,
     console: Console,
+    runner: asyncio.Runner | None,
 ) -> EvalRun:
     progress = Progress(
         TextColumn("episodes"),
@@ -327,6 +336,5 @@ def _run_with_progress(
             scores.append(0.0 if is_failed(record) else record["metrics"]["em"])  # as metrics.json counts it
             progress.update(bar, advance=1, em=sum(scores) / len(scores))
 
-        return asyncio.run(
-            evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)
-        )
+        run = evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)
+        return runner.run(run) if runner else asyncio.run(run)
