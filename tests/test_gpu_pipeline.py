@@ -258,16 +258,22 @@ out = Path(sys.argv[1])
 adapters = os.environ.get("ADAPTERS", "").split()
 with open(os.environ["EVAL_CALLS"], "a") as calls:
     calls.write(json.dumps({"adapters": os.environ.get("ADAPTERS", ""), "dataset": os.environ["DATASET"]}) + "\n")
-if len(adapters) > 1 and os.environ.get("STUB_FAIL_MANY"):
+fail = os.environ.get("STUB_FAIL_MANY") if len(adapters) > 1 else ""
+if fail == "1":
     sys.exit("the engine would not take several adapters")
 scores = dict(p.split("=") for p in os.environ["STUB_EM"].split(","))
-for adapter in adapters if len(adapters) > 1 else [adapters[0] if adapters else ""]:
+for i, adapter in enumerate(adapters if len(adapters) > 1 else [adapters[0] if adapters else ""]):
     folder = out / Path(adapter).name if len(adapters) > 1 else out  # eval --adapters A B: OUT/<name>/
     folder.mkdir(parents=True, exist_ok=True)
-    em = float(scores[Path(adapter).name if adapter else "sft"])
+    # after-first: as vLLM on the H200 (2026-12-02), the engine dies after the first checkpoint; eval still
+    # writes the others' metrics.json, every episode failed and counted 0
+    failed = fail == "after-first" and i > 0
+    em = 0.0 if failed else float(scores[Path(adapter).name if adapter else "sft"])
     cell = {"questions": 1, "em": em, "tool_calls": 1.0}
-    (folder / "metrics.json").write_text(json.dumps({"em": em, "tool_calls": 1.0, "by_hops": {"1": cell}, "by_family": {"f": cell}}))
+    (folder / "metrics.json").write_text(json.dumps({"em": em, "tool_calls": 1.0, "failed_episodes": int(failed), "by_hops": {"1": cell}, "by_family": {"f": cell}}))
     (folder / "trajectories.jsonl").write_text("")
+if fail:
+    sys.exit("EngineDeadError")
 PY
 """
 
@@ -307,6 +313,8 @@ def fake_repo(tmp_path: Path) -> Path:
         ("sft=0.70,checkpoint-20=0.72,checkpoint-40=0.69", "/tmp/ds/v0/checkpoint-20", ""),
         ("sft=0.70,checkpoint-20=0.70,checkpoint-40=0.65", "sft", ""),  # no checkpoint beats the SFT model
         ("sft=0.70,checkpoint-20=0.72,checkpoint-40=0.69", "/tmp/ds/v0/checkpoint-20", "1"),  # one by one
+        # the one engine scored the first checkpoint only: the second is scored again, not taken as 0
+        ("sft=0.70,checkpoint-20=0.69,checkpoint-40=0.72", "/tmp/ds/v0/checkpoint-40", "after-first"),
     ],
 )
 def test_validation_starts_at_the_sft_model_and_may_keep_it(fake_repo, scores, chosen, fail_many):
@@ -321,7 +329,11 @@ def test_validation_starts_at_the_sft_model_and_may_keep_it(fake_repo, scores, c
     # the SFT model is scored on validation once, for both runs, and a run's new checkpoints through one
     # engine (one by one when that fails); then the chosen model on the eval set
     val_calls = [c for c in calls if c["dataset"].endswith("val.jsonl")]
-    alone = ["/tmp/ds/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-40"] if fail_many else []
+    alone = {
+        "": [],
+        "1": ["/tmp/ds/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-40"],
+        "after-first": ["/tmp/ds/v0/checkpoint-40"],
+    }[fail_many]
     assert sorted(c["adapters"] for c in val_calls) == sorted([
         "", "/tmp/ds-lr/v0/checkpoint-20", "/tmp/ds/v0/checkpoint-20 /tmp/ds/v0/checkpoint-40", *alone,
     ])  # fmt: skip

@@ -133,8 +133,15 @@ PY
     done
     if [ "${#pending[@]}" -gt 1 ]; then
       MODEL=/tmp/qwen05-sft ADAPTERS="${pending[*]}" DATASET=examples/deepsearch/data/val.jsonl GROUP_BY="hops family" \
-        vllm_start "$out/validate$sfx.log" bash examples/deepsearch/eval.sh "$batch" \
-        || echo "one engine for ${#pending[@]} checkpoints failed (see validate$sfx.log): scoring them one by one"
+        vllm_start "$out/validate$sfx.log" bash examples/deepsearch/eval.sh "$batch" || {
+          echo "one engine for ${#pending[@]} checkpoints failed (see validate$sfx.log): scoring them one by one"
+          # A failed run still writes each checkpoint's metrics.json, its failed episodes counted 0 (the
+          # engine died after the first checkpoint on 2026-12-02): only those with none failed are kept.
+          for m in "$batch"/*/metrics.json; do
+            [ -f "$m" ] || continue
+            python3 -c "import json,sys; sys.exit(json.load(open(sys.argv[1])).get('failed_episodes', 0) > 0)" "$m" \
+              || rm -rf "$(dirname "$m")"
+          done; }
     fi
     for ckpt in sft $checkpoints; do
       step=${ckpt##*-}; [ "$ckpt" = sft ] && step=0
