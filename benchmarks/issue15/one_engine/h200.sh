@@ -10,6 +10,8 @@
 set -euo pipefail
 OUT=${1:?usage: h200.sh OUT}
 mkdir -p "$OUT"
+source /tmp/device_env.sh >/dev/null  # as benchmarks/deepsearch/h200.sh: each device call is a new shell
+export PYTHONPATH="$PWD:${PYTHONPATH:-}"  # the search tool's MCP server imports swift_rlfactory
 here=benchmarks/issue15/one_engine
 python3 -m swift_rlfactory.retrieval.server build --backend bm25 > "$OUT/index.log" 2>&1
 # shellcheck disable=SC2086
