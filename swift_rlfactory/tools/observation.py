@@ -18,6 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 IMAGE_PLACEHOLDER = "<image>"
+_SHORT_MARKER = "..."  # marks a cut where the cap cannot hold the full marker (see cut)
+# Characters past the longest fitting prefix within which the whole text may still fit: tokens merge across
+# the cut ("Undefined" is one Qwen3 token, "Unde" two), so a text can fit though a prefix does not. Farther
+# than this, the tail costs more tokens than a merge at one boundary saves.
+_MERGE_REACH = 256
 _MARKER = re.compile(r"\n\.\.\. \[truncated (?:at least )?(\d+) characters\]\Z")
 _PYDANTIC_URL = re.compile(r"\n?[ \t]*For further information visit https://errors\.pydantic\.dev/\S*")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
@@ -149,10 +154,10 @@ def _encodable(text: str) -> str:
 
 
 def truncate(text: str, max_tokens: int | None, count_tokens: Callable[[str], int] | None = None) -> str:
-    """``text`` cut to at most ``max_tokens`` tokens, with a marker saying how much was dropped.
+    """``text`` cut to at most ``max_tokens`` tokens, marker included, the marker saying how much was dropped.
 
     >>> truncate("a" * 50, 10)
-    'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\n... [truncated 10 characters]'
+    'aaaaaaaaaa\\n... [truncated 40 characters]'
     """
     return cut(text, max_tokens, count_tokens)[0]
 
@@ -165,31 +170,80 @@ def cut(
 ) -> tuple[str, int]:
     """Cut ``text`` to at most ``max_tokens`` tokens, saying how much was dropped; returns ``(text, dropped)``.
 
+    The whole observation fits the cap, the marker (``"\\n... [truncated N characters]"``, about 13 Qwen3
+    tokens) included: the context budget of a rollout is planned with ``max_output_tokens``. The marker is
+    budgeted at its longest (the whole text dropped), the longest prefix within the rest is kept, and the
+    joined text is counted once more, since a tokenizer can merge or split tokens where prefix and marker
+    meet; if it is over, the prefix is refitted that many tokens shorter. The result depends on the inputs
+    alone, so a cached observation is the one a fresh call would make. A text that fits is returned whole,
+    even one whose beginning counts more tokens than all of it (``_MERGE_REACH`` says how far that is
+    looked for).
+
+    A cap too small for the full marker even with no text before it (fewer than about 13 tokens) keeps the
+    longest prefix that fits followed by ``"..."``, so the model still sees that the result goes on
+    (:func:`measure` cannot read a count from it). Only a cap too small even for ``"..."`` is exceeded: the
+    observation is then ``"..."`` alone, which takes a tokenizer spending more than ``max_tokens`` tokens on
+    three dots (Qwen3 spends one, as does the four-characters rule). ``dropped`` is exact in every case.
+
     ``unrendered`` is what :func:`render_bounded` already left out (``None``: an unknown amount), so the marker and
-    ``dropped`` count the whole result, not just ``text``.
+    ``dropped`` count the whole result, not just ``text``. Without ``max_tokens`` nothing is cut, and the
+    marker is added only for what rendering left out.
 
     With a ``count_tokens`` function (a tokenizer) the cut is exact; without one it assumes four
-    characters per token, which over-estimates for English and is safe for a context budget.
+    characters per token, the observation at most ``4 * max_tokens`` characters: that over-estimates tokens
+    for English, but under-estimates them for CJK or emoji text (a character is a token or more there), so
+    pass a tokenizer when the budget must hold for any text.
+
+    >>> cut("a" * 50, 2)
+    ('aaaaa...', 45)
     """
+    at_least = unrendered is None
+    total = len(text) + (1 if at_least else unrendered)  # a stopped rendering left out 1+
     if not max_tokens or max_tokens <= 0:
-        keep = len(text)
-    elif count_tokens is None:
-        keep = min(len(text), max_tokens * 4)
-    else:
-        keep = _fitting_prefix(text, max_tokens, count_tokens)
-    dropped = len(text) - keep + (1 if unrendered is None else unrendered)  # a stopped rendering left out 1+
-    if unrendered is None:
-        return f"{text[:keep]}\n... [truncated at least {dropped} characters]", dropped
-    if dropped == 0:
+        if total == len(text):
+            return text, 0
+        return text + _marker(total - len(text), at_least), total - len(text)
+    count, cap = (count_tokens, max_tokens) if count_tokens else (len, 4 * max_tokens)
+    head = text[: _fitting_prefix(text, cap, count)]
+    if total == len(text) and (head == text or len(text) - len(head) <= _MERGE_REACH and count(text) <= cap):
         return text, 0
-    return f"{text[:keep]}\n... [truncated {dropped} characters]", dropped
+    for marker in (lambda keep: _marker(total - keep, at_least), lambda keep: _SHORT_MARKER):
+        keep = _fit_with_marker(head, marker, cap, count)
+        if keep is not None:
+            return head[:keep] + marker(keep), total - keep
+    return _SHORT_MARKER, total
+
+
+def _marker(dropped: int, at_least: bool) -> str:
+    """The note after a cut prefix; :data:`_MARKER` reads it back."""
+    return f"\n... [truncated {'at least ' if at_least else ''}{dropped} characters]"
+
+
+def _fit_with_marker(
+    head: str, marker: Callable[[int], str], max_tokens: int, count: Callable[[str], int]
+) -> int | None:
+    """Length of a prefix of ``head`` that ``marker(length)`` can follow within ``max_tokens``; ``None`` when
+    even the empty prefix is too long.
+
+    The marker's tokens are reserved at its longest, ``marker(0)`` (nothing kept, the most to count), then
+    the fit is checked on the joined text.
+    """
+    budget = max_tokens - count(marker(0))
+    while budget >= 0:
+        keep = _fitting_prefix(head, budget, count)
+        over = count(head[:keep] + marker(keep)) - max_tokens
+        if over <= 0:
+            return keep
+        budget -= over  # prefix and marker tokenized together cost more than apart: refit that much shorter
+    return None
 
 
 def measure(observation: str) -> tuple[int, int]:
     """``(result_chars, truncated_chars)`` of an observation :func:`cut` made, read from its marker.
 
     A cached observation is stored already cut; this recovers how long the result was and how much of
-    it the model did not see.
+    it the model did not see. An observation cut to a cap too small for the marker (ending in ``"..."``)
+    carries no count and reads as uncut.
     """
     match = _MARKER.search(observation)
     if match is None:

@@ -336,7 +336,9 @@ def test_cache_stores_the_cut_observation_not_the_whole_result(tmp_path):
     path = tmp_path / "tools.sqlite"
     with make(ToolCache(sqlite_path=path), max_output_tokens=50) as ex:
         [first] = ex.execute([ToolCall("page", {"size": 5_000_000})])
-    assert first.result_chars == 5_000_000 and first.truncated_chars == 5_000_000 - 200
+    marker = "\n... [truncated 4999835 characters]"  # 200 characters (50 tokens) in all, the marker included
+    assert first.observation == "p" * (200 - len(marker)) + marker
+    assert first.result_chars == 5_000_000 and first.truncated_chars == 4_999_835
     stored = ToolCache(sqlite_path=path).get(
         call_cache_key("page", {"size": 5_000_000}, Limits(max_output_tokens=50))
     )

@@ -139,7 +139,13 @@ def surrogate() -> str:
     return "smile \ud83d please"
 
 
-TOOLS = [poison, echo, blob, hang, quick_sync, strict, chatty_error, surrogate]
+@tool
+def loud_failure(repeat: int) -> str:
+    """Fail with a long multilingual message, as a backend's error page can be."""
+    raise RuntimeError("数据 error 🤖 " * repeat)
+
+
+TOOLS = [poison, echo, blob, hang, quick_sync, strict, chatty_error, surrogate, loud_failure]
 
 
 def make(limits: Limits | None = None, **kwargs) -> ToolExecutor:
@@ -184,10 +190,12 @@ def test_huge_results_are_rendered_within_a_budget(kind):
         t0 = time.perf_counter()
         [r] = ex.execute([ToolCall("blob", {"kind": kind, "size": size})])
         elapsed = time.perf_counter() - t0
-    assert r.ok and "[truncated" in r.observation and len(r.observation) < 1000
+    assert r.ok and "[truncated" in r.observation and len(r.observation) <= 400  # 100 tokens, marker included
     assert r.truncated_chars > 0 and r.result_chars >= r.truncated_chars
     if kind == "str":
-        assert r.result_chars == size and f"[truncated {size - 400} characters]" in r.observation
+        kept = r.observation.rsplit("\n... [truncated", 1)[0]
+        assert r.result_chars == size and r.truncated_chars == size - len(kept)
+        assert r.observation == f"{kept}\n... [truncated {size - len(kept)} characters]"
     else:  # rendering stopped at its budget: the size is a lower bound
         assert "[truncated at least" in r.observation
     assert elapsed < 5
@@ -200,8 +208,28 @@ def test_tokenizer_that_raises_falls_back_to_characters():
     with make(Limits(max_output_tokens=10), count_tokens=broken) as ex:
         [r] = ex.execute([ToolCall("blob", {"kind": "str", "size": 500})])
         [err] = ex.execute([ToolCall("nope", {})])
-    assert r.ok and r.observation.startswith("x" * 40) and "[truncated 460 characters]" in r.observation
-    assert "unknown tool" in err.observation
+    assert r.ok and r.observation == "x" * 9 + "\n... [truncated 491 characters]"  # 40 characters in all
+    assert "unknown tool" in err.error
+    assert err.observation.startswith("Error: un") and len(err.observation) <= 40  # cut like any observation
+
+
+@pytest.mark.parametrize("cap", [1, 8, 16, 64])
+def test_error_observations_fit_the_cap_and_say_truly_what_was_cut(qwen3_tokenizer_dir, cap):
+    """The error path cuts like any observation: marker included, the count of the error text left out."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(qwen3_tokenizer_dir / "tokenizer.json"))
+    for count in (lambda text: len(tok.encode(text, add_special_tokens=False).ids), None):
+        with make(Limits(max_output_tokens=cap), count_tokens=count) as ex:
+            [r] = ex.execute([ToolCall("loud_failure", {"repeat": 300})])
+        full, observation = f"Error: {r.error}", r.observation  # 3,300 characters: the whole error is kept
+        assert "RuntimeError: 数据 error 🤖" in r.error and len(r.error) > 3300
+        assert (count(observation) <= cap) if count else (len(observation) <= 4 * cap)
+        kept, marker, dropped = observation.partition("\n... [truncated ")
+        if marker:
+            assert full.startswith(kept) and dropped == f"{len(full) - len(kept)} characters]"
+        else:  # too small a cap for the full marker
+            assert observation.endswith("...") and full.startswith(observation[:-3]) and cap < 16
 
 
 def test_lone_surrogates_never_reach_the_model_or_break_the_cache():
@@ -334,8 +362,11 @@ def test_tokenizer_cut_of_a_4mb_result_is_exact_bounded_and_off_the_loop(qwen3_t
         [r] = ex.execute([ToolCall("echo", {"text": text})])
     kept = r.observation.rsplit("\n... [truncated", 1)[0]
     assert r.ok and text.startswith(kept) and r.result_chars == len(text)
+    assert r.observation == f"{kept}\n... [truncated {len(text) - len(kept)} characters]"
     assert r.truncated_chars == len(text) - len(kept)
-    assert count(kept) <= 256 < count(text[: len(kept) + 1])  # exact: one more character is too many
+    # exact: the whole observation fits, and one more character is too many beside the marker's reserve
+    reserve = count(f"\n... [truncated {len(text)} characters]")
+    assert count(r.observation) <= 256 < count(text[: len(kept) + 1]) + reserve
     # Bounded prefixes only: a few windows near the cut. Bisection from the whole text encodes 100x more.
     assert sum(encoded) < 30 * len(kept)
     assert "rlfactory-tools" not in threads  # the executor's loop kept serving other calls
