@@ -38,7 +38,7 @@ from ..secrets import redact_recorded
 from .base import Tool, ToolError, ToolProvider, TransportError, current_call
 from .cache import ToolCache, cache_key
 from .loop import LoopThread
-from .observation import cut, error_text, measure, render_bounded
+from .observation import CUT_RULE, cut, error_text, measure, render_bounded
 from .parsing import ToolCall
 from .sync_pool import SYNC_POOL
 from .toolset import ToolSet
@@ -101,8 +101,9 @@ def call_cache_key(
 ) -> str:
     """The key an executor with ``limits`` and ``cache_namespace`` stores a call's observation under: the
     tool's name and arguments, what the tools are (``namespace``) and how the stored text was cut: to
-    ``limits.max_output_tokens``, counted by a tokenizer (``exact``) or at four characters a token."""
-    cut = f"max_output_tokens={limits.max_output_tokens},{'tokenizer' if exact else 'chars'}"
+    ``limits.max_output_tokens``, counted by a tokenizer (``exact``) or at four characters a token, by the
+    rule of :data:`~.observation.CUT_RULE`."""
+    cut = f"max_output_tokens={limits.max_output_tokens},{'tokenizer' if exact else 'chars'},{CUT_RULE}"
     return cache_key(name, arguments, f"{namespace}|{cut}")
 
 

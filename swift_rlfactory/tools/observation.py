@@ -18,6 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 IMAGE_PLACEHOLDER = "<image>"
+CUT_RULE = "marker-within-cap"
+"""Names how :func:`cut` fits a text, for the cache's keys: a cache file kept from an older rule (one that
+put the marker past the cap) is not replayed. Change it whenever the text :func:`cut` returns changes."""
 _SHORT_MARKER = "..."  # marks a cut where the cap cannot hold the full marker (see cut)
 # Characters past the longest fitting prefix within which the whole text may still fit: tokens merge across
 # the cut ("Undefined" is one Qwen3 token, "Unde" two), so a text can fit though a prefix does not. Farther

@@ -24,6 +24,7 @@ from swift_rlfactory.env.config import EnvConfigError
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor, tool
 from swift_rlfactory.tools import cache as cache_module
+from swift_rlfactory.tools.cache import cache_key
 from swift_rlfactory.tools.executor import call_cache_key
 from swift_rlfactory.tools.toolset import PythonProvider
 
@@ -347,6 +348,21 @@ def test_cache_stores_the_cut_observation_not_the_whole_result(tmp_path):
         [hit] = ex.execute([ToolCall("page", {"size": 5_000_000})])
     assert hit.cache_hit and hit.observation == first.observation
     assert (hit.result_chars, hit.truncated_chars) == (first.result_chars, first.truncated_chars)
+
+
+def test_observations_cut_by_an_older_rule_are_not_replayed(tmp_path):
+    """Until 2026-12-02 a 50-token cut kept 200 characters and put the marker after them, over the cap; a
+    cache file kept from then holds such entries, under the key of that rule, and they stay unused."""
+    path = tmp_path / "tools.sqlite"
+    old = ToolCache(sqlite_path=path)
+    old.put(
+        cache_key("page", {"size": 1000}, "|max_output_tokens=50,chars"),
+        "p" * 200 + "\n... [truncated 800 characters]",
+    )
+    old.close()
+    with make(ToolCache(sqlite_path=path), max_output_tokens=50) as ex:
+        [r] = ex.execute([ToolCall("page", {"size": 1000})])
+    assert not r.cache_hit and r.observation == "p" * 168 + "\n... [truncated 832 characters]"  # 199 in all
 
 
 @pytest.mark.timeout(30)
