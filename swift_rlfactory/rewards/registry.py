@@ -34,23 +34,26 @@ A component is per-turn when its built-in is (``turn_*``), when the YAML says ``
 the function returns a list; declare user per-turn rewards in the YAML, so a failure of one trajectory still
 yields a per-turn fallback and every trajectory of a group has the same keys.
 
-Scoring runs every component of every trajectory concurrently (async rewards such as model judges overlap;
-user sync functions run in daemon threads) and never raises. A component that raises, takes longer than
-its ``timeout_s``, returns NaN or infinity, returns a list of the wrong length, or lacks a dataset field it
-needs (``em``/``f1`` without golden answers) scores its ``fallback`` (default 0) for that trajectory, is
-counted in ``errors`` and recorded in ``reward_errors``, so it shows up in the logs instead of killing or
-hanging the run. So does one that raises ``SystemExit`` or ``CancelledError`` on its own, and one whose
-value ``float()`` cannot read (``10**400``).
+Scoring runs every component of every trajectory concurrently (async rewards such as model judges overlap)
+and never raises. User code never runs on the caller's event loop (:mod:`~swift_rlfactory.rewards.workers`):
+a sync function runs in a daemon thread, an async one on an event loop of its term's own, so ``timeout_s``
+holds even for an ``async def`` that blocks (``time.sleep``, a synchronous HTTP client) or swallows the
+timeout's cancellation. A component that raises, takes longer than its ``timeout_s``, returns NaN or
+infinity, returns a list of the wrong length, or lacks a dataset field it needs (``em``/``f1`` without
+golden answers) scores its ``fallback`` (default 0) for that trajectory, is counted in ``errors`` and
+recorded in ``reward_errors``, so it shows up in the logs instead of killing or hanging the run. So does one
+that raises ``SystemExit`` or ``CancelledError`` on its own, one whose value ``float()`` cannot read
+(``10**400``), and, without running, the call of a term whose earlier calls hold ``MAX_STUCK`` workers
+(``timeout: not started ...``). A generator function (``yield``) fails at load: it could never return a
+score.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import math
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +69,7 @@ from ..trajectory import Trajectory
 from . import process, rules
 from .judge import Judge
 from .terms import DEFAULT_TIMEOUT_S, RewardTerm
+from .workers import RewardStuck, RewardWorkers, yields
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +90,8 @@ class RewardDef:
         per_turn: it returns one score per assistant turn.
         requires: dataset-row fields it cannot score without (``golden_answers`` also accepts the
             ``solution``/``answer``/``answers`` columns that :attr:`Trajectory.golden_answers` reads).
-        inline: fast, bounded code of ours, called on the event loop instead of in a thread.
+        inline: fast, bounded code of ours that never blocks, called (and awaited) on the caller's event
+            loop; user code runs in :class:`~swift_rlfactory.rewards.workers.RewardWorkers` instead.
         build: for a reward with state (a model judge): ``build(args, cache) -> fn`` makes the scoring
             callable from the term's ``args`` (validated there) and the environment's cache. The callable
             may also have ``start(trajectory, group_size)`` (begin scoring a finished trajectory early),
@@ -107,7 +112,7 @@ _REGISTRY: dict[str, RewardDef] = {
     "tool_use": RewardDef(rules.tool_use, inline=True),
     "turn_tool_success": RewardDef(process.turn_tool_success, per_turn=True, inline=True),
     "turn_format": RewardDef(process.turn_format, per_turn=True, inline=True),
-    "judge": RewardDef(build=Judge.from_args),
+    "judge": RewardDef(build=Judge.from_args, inline=True),  # it only awaits its own private loop
 }
 
 
@@ -154,6 +159,8 @@ class RewardComponent:
     inline: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     fallback: float = 0.0
+    workers: RewardWorkers | None = None
+    """Where user code runs (``None`` for ``inline`` rewards)."""
 
 
 @dataclass
@@ -190,9 +197,15 @@ class RewardSpec:
             else:
                 _check_args(found.fn, args, f"reward[{i}].args")
             assert fn is not None
+            if yields(fn):
+                raise ValueError(
+                    f"reward[{i}].name ({term.name!r}): a generator function (it yields); a reward returns a "
+                    "float, or a list of floats for per-turn scores"
+                )
+            name = _unique(term.name, self.names)
             self.components.append(
                 RewardComponent(
-                    name=_unique(term.name, self.names),
+                    name=name,
                     fn=fn,
                     weight=term.weight,
                     args=args,
@@ -201,6 +214,7 @@ class RewardSpec:
                     inline=found.inline,
                     timeout_s=term.timeout_s,
                     fallback=term.fallback,
+                    workers=None if found.inline else RewardWorkers(name),
                 )
             )
         self.errors = 0
@@ -234,9 +248,11 @@ class RewardSpec:
         return {k: sum(v) if k in _SUMMED else sum(v) / len(v) for k, v in merged.items()}
 
     def close(self) -> None:
-        """Release what components hold (a judge's HTTP client and loop)."""
+        """Release what components hold (a judge's HTTP client and loop, a user reward's loop)."""
         for component in self.components:
             self._hook(component, "close")
+            if component.workers is not None:
+                component.workers.close()
 
     def _hook(self, component: RewardComponent, name: str, *args: Any) -> Any:
         hook = getattr(component.fn, name, None)
@@ -253,7 +269,8 @@ class RewardSpec:
         docstring) and returns the totals."""
         for component in self.components:
             self._hook(component, "start_batch", trajectories)
-        jobs = [self._component(c, t) for t in trajectories for c in self.components]
+        timed_out: set[str] = set()  # components whose timeout this batch has logged
+        jobs = [self._component(c, t, timed_out) for t in trajectories for c in self.components]
         scores = await asyncio.gather(*jobs)
         n = len(self.components)
         totals = []
@@ -304,7 +321,9 @@ class RewardSpec:
             trajectory.turn_rewards["total"] = turn_total
         return total
 
-    async def _component(self, component: RewardComponent, trajectory: Trajectory) -> _Score:
+    async def _component(
+        self, component: RewardComponent, trajectory: Trajectory, timed_out: set[str]
+    ) -> _Score:
         n_turns = len(trajectory.assistant_turns)
         for name in component.requires:
             if not _has_field(trajectory, name):
@@ -312,11 +331,16 @@ class RewardSpec:
                 return self._failed(component, n_turns, f"missing_field: {name}")
         try:
             raw = await asyncio.wait_for(self._call(component, trajectory), component.timeout_s)
+        except RewardStuck as exc:  # logged once by the workers, when the bound is reached
+            return self._failed(component, n_turns, f"timeout: {exc}")
         except TimeoutError:
-            logger.warning(
-                "reward %r took longer than its timeout_s=%g s; scoring %g for this trajectory",
-                component.name, component.timeout_s, component.fallback,
-            )  # fmt: skip
+            if component.name not in timed_out:  # once a batch: the count is in rewards/timeouts
+                timed_out.add(component.name)
+                logger.warning(
+                    "reward %r took longer than its timeout_s=%g s; scoring %g (further timeouts in this "
+                    "batch are counted in rewards/timeouts, not logged)",
+                    component.name, component.timeout_s, component.fallback,
+                )  # fmt: skip
             return self._failed(component, n_turns, "timeout")
         except (Exception, SystemExit, asyncio.CancelledError) as exc:  # a broken reward must not end the run
             if isinstance(exc, asyncio.CancelledError) and cancelled_by_caller():
@@ -331,10 +355,9 @@ class RewardSpec:
 
     async def _call(self, component: RewardComponent, trajectory: Trajectory) -> Any:
         fn, args = component.fn, component.args
-        if component.inline or _is_async(fn):
-            value = fn(trajectory, **args)
-        else:  # user code may block: keep it off the loop, so timeout_s holds and other rewards run
-            value = await _in_daemon_thread(fn, trajectory, **args)
+        if component.workers is not None:  # user code may block: off this loop, so timeout_s holds
+            return await component.workers.call(fn, trajectory, **args)
+        value = fn(trajectory, **args)
         if inspect.isawaitable(value):
             value = await value
         return value
@@ -448,36 +471,3 @@ def _has_field(trajectory: Trajectory, name: str) -> bool:
     if name == GOLDEN_ANSWERS:
         return bool(trajectory.golden_answers)
     return trajectory.row.get(name) not in (None, "", [])
-
-
-def _is_async(fn: Any) -> bool:
-    call = type(fn).__call__ if not inspect.isfunction(fn) and callable(fn) else None
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
-
-
-async def _in_daemon_thread(fn: RewardFn, *args: Any, **kwargs: Any) -> Any:
-    """Run ``fn`` in a fresh daemon thread: a call that never returns is abandoned at its timeout and cannot
-    keep the process from exiting (the default executor's threads can)."""
-    loop = asyncio.get_running_loop()
-    future = loop.create_future()
-
-    def settle(result: Any, exc: BaseException | None) -> None:
-        if future.done():  # timed out and cancelled meanwhile
-            return
-        if exc is None:
-            future.set_result(result)
-        else:
-            future.set_exception(exc)
-
-    def run() -> None:
-        try:
-            result, exc = fn(*args, **kwargs), None
-        except Exception as error:
-            result, exc = None, error
-        except BaseException as error:  # SystemExit, KeyboardInterrupt: the reward's, not the run's to obey
-            result, exc = None, RuntimeError(f"the reward raised {type(error).__name__}{error.args!r}")
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, result, exc)
-
-    threading.Thread(target=run, daemon=True, name="rlfactory-reward").start()
-    return await future
