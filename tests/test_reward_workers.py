@@ -82,6 +82,9 @@ async def limited(trajectory):
         await asyncio.sleep(0.02)
     return 1.0 if WHO.get() == trajectory.final_response else 0.0  # each call its own context
 
+def stops(trajectory):
+    raise StopIteration  # which an asyncio future refuses to carry
+
 async def agen(trajectory):
     yield 1.0
 
@@ -266,6 +269,16 @@ def test_well_behaved_async_rewards_share_state_across_steps_and_keep_their_cont
         trajectories = [traj(f"answer {i}") for i in range(8)]
         assert spec.score(trajectories) == [1.0] * 8, trajectories[0].reward_errors
     spec.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_reward_raising_stop_iteration_is_its_error_not_a_timeout(plugin):
+    spec = RewardSpec([RewardTerm(name="rewards.py:stops", timeout_s=30)], base_dir=plugin)
+    t0 = time.monotonic()
+    trajectory = traj()
+    assert spec.score([trajectory]) == [0.0]
+    assert time.monotonic() - t0 < 5  # not a wait for timeout_s
+    assert trajectory.reward_errors == {"rewards.py:stops": "error: RuntimeError"}
 
 
 def test_generator_rewards_fail_at_load_naming_the_term(plugin):

@@ -229,7 +229,8 @@ class RewardWorkers:
         else:
             logger.warning(
                 "reward %r ignored the cancellation of a call that timed out %.1f s ago (it catches "
-                "CancelledError and goes on); its loop is stopped and a fresh one takes its next calls",
+                "CancelledError and goes on, or its cleanup takes that long); its loop is stopped and a "
+                "fresh one takes its next calls",
                 self.name, waited,
             )  # fmt: skip
 
@@ -315,6 +316,8 @@ def _relay(caller: asyncio.AbstractEventLoop, future: asyncio.Future, result: An
             future.set_result(result)
         elif isinstance(exc, asyncio.CancelledError):
             future.cancel()
+        elif isinstance(exc, StopIteration):  # a future refuses it, and would never be settled
+            future.set_exception(RuntimeError(f"the reward raised StopIteration{exc.args!r}"))
         else:
             future.set_exception(exc)
 
