@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..trajectory import Trajectory
-from .rules import ANSWER_TAG
+from .rules import answers_once, visible_reply
 
 _PARSE_ERROR = "could not parse"
 
@@ -47,7 +47,8 @@ def turn_format(trajectory: Trajectory) -> list[float]:
     """Per turn: 1.0 when the turn follows the protocol, else 0.0.
 
     A tool turn follows it when every call parsed and it holds no ``<answer>``; a turn without calls
-    follows it when it holds exactly one non-empty ``<answer>`` block and no ``<tool_call>``.
+    follows it when it holds exactly one non-empty ``<answer>`` block and no tool call. Only the visible reply counts, as for the parser: reasoning that mentions
+    ``<answer>`` or ``<tool_call>`` changes nothing (:func:`~.rules.visible_reply`).
     """
     by_turn = calls_by_turn(trajectory)
     scores = []
@@ -55,8 +56,7 @@ def turn_format(trajectory: Trajectory) -> list[float]:
         calls = by_turn.get(i)
         if calls:
             parsed = not any((c.get("error") or "").startswith(_PARSE_ERROR) for c in calls)
-            scores.append(float(parsed and "<answer>" not in text))
+            scores.append(float(parsed and "<answer>" not in visible_reply(text)))
         else:
-            answers = ANSWER_TAG.findall(text)
-            scores.append(float(len(answers) == 1 and bool(answers[0].strip()) and "<tool_call>" not in text))
+            scores.append(float(answers_once(text)))
     return scores

@@ -1,6 +1,10 @@
 """Built-in rule rewards: exact match, token F1, answer format and tool use.
 
-Answers are read from the last assistant message, inside ``<answer>...</answer>`` when present.
+Answers are read from the last assistant message, inside ``<answer>...</answer>`` when present, and only
+from its visible reply (:func:`visible_reply`): the text the tool-call parser acts on, with reasoning and
+tool-call blocks removed by the parser's own rules. An answer the model only considered in its reasoning
+(``<think>Maybe <answer>Paris</answer>?</think> I don't know.``) earns nothing, as a call written there
+does not run, and a reply whose ``<think>`` is never closed has no visible answer at all.
 Normalisation follows SQuAD (lower case, no punctuation, no articles, single spaces), made to hold for every
 script: NFKC first (full-width "ＢＢＣ" is "bbc"), case folding ("Straße" is "strasse"), and every Unicode
 punctuation mark dropped with ASCII's ("。", "–", "’": "O’Brien" is "O'Brien"). Token F1 counts each
@@ -20,6 +24,7 @@ import unicodedata
 from collections import Counter
 from decimal import Decimal
 
+from ..tools.parsing import _scan, parse_tool_calls  # _scan: the parser has no public name for it yet
 from ..trajectory import Trajectory
 
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -28,6 +33,23 @@ _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)")
 # One F1 token per character of the scripts written without spaces (kana and CJK ideographs), else a word.
 _UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _F1_TOKEN = re.compile(f"[{_UNSPACED}]|[^\\s{_UNSPACED}]+")
+
+
+def visible_reply(text: str) -> str:
+    """``text`` as the tool-call parser reads it: without reasoning and without ``<tool_call>`` blocks.
+
+    The rules are :mod:`~swift_rlfactory.tools.parsing`'s, taken from the parser itself so the two cannot
+    drift apart: every ``<think>...</think>`` block is reasoning, so is everything after a ``<think>``
+    that is never closed (even one written inside an answer), and a first ``</think>`` with no ``<think>``
+    before it closes a think block the chat template opened in the prompt. A reply without tags is all
+    visible; Qwen3's empty ``<think>\\n\\n</think>`` leaves only the white space it wrapped.
+
+    >>> visible_reply("<think>Maybe <answer>Paris</answer>?</think> I don't know.")
+    " I don't know."
+    >>> visible_reply("weighing it up</think><answer>Paris</answer>")
+    '<answer>Paris</answer>'
+    """
+    return "".join(_scan(text)[1])
 
 
 def normalize_answer(text: str) -> str:
@@ -48,8 +70,8 @@ def normalize_answer(text: str) -> str:
 
 
 def extract_answer(text: str) -> str | None:
-    """The content of the last ``<answer>`` block, or ``None`` when there is none."""
-    found = ANSWER_TAG.findall(text)
+    """The content of the last ``<answer>`` block of the visible reply, or ``None`` when there is none."""
+    found = ANSWER_TAG.findall(visible_reply(text))
     return found[-1].strip() if found else None
 
 
@@ -90,10 +112,10 @@ def token_f1(prediction: str, golds: list[str]) -> float:
 
 
 def _graded_answer(trajectory: Trajectory, require_tag: bool) -> str | None:
-    """The text to grade: the ``<answer>`` content, or the whole reply when the tag is optional."""
+    """The text to grade: the ``<answer>`` content, or the whole visible reply when the tag is optional."""
     answer = extract_answer(trajectory.final_response)
     if answer is None and not require_tag:
-        answer = trajectory.final_response
+        answer = visible_reply(trajectory.final_response)
     return answer
 
 
@@ -109,15 +131,21 @@ def f1(trajectory: Trajectory, require_tag: bool = True) -> float:
     return 0.0 if answer is None else token_f1(answer, trajectory.golden_answers)
 
 
+def answers_once(text: str) -> bool:
+    """Whether an assistant turn is a well-formed answer: exactly one non-empty ``<answer>`` block in its
+    visible reply, and no tool call the parser finds, well-formed or not (reasoning may mention both)."""
+    answers = ANSWER_TAG.findall(visible_reply(text))
+    return len(answers) == 1 and bool(answers[0].strip()) and not parse_tool_calls(text)
+
+
 def format_reward(trajectory: Trajectory) -> float:
     """1.0 when the episode ends in exactly one non-empty ``<answer>`` block and no tool call was malformed.
 
     Shaping for small models: it pays for the protocol (call tools in well-formed blocks, then answer in
-    the tag) before they can earn exact-match reward.
+    the tag) before they can earn exact-match reward. Only the visible reply counts (see
+    :func:`visible_reply`).
     """
-    final = trajectory.final_response
-    answers = ANSWER_TAG.findall(final)
-    if len(answers) != 1 or not answers[0].strip() or "<tool_call>" in final:
+    if not answers_once(trajectory.final_response):
         return 0.0
     malformed = any((c.get("error") or "").startswith("could not parse") for c in trajectory.tool_calls)
     return 0.0 if malformed else 1.0

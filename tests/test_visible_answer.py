@@ -1,0 +1,171 @@
+"""Rewards read the reply the tool-call parser reads: reasoning is not an answer, nor a call.
+
+A thinking model weighs candidates in ``<think>``; ``em``, ``f1``, ``format`` and ``turn_format`` must not
+pay for an answer written only there (nor when ``<think>`` is never closed), and must not punish a reply
+whose reasoning merely mentions ``<tool_call>``, a call the parser ignored. The property tests build
+replies from pieces (think tags, tool calls whose JSON strings hold tags, answers, text in any script) and
+check that an answer counts exactly where a call in its place would run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from swift_rlfactory.rewards import process, rules
+from swift_rlfactory.rewards.rules import extract_answer, normalize_answer, visible_reply
+from swift_rlfactory.tools.parsing import parse_tool_calls
+from swift_rlfactory.trajectory import Trajectory
+
+CALL = '<tool_call>\n{"name": "search", "arguments": {"query": "capital of France"}}\n</tool_call>'
+
+
+def reply(text: str, golds: tuple[str, ...] = ("Paris",)) -> Trajectory:
+    """A one-turn trajectory whose only assistant turn is ``text``."""
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": text}]
+    return Trajectory(messages=messages, turns=1, row={"golden_answers": list(golds)})
+
+
+def scores(trajectory: Trajectory) -> tuple[float, float, float, list[float]]:
+    return (
+        rules.em(trajectory),
+        rules.f1(trajectory),
+        rules.format_reward(trajectory),
+        process.turn_format(trajectory),
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>Maybe <answer>Paris</answer>?</think>\nI don't know.",  # considered, then not given
+        "<think>Maybe <answer>Paris</answer>?",  # reasoning never closed: nothing is visible
+        "I think <think>it is <answer>Paris</answer>",  # visible text before an unclosed <think>
+        "Perhaps <answer>Paris</answer>, no.</think>\nI don't know.",  # the prompt opened the reasoning
+        "<think>a</think> b <think><answer>Paris</answer></think> c",  # a second think block counts too
+        f"{CALL[:-12]}<answer>Paris</answer></tool_call>",  # an answer inside a call's block is no answer
+    ],
+)
+def test_an_answer_only_in_reasoning_earns_nothing(text):
+    assert extract_answer(text) is None
+    assert scores(reply(text)) == (0.0, 0.0, 0.0, [0.0])
+
+
+def test_without_the_tag_the_visible_reply_is_graded_not_the_reasoning():
+    assert rules.em(reply("<think>Paris? or Lyon</think>Lyon"), require_tag=False) == 0.0
+    assert rules.em(reply("<think>Lyon? or Paris</think>Paris"), require_tag=False) == 1.0
+    assert rules.f1(reply("<think>Paris, I guess"), require_tag=False) == 0.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<answer>Paris</answer>",  # a model without reasoning
+        "<think>\n\n</think>\n\n<answer>Paris</answer>",  # Qwen3 with thinking off
+        f"<think>Should I search?\n{CALL}\nNo, I know it.</think>\n<answer>Paris</answer>",
+        "<think>Is it <answer>Lyon</answer>? Or <tool_call> again?</think><answer>Paris</answer>",
+        "<think>a</think> b <think><answer>Lyon</answer></think><answer>Paris</answer>",
+        "Lyon? <answer>Lyon</answer> no: Paris.</think>\n\n<answer>Paris</answer>",  # prompt-opened think
+    ],
+)
+def test_a_perfect_reply_scores_whatever_its_reasoning_mentions(text):
+    assert extract_answer(text) == "Paris"
+    assert scores(reply(text)) == (1.0, 1.0, 1.0, [1.0])
+
+
+def test_a_tool_turn_whose_reasoning_mentions_an_answer_follows_the_protocol():
+    turn = f"<think>If it is <answer>Paris</answer> I am done; check.</think>\n{CALL}"
+    calls = [{"tool": "search", "error": None, "turn": 1}]
+    trajectory = Trajectory(
+        messages=[
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": turn},
+            {"role": "tool", "content": "Paris is the capital of France."},
+            {"role": "assistant", "content": "<think>\n\n</think>\n\n<answer>Paris</answer>"},
+        ],
+        tool_calls=calls,
+        turns=2,
+    )
+    assert process.turn_format(trajectory) == [1.0, 1.0]
+    trajectory.messages[1]["content"] = f"<answer>Paris</answer>\n{CALL}"
+    assert process.turn_format(trajectory) == [0.0, 1.0]
+
+
+def test_a_literal_think_tag_after_the_reasoning_is_read_as_the_parser_reads_it():
+    """The parser takes every ``<think>`` as reasoning, even one written inside an answer, and does not run
+    a call after it; the answer is not graded either (one rule for what the reply is)."""
+    after = "<think>ok</think><answer>the <think> tag, then "
+    assert parse_tool_calls(after + CALL) == []
+    assert extract_answer(after + "Paris</answer>") is None
+    closed = "<think>ok</think><answer>Paris <think>aside</think></answer>"
+    assert extract_answer(closed) == "Paris" and rules.format_reward(reply(closed)) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [("北京。", "北京"), ("東京都", "東京都"), ("Straße", "STRASSE"), ("ＢＢＣ", "BBC"), ("-227", "-227")],
+)
+def test_answers_in_any_script_after_reasoning_in_any_script(answer, gold):
+    text = f"<think>答案可能是<answer>上海</answer>，不对。</think>\n<answer>{answer}</answer>"
+    assert scores(reply(text, golds=(gold,))) == (1.0, 1.0, 1.0, [1.0])
+
+
+# -- properties ---------------------------------------------------------------------------------------
+
+_WORDS = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="<{"), min_size=1, max_size=12
+)
+_ANSWERS = _WORDS.filter(lambda a: normalize_answer(a) != "")
+# Tags inside a call's JSON strings are argument text. ("</think>" is left out: in reasoning the parser
+# takes the first one as the end of it wherever it stands, which would make the cases below a different one.)
+_TAGGED_JSON = st.sampled_from(["<think>", "<answer>", "</answer>", "<tool_call>", "</tool_call>"])
+
+
+@st.composite
+def _call(draw, name: str = "search") -> str:
+    """A well-formed call whose argument may hold any tag as text (inside a JSON string it is no tag)."""
+    query = draw(st.lists(st.one_of(_TAGGED_JSON, _WORDS), max_size=3).map("".join))
+    body = json.dumps({"name": name, "arguments": {"query": query}}, ensure_ascii=False)
+    return f"<tool_call>\n{body}\n</tool_call>"
+
+
+def _pieces(closing: bool = True) -> st.SearchStrategy[list[str]]:
+    """Pieces of a reply: text, think tags, stray tags, well-formed calls, and slots ("@") for answers."""
+    tags = ["<think>", "</answer>", "</tool_call>", "@"] + (["</think>"] if closing else [])
+    return st.lists(st.one_of(_WORDS, st.sampled_from(tags), _call()), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=_pieces(), answers=st.lists(_ANSWERS, min_size=1, max_size=4, unique=True))
+def test_an_answer_counts_exactly_where_a_call_in_its_place_would_run(pieces, answers):
+    """Fill the slots with distinct answers, or with calls named after them: the answers the rewards see
+    are the calls the parser runs."""
+    slots = [i for i, piece in enumerate(pieces) if piece == "@"]
+    names = [f"a{i}" for i in range(len(slots))]
+    as_answers, as_calls = list(pieces), list(pieces)
+    for slot, name in zip(slots, names, strict=True):
+        as_answers[slot] = f"<answer>{name}</answer>"
+        as_calls[slot] = f'<tool_call>{{"name": "{name}", "arguments": {{}}}}</tool_call>'
+    seen = rules.ANSWER_TAG.findall(visible_reply("".join(as_answers)))
+    run = [call.name for call in parse_tool_calls("".join(as_calls)) if call.name in names]
+    assert seen == run
+    last = extract_answer("".join(as_answers))
+    assert last == (run[-1] if run else None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reasoning=_pieces(closing=False), answer=_ANSWERS, considered=_ANSWERS, empty=st.booleans())
+def test_reasoning_never_changes_the_score_of_the_answer_after_it(reasoning, answer, considered, empty):
+    """Whatever the reasoning holds (answers, calls, ``<think>``, stray tags, any script), the reply after
+    ``</think>`` is what scores; the same reasoning left open scores nothing."""
+    thought = "".join(f"<answer>{considered}</answer>" if p == "@" else p for p in reasoning)
+    thought = "" if empty else thought
+    golds = (answer,)
+    assert scores(reply(f"<think>{thought}</think>\n<answer>{answer}</answer>", golds)) == (1, 1, 1, [1])
+    assert scores(reply(f"<think>{thought}</think>\nI don't know.", golds)) == (0, 0, 0, [0])
+    assert scores(reply(f"<think>{thought}\n<answer>{answer}</answer>", golds)) == (0, 0, 0, [0])
+    if "<think>" not in reasoning:  # else the first </think> closes that block, not one the prompt opened
+        assert scores(reply(f"{thought}</think>\n<answer>{answer}</answer>", golds)) == (1, 1, 1, [1])
