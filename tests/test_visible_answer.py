@@ -9,6 +9,7 @@ check that an answer counts exactly where a call in its place would run.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -17,7 +18,10 @@ from hypothesis import strategies as st
 
 from swift_rlfactory.rewards import process, rules
 from swift_rlfactory.rewards.rules import extract_answer, normalize_answer, visible_reply
+from swift_rlfactory.rollout.episode import Generation, run_episode
+from swift_rlfactory.tools import Limits, ToolExecutor, tool
 from swift_rlfactory.tools.parsing import parse_tool_calls
+from swift_rlfactory.tools.toolset import PythonProvider
 from swift_rlfactory.trajectory import Trajectory
 
 CALL = '<tool_call>\n{"name": "search", "arguments": {"query": "capital of France"}}\n</tool_call>'
@@ -169,3 +173,39 @@ def test_reasoning_never_changes_the_score_of_the_answer_after_it(reasoning, ans
     assert scores(reply(f"<think>{thought}\n<answer>{answer}</answer>", golds)) == (0, 0, 0, [0])
     if "<think>" not in reasoning:  # else the first </think> closes that block, not one the prompt opened
         assert scores(reply(f"{thought}</think>\n<answer>{answer}</answer>", golds)) == (1, 1, 1, [1])
+
+
+# -- calls past max_calls_per_turn parsed ----------------------------------------------------------
+
+
+@tool
+def lookup(key: str) -> str:
+    """Return the key, upper case."""
+    return key.upper()
+
+
+def _episode(first_turn: str) -> Trajectory:
+    """A real rollout: ``first_turn``, its calls run by a real executor (two calls a turn), then an answer."""
+    turns = iter([first_turn, "<answer>Paris</answer>"])
+
+    async def generate(messages):
+        return Generation(next(turns))
+
+    with ToolExecutor([PythonProvider([lookup])], Limits()) as executor:
+        prompt = [{"role": "user", "content": "q"}]
+        return asyncio.run(
+            run_episode(prompt, generate, executor, 3, max_calls_per_turn=2, row={"answer": "Paris"})
+        )
+
+
+@pytest.mark.timeout(60)
+def test_calls_past_the_limit_are_not_malformed_but_a_broken_call_is():
+    call = '<tool_call>{"name": "lookup", "arguments": {"key": "k"}}</tool_call>'
+    over = _episode(call * 3)
+    assert [c["error"] is None for c in over.tool_calls] == [True, True, False]
+    assert rules.format_reward(over) == 1.0 and process.turn_format(over) == [1.0, 1.0]
+    assert rules.tool_use(over) < 1.0  # the call that did not run is still no success
+
+    broken = _episode(call + '<tool_call>{"name": "lookup", "arguments": {"key": }}</tool_call>')
+    assert broken.tool_calls[1]["error"].startswith("could not parse")
+    assert rules.format_reward(broken) == 0.0 and process.turn_format(broken) == [0.0, 1.0]

@@ -13,9 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..trajectory import Trajectory
-from .rules import answers_once, visible_reply
-
-_PARSE_ERROR = "could not parse"
+from .rules import answers_once, parse_failed, visible_reply
 
 
 def calls_by_turn(trajectory: Trajectory) -> dict[int, list[dict[str, Any]]]:
@@ -46,8 +44,9 @@ def turn_tool_success(trajectory: Trajectory, no_call: float = 0.0) -> list[floa
 def turn_format(trajectory: Trajectory) -> list[float]:
     """Per turn: 1.0 when the turn follows the protocol, else 0.0.
 
-    A tool turn follows it when every call parsed and it holds no ``<answer>``; a turn without calls
-    follows it when it holds exactly one non-empty ``<answer>`` block and no tool call. Only the visible reply counts, as for the parser: reasoning that mentions
+    A tool turn follows it when every call parsed (a call past ``max_calls_per_turn`` parsed too) and it
+    holds no ``<answer>``; a turn without calls follows it when it holds exactly one non-empty ``<answer>``
+    block and no tool call. Only the visible reply counts, as for the parser: reasoning that mentions
     ``<answer>`` or ``<tool_call>`` changes nothing (:func:`~.rules.visible_reply`).
     """
     by_turn = calls_by_turn(trajectory)
@@ -55,7 +54,7 @@ def turn_format(trajectory: Trajectory) -> list[float]:
     for i, text in enumerate(trajectory.assistant_turns):
         calls = by_turn.get(i)
         if calls:
-            parsed = not any((c.get("error") or "").startswith(_PARSE_ERROR) for c in calls)
+            parsed = not any(parse_failed(c) for c in calls)
             scores.append(float(parsed and "<answer>" not in visible_reply(text)))
         else:
             scores.append(float(answers_once(text)))

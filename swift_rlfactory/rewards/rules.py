@@ -23,6 +23,7 @@ import string
 import unicodedata
 from collections import Counter
 from decimal import Decimal
+from typing import Any
 
 from ..tools.parsing import _scan, parse_tool_calls  # _scan: the parser has no public name for it yet
 from ..trajectory import Trajectory
@@ -33,6 +34,9 @@ _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)")
 # One F1 token per character of the scripts written without spaces (kana and CJK ideographs), else a word.
 _UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _F1_TOKEN = re.compile(f"[{_UNSPACED}]|[^\\s{_UNSPACED}]+")
+_PARSE_ERROR = "could not parse"  # how the executor's record of a call the parser refused begins
+# ... and of a call past ``max_calls_per_turn``, which parsed and was only not run (rollout.episode).
+_OVER_LIMIT = "could not parse tool call: too many tool calls in one turn"
 
 
 def visible_reply(text: str) -> str:
@@ -131,6 +135,16 @@ def f1(trajectory: Trajectory, require_tag: bool = True) -> float:
     return 0.0 if answer is None else token_f1(answer, trajectory.golden_answers)
 
 
+def parse_failed(call: dict[str, Any]) -> bool:
+    """Whether a tool-call record is a call the parser could not read.
+
+    A call past ``max_calls_per_turn`` parsed fine and is not one: it was only not run (``tool_use`` and
+    ``turn_tool_success`` still count it as a call that did not succeed).
+    """
+    error = call.get("error") or ""
+    return error.startswith(_PARSE_ERROR) and not error.startswith(_OVER_LIMIT)
+
+
 def answers_once(text: str) -> bool:
     """Whether an assistant turn is a well-formed answer: exactly one non-empty ``<answer>`` block in its
     visible reply, and no tool call the parser finds, well-formed or not (reasoning may mention both)."""
@@ -143,12 +157,11 @@ def format_reward(trajectory: Trajectory) -> float:
 
     Shaping for small models: it pays for the protocol (call tools in well-formed blocks, then answer in
     the tag) before they can earn exact-match reward. Only the visible reply counts (see
-    :func:`visible_reply`).
+    :func:`visible_reply`), and only calls the parser could not read are malformed (:func:`parse_failed`).
     """
     if not answers_once(trajectory.final_response):
         return 0.0
-    malformed = any((c.get("error") or "").startswith("could not parse") for c in trajectory.tool_calls)
-    return 0.0 if malformed else 1.0
+    return 0.0 if any(parse_failed(c) for c in trajectory.tool_calls) else 1.0
 
 
 def tool_use(
