@@ -209,3 +209,29 @@ def test_calls_past_the_limit_are_not_malformed_but_a_broken_call_is():
     broken = _episode(call + '<tool_call>{"name": "lookup", "arguments": {"key": }}</tool_call>')
     assert broken.tool_calls[1]["error"].startswith("could not parse")
     assert rules.format_reward(broken) == 0.0 and process.turn_format(broken) == [0.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("record", "malformed"),
+    [
+        ({"error": "could not parse tool call: too many tool calls in one turn (limit 8)"}, False),
+        ({"error": "not run: too many tool calls in one turn (limit 8)", "error_kind": "limit"}, False),
+        (
+            {"error": "could not parse tool call: too many tool calls in one turn", "error_kind": "limit"},
+            False,
+        ),
+        ({"error": "could not parse tool call: empty <tool_call> block"}, True),
+        ({"error": "could not parse tool call: empty <tool_call> block", "error_kind": "parse"}, True),
+        ({"error": "tool 'search' timed out after 30 s", "error_kind": None}, False),
+        ({"error": None}, False),
+    ],
+)
+def test_only_calls_the_parser_could_not_read_cost_the_format_reward(record, malformed):
+    """Records as the executor writes them, with the ``error_kind`` it adds and from logs written before."""
+    trajectory = reply("<answer>Paris</answer>")
+    trajectory.tool_calls = [{**record, "turn": 1}]
+    trajectory.messages[1:1] = [{"role": "assistant", "content": CALL}, {"role": "tool", "content": "ok"}]
+    trajectory.turns = 2
+    assert rules.parse_failed(record) is malformed
+    assert rules.format_reward(trajectory) == float(not malformed)
+    assert process.turn_format(trajectory) == [float(not malformed), 1.0]

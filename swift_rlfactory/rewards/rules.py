@@ -139,8 +139,11 @@ def parse_failed(call: dict[str, Any]) -> bool:
     """Whether a tool-call record is a call the parser could not read.
 
     A call past ``max_calls_per_turn`` parsed fine and is not one: it was only not run (``tool_use`` and
-    ``turn_tool_success`` still count it as a call that did not succeed).
+    ``turn_tool_success`` still count it as a call that did not succeed). The record's ``error_kind``
+    (``"parse"``, ``"limit"``) says which; a record written before that field existed is told by its error.
     """
+    if call.get("error_kind") is not None:
+        return call["error_kind"] == "parse"
     error = call.get("error") or ""
     return error.startswith(_PARSE_ERROR) and not error.startswith(_OVER_LIMIT)
 
