@@ -17,8 +17,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is i
 
 import gradio as gr  # noqa: E402
 import pandas as pd  # noqa: E402
+from gradio.components.plot import AltairPlotData  # noqa: E402  (a Vega-Lite spec for gr.Plot, as JSON)
 
 from . import actions  # noqa: E402
+from .charts import line_chart  # noqa: E402
 from .index import Filters  # noqa: E402
 from .launch import MODES, GRPOForm, Job, shell_line  # noqa: E402
 from .render import STYLE, rewards_table, trajectory_html  # noqa: E402
@@ -42,15 +44,27 @@ PAGE = 200  # rows of the trajectory table at most
 
 
 # -- metrics ---------------------------------------------------------------------------------------
+NO_STEPS = (
+    "no steps logged yet: each chart gets its first point when the trainer logs its first step "
+    "(every `--logging_steps` steps)"
+)
+
+
+def _chart(title: str, points: list[dict[str, Any]]) -> AltairPlotData:
+    return AltairPlotData(chart="line", plot=json.dumps(line_chart(title, points)))
+
+
 def _plots(folder: str) -> list[Any]:
     if not folder:
         return [gr.update() for _ in PLOTS] + ["open a run or eval folder"]
+    if not Path(folder).expanduser().is_dir():
+        return [_chart(name, []) for name in PLOTS] + [f"no such folder: `{folder}`"]
     run = RUNS.open(folder)
-    frames = []
-    for patterns in PLOTS.values():
-        points = run.metrics.series(patterns)
-        frames.append(pd.DataFrame(points or [], columns=["step", "metric", "value"]))
-    return frames + [run.describe()]
+    charts = [_chart(name, run.metrics.series(patterns)) for name, patterns in PLOTS.items()]
+    status = run.describe()
+    if not run.metrics.rows:
+        status += f" · {NO_STEPS}"
+    return charts + [status]
 
 
 def _metrics_panel(folder: gr.Textbox) -> None:
@@ -64,16 +78,7 @@ def _metrics_panel(folder: gr.Textbox) -> None:
         with gr.Row():
             for name in names[start : start + 2]:
                 slug = name.split(" (")[0].lower().replace(" ", "-")
-                plots.append(
-                    gr.LinePlot(
-                        x="step",
-                        y="value",
-                        color="metric",
-                        title=name,
-                        height=260,
-                        elem_id=f"rlf-plot-{slug}",
-                    )
-                )
+                plots.append(gr.Plot(label=name, show_label=False, elem_id=f"rlf-plot-{slug}"))
     outputs = [*plots, status]
     refresh.click(_plots, [folder], outputs)
     folder.submit(_plots, [folder], outputs)

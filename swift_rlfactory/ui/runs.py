@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .charts import finite
 from .index import TrajectoryIndex
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -52,11 +53,13 @@ def resolve_run(folder: str | Path) -> Path:
 
 
 def step_of(entry: dict[str, Any], position: int) -> int:
-    """The global step of one logging line (``global_step/max_steps`` is ``"3/100"``)."""
+    """The global step of one logging line (``global_step/max_steps`` is ``"3/100"``), else its ``step``,
+    else its position (a hand-written line's ``"step": "x"`` does not stop the log being read)."""
     value = entry.get("global_step/max_steps")
     if isinstance(value, str) and value.split("/")[0].isdigit():
         return int(value.split("/")[0])
-    return int(entry.get("step", position + 1))
+    step = entry.get("step")
+    return step if isinstance(step, int) and not isinstance(step, bool) else position + 1
 
 
 def wanted(key: str, patterns: tuple[str, ...]) -> bool:
@@ -97,12 +100,13 @@ class MetricLog:
         return added
 
     def series(self, patterns: tuple[str, ...]) -> list[dict[str, Any]]:
-        """Long-form points ``{"step", "metric", "value"}`` for the keys a plot draws."""
+        """Long-form points ``{"step", "metric", "value"}`` for the keys a plot draws; a value that is not a
+        finite number (``NaN``, ``None``, text) is no point."""
         return [
-            {"step": row["_step"], "metric": key, "value": float(value)}
+            {"step": row["_step"], "metric": key, "value": number}
             for row in self.rows
             for key, value in row.items()
-            if wanted(key, patterns) and isinstance(value, int | float) and not isinstance(value, bool)
+            if wanted(key, patterns) and (number := finite(value)) is not None
         ]
 
 
@@ -127,9 +131,10 @@ class Run:
 
     def describe(self) -> str:
         """One line for the page: where, how many steps and trajectories."""
+        steps, trajectories = len(self.metrics.rows), len(self.trajectories.entries)
         return (
-            f"{self.folder}: {len(self.metrics.rows)} logged steps, "
-            f"{len(self.trajectories.entries)} trajectories"
+            f"{self.folder}: {steps} logged step{'' if steps == 1 else 's'}, "
+            f"{trajectories} trajector{'y' if trajectories == 1 else 'ies'}"
         )
 
 

@@ -7,7 +7,9 @@ call and reward, and a 2-step CPU GRPO run launched from the tab whose first met
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import re
 from pathlib import Path
 
@@ -37,6 +39,23 @@ def set_code(page, elem_id: str, text: str) -> None:
 
 def open_tab(page, name: str) -> None:
     page.get_by_role("tab", name=name, exact=True).click()
+
+
+def drawn_pixels(page, elem_id: str) -> int:
+    """Coloured pixels inside a chart's plotting frame, as the browser painted them (grid lines and axes are
+    grey; a line or a dot of a series is coloured); 0 for a chart with no frame drawn."""
+    from PIL import Image
+
+    frame = page.locator(f"#{elem_id} svg.marks .role-frame.root > g > path.background")
+    if not frame.count():
+        return 0
+    pixels = Image.open(io.BytesIO(frame.first.screenshot())).convert("RGB").tobytes()
+    return sum(max(rgb) - min(rgb) > 60 for rgb in zip(pixels[::3], pixels[1::3], pixels[2::3], strict=True))
+
+
+def open_folder(page, folder: Path, tab: str) -> None:
+    textbox(page, "rlf-run").fill(str(folder))
+    open_tab(page, tab)
 
 
 def test_environment_is_validated_and_a_tool_answers(page, screenshots: Path, tmp_path: Path):
@@ -117,6 +136,53 @@ def test_recorded_run_plots_and_trajectory(page, screenshots: Path):
     expect(scores).to_contain_text("tool_use")
     expect(scores).to_contain_text("the log recorded total")
     page.screenshot(path=screenshots / "try-a-reward.png")
+
+
+def test_live_metrics_with_no_step_one_step_and_many_odd_steps(page, screenshots: Path, tmp_path: Path):
+    """A run that has just started shows "no steps logged yet", then its first step as a dot on a numeric
+    axis (gradio's line plot drew nothing for one point); a long run whose rows hold NaN, inf, None or text,
+    or lack a metric, still draws every chart."""
+    first = json.loads((RECORDED_RUN / "logging.jsonl").read_text().splitlines()[0])
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "logging.jsonl").write_text('{"model_info": "the trainer\'s first line is no step"}\n')
+    open_folder(page, fresh, "Live metrics")
+    page.locator("#rlf-metrics-refresh").click()
+    status = page.locator("#rlf-metrics-status")
+    expect(status).to_contain_text("0 logged steps")
+    expect(status).to_contain_text("no steps logged yet")
+    expect(page.locator("#rlf-plot-reward-and-components")).to_contain_text("no values logged yet")
+
+    with open(fresh / "logging.jsonl", "a") as f:  # the first step arrives; the page refreshes itself
+        f.write(json.dumps({**first, "turns": math.nan, "stop/answer": "n/a"}) + "\n")
+    expect(status).to_contain_text("1 logged step,")
+    reward = page.locator("#rlf-plot-reward-and-components")
+    expect(reward.locator("svg.marks .role-axis[aria-label^='Y-axis']")).to_have_attribute(
+        "aria-label", re.compile("linear scale")
+    )
+    expect(reward.locator(".mark-symbol.role-mark path")).to_have_count(4)  # reward, em, format, tool_use
+    page.screenshot(path=screenshots / "live-metrics-one-step.png", full_page=True)
+    assert drawn_pixels(page, "rlf-plot-reward-and-components") > 50
+    assert drawn_pixels(page, "rlf-plot-step-timeline") > 50
+    expect(page.locator("#rlf-plot-turns")).to_contain_text("no values logged yet")  # its one value: NaN
+    assert drawn_pixels(page, "rlf-plot-turns") == 0
+
+    many = tmp_path / "many"
+    many.mkdir()
+    with open(many / "logging.jsonl", "w") as f:
+        for n in range(1, 1201):
+            row = {**first, "global_step/max_steps": f"{n}/1200", "reward": math.sin(n / 100)}
+            row["turns"] = [2.0, math.nan, None, "x", math.inf][n % 5]
+            if n != 600:
+                del row["stop/answer"]  # a stop reason seen once
+            f.write(json.dumps(row) + "\n")
+    textbox(page, "rlf-run").fill(str(many))
+    textbox(page, "rlf-run").press("Enter")
+    expect(status).to_contain_text("1200 logged steps")
+    expect(page.locator("#rlf-plot-reward-and-components")).to_contain_text("1 step in 3 shown")
+    page.screenshot(path=screenshots / "live-metrics-many-steps.png", full_page=True)
+    for chart in ("reward-and-components", "turns", "stop-reasons", "step-timeline"):
+        assert drawn_pixels(page, f"rlf-plot-{chart}") > 20, chart
 
 
 @pytest.mark.timeout(420)
