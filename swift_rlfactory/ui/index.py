@@ -8,6 +8,9 @@ answers in milliseconds; text search scans the raw bytes once per query.
 
 Both a training run's log (``step`` per line) and an eval output's (``index``/``sample`` per line) are read:
 a *group* is the trajectories of one prompt in one step (GRPO's group) or the samples of one eval question.
+An eval episode that failed on every attempt is a line with ``failed: true`` and its ``error`` instead of a
+trajectory: its stop reason here is :data:`FAILED`, so the stop-reason filter finds it. A line is whatever
+was written: fields of the wrong type count as missing, and a line that is not a JSON object is skipped.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..eval.runner import is_failed
+
+FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt
+ERROR_CHARS = 200  # of an episode's error kept in the index (the table shows the start; the viewer all)
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class Entry:
     tool_calls: int
     tool_errors: int
     turns: int
+    error: str = ""  # the episode's error (a failed eval episode, a training stop reason ``error``), cut
 
 
 @dataclass(frozen=True)
@@ -50,40 +59,62 @@ class Filters:
     text: str = ""
 
 
+def items(record: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """``record[key]`` as a list of objects (``messages``, ``tool_calls``): anything else there is none."""
+    value = record.get(key)
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def as_number(value: Any) -> float | None:
+    """A logged number (not a bool), else ``None``."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def prompt_of(record: dict[str, Any]) -> str:
     """The question a trajectory answers: the eval ``question`` field, else the last user message."""
     if isinstance(record.get("question"), str):
         return record["question"]
     users = [
         m["content"]
-        for m in record.get("messages") or []
+        for m in items(record, "messages")
         if m.get("role") == "user" and isinstance(m.get("content"), str)
     ]
     return users[-1] if users else ""
 
 
+def error_of(record: dict[str, Any]) -> str:
+    """The episode's own error (not its tool calls'): a failed eval episode's, or a training error's."""
+    error = record.get("error")
+    if error in (None, ""):
+        return ""
+    return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False, default=str)
+
+
 def summarize(number: int, offset: int, record: dict[str, Any]) -> Entry:
     """The index entry of one parsed line."""
-    calls = record.get("tool_calls") or []
+    calls = items(record, "tool_calls")
     prompt = prompt_of(record)
     step = record.get("step")
     # an eval output's group is one question; a training step's is one prompt
     group = f"q{record['index']}" if "index" in record else hashlib.sha1(prompt.encode()).hexdigest()[:8]
-    rewards = record.get("rewards") or {}
-    total = rewards.get("total")
-    if total is None and isinstance(record.get("reward"), int | float):
-        total = record["reward"]
+    rewards = record.get("rewards")
+    total = as_number(rewards.get("total")) if isinstance(rewards, dict) else None
+    if total is None:
+        total = as_number(record.get("reward"))
+    turns = record.get("turns")
+    stop = record.get("stop_reason")
     return Entry(
         number=number,
         offset=offset,
-        step=step if isinstance(step, int) else None,
+        step=step if isinstance(step, int) and not isinstance(step, bool) else None,
         group=group,
         prompt=prompt,
-        reward=float(total) if isinstance(total, int | float) else None,
-        stop_reason=str(record.get("stop_reason") or ""),
+        reward=total,
+        stop_reason=FAILED if is_failed(record) else str(stop) if stop else "",
         tool_calls=len(calls),
         tool_errors=sum(1 for c in calls if c.get("error")),
-        turns=int(record.get("turns") or 0),
+        turns=turns if isinstance(turns, int) and not isinstance(turns, bool) else 0,
+        error=error_of(record)[:ERROR_CHARS],
     )
 
 
@@ -95,7 +126,7 @@ class TrajectoryIndex:
         self.entries: list[Entry] = []
         self._end = 0  # bytes indexed so far (always at a line boundary)
         self._lock = threading.Lock()
-        self.skipped = 0  # lines that were not JSON (a torn last line is retried on the next refresh)
+        self.skipped = 0  # lines that are not a JSON object (a torn last line is retried on the next refresh)
 
     def refresh(self) -> int:
         """Index lines appended since the last call; returns how many were added."""
@@ -117,7 +148,9 @@ class TrajectoryIndex:
                         continue
                     try:
                         record = json.loads(line)
-                    except json.JSONDecodeError:
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        record = None
+                    if not isinstance(record, dict):
                         self.skipped += 1
                         continue
                     self.entries.append(summarize(len(self.entries), offset, record))

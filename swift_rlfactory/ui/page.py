@@ -39,7 +39,18 @@ def serve_options(host: str, port: int, auth: tuple[str, str] | None) -> dict[st
 RUNS = RunCache()
 ENVS = actions.Environments()
 JOBS: dict[str, Job] = {}  # the job started from this server, by output folder
-TABLE_COLUMNS = ["#", "step", "group", "reward", "stop", "calls", "errors", "turns", "prompt"]
+TABLE_COLUMNS = [
+    "#",
+    "step",
+    "group",
+    "reward",
+    "stop",
+    "calls",
+    "errors",
+    "turns",
+    "prompt",
+    "episode error",
+]
 PAGE = 200  # rows of the trajectory table at most
 
 
@@ -121,6 +132,7 @@ def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text)
             e.tool_errors,
             e.turns,
             e.prompt[:80],
+            e.error[:80],
         ]
         for e in index.select(filters, limit=PAGE)
     ]
@@ -130,6 +142,12 @@ def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text)
     note = f"{len(rows)} shown of {len(index.entries)} trajectories" + (
         " (first 200)" if len(rows) >= PAGE else ""
     )
+    if index.skipped:
+        note += (
+            "; 1 line of the log is not a JSON object and is left out"
+            if index.skipped == 1
+            else f"; {index.skipped} lines of the log are not JSON objects and are left out"
+        )
     return (
         pd.DataFrame(rows, columns=TABLE_COLUMNS),
         gr.update(choices=steps),
@@ -146,7 +164,11 @@ def _show(folder: str, number) -> str:
     n = int(number)
     if not 0 <= n < len(index.entries):
         return f"<p>no trajectory #{n} (the log has {len(index.entries)})</p>"
-    return trajectory_html(index.read(n), title=f"trajectory #{n}")
+    try:
+        record = index.read(n)
+    except (OSError, ValueError) as exc:  # the log was replaced since it was indexed
+        return f"<p>cannot read trajectory #{n}: {html.escape(str(exc))}; refresh the table</p>"
+    return trajectory_html(record, title=f"trajectory #{n}")
 
 
 def _pick(table: pd.DataFrame, evt: gr.SelectData):

@@ -2,7 +2,11 @@
 
 Pure functions over the plain dicts of ``trajectories.jsonl`` (``Trajectory.to_dict`` plus ``step``), so
 the viewer shows a log exactly as written. All text is escaped: a trajectory is model output and tool
-output, never markup.
+output, never markup. A field of the wrong type (a hand-edited or foreign line) is shown as missing.
+
+An episode's own error is shown above its turns: an eval episode that failed on every attempt (its line
+holds the question and the redacted error, no trajectory) and a training trajectory that stopped with
+``error``. Text longer than :data:`SHOWN_CHARS` is cut for the page; the log keeps all of it.
 """
 
 from __future__ import annotations
@@ -11,10 +15,13 @@ import json
 from html import escape
 from typing import Any
 
+from ..eval.runner import is_failed
 from ..trajectory import history_turns
+from .index import as_number, error_of, items
 
 # Keys a tool call may carry with the whole result when the observation was cut to the token budget
 UNTRUNCATED_KEYS = ("untruncated", "full_observation", "raw_observation")
+SHOWN_CHARS = 20_000  # of one error or message on the page
 
 STYLE = """
 <style>
@@ -24,19 +31,32 @@ STYLE = """
 .rlf-turn {border-left: 3px solid #6b8afd; padding: 2px 0 2px 10px; margin: 10px 0}
 .rlf-call {border: 1px solid #dde1e7; border-radius: 6px; padding: 6px 8px; margin: 6px 0}
 .rlf-error {color: #b00020; font-weight: 600}
+.rlf-failed {border: 1px solid #b00020; border-radius: 6px; padding: 6px 10px; margin: 8px 0;
+  background: #fff5f6}
+.rlf-failed pre {max-height: 16em; overflow: auto}
 .rlf-meta {color: #5f6b7a; font-size: 12px}
 .rlf-rewards td, .rlf-rewards th {padding: 2px 10px; text-align: left}
 </style>
 """
 
 
+def _cut(text: str) -> str:
+    extra = len(text) - SHOWN_CHARS
+    return text if extra <= 0 else f"{text[:SHOWN_CHARS]}\n… ({extra} more characters in the log)"
+
+
 def _pre(text: Any) -> str:
-    return f"<pre>{escape(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False))}</pre>"
+    shown = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
+    return f"<pre>{escape(_cut(shown))}</pre>"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def per_turn_scores(record: dict[str, Any]) -> dict[str, list[float]]:
     """Per-turn reward lists: a list-valued entry of ``rewards`` or a ``turn_rewards``/``turn_scores`` field."""
-    out = {k: v for k, v in (record.get("rewards") or {}).items() if isinstance(v, list)}
+    out = {k: v for k, v in _dict(record.get("rewards")).items() if isinstance(v, list)}
     for key in ("turn_rewards", "turn_scores"):
         value = record.get(key)
         if isinstance(value, list):
@@ -48,21 +68,21 @@ def per_turn_scores(record: dict[str, Any]) -> dict[str, list[float]]:
 
 def rewards_table(record: dict[str, Any]) -> str:
     """Every reward component and the total, then any per-turn scores."""
-    rewards = record.get("rewards") or {}
+    rewards = _dict(record.get("rewards"))
     rows = "".join(
         f"<tr><td>{escape(str(name))}</td><td>{value:.4g}</td></tr>"
         for name, value in rewards.items()
-        if isinstance(value, int | float) and name != "total"
+        if as_number(value) is not None and name != "total"
     )
-    total = rewards.get("total")
-    if isinstance(total, int | float):
+    total = as_number(rewards.get("total"))
+    if total is not None:
         rows += f"<tr><th>total</th><th>{total:.4g}</th></tr>"
-    for name, why in (record.get("reward_errors") or {}).items():
+    for name, why in _dict(record.get("reward_errors")).items():
         rows += (
             f'<tr><td class="rlf-error">{escape(str(name))}</td><td>fallback: {escape(str(why))}</td></tr>'
         )
     for name, scores in per_turn_scores(record).items():
-        cells = ", ".join(f"{s:.3g}" if isinstance(s, int | float) else escape(str(s)) for s in scores)
+        cells = ", ".join(f"{s:.3g}" if as_number(s) is not None else escape(str(s)) for s in scores)
         rows += f"<tr><td>{escape(name)} (per turn)</td><td>{cells}</td></tr>"
     return f'<table class="rlf-rewards"><tr><th>reward</th><th>value</th></tr>{rows}</table>'
 
@@ -70,7 +90,8 @@ def rewards_table(record: dict[str, Any]) -> str:
 def tool_call_html(call: dict[str, Any]) -> str:
     """One call: tool, arguments, the observation as the model saw it, the uncut result, error, timing."""
     status = "cache hit" if call.get("cache_hit") else "cache miss"
-    meta = f"latency {float(call.get('latency_s') or 0) * 1000:.1f} ms · {status} · attempts {call.get('attempts', 0)}"
+    latency = as_number(call.get("latency_s")) or 0.0
+    meta = f"latency {latency * 1000:.1f} ms · {status} · attempts {call.get('attempts', 0)}"
     parts = [
         f'<div class="rlf-call"><b>call</b> <code>{escape(str(call.get("tool")))}</code>',
         _pre(json.dumps(call.get("arguments"), ensure_ascii=False, indent=1)),
@@ -87,25 +108,53 @@ def tool_call_html(call: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def episode_error_html(record: dict[str, Any]) -> str:
+    """The episode's own error, if it has one: a failed eval episode (with its question, since it has no
+    conversation) or a training trajectory that stopped with ``error``."""
+    error = error_of(record)
+    if is_failed(record):
+        question = record.get("question")
+        return (
+            '<div class="rlf-failed"><div class="rlf-error">episode failed on every attempt: no '
+            "trajectory, counted as a wrong answer (0) in metrics.json; the next eval run with the same "
+            "--output tries it again</div>"
+            f"<b>error</b>{_pre(error or '(no error text logged)')}"
+            + (f"<b>question</b>{_pre(question)}" if isinstance(question, str) else "")
+            + "</div>"
+        )
+    if error:
+        return f'<div class="rlf-failed"><div class="rlf-error">error</div>{_pre(error)}</div>'
+    return ""
+
+
 def trajectory_html(record: dict[str, Any], title: str = "") -> str:
-    """The whole trajectory: prompt, each assistant turn with its calls, the rewards."""
+    """The whole trajectory: its error if it has one, prompt, each assistant turn with its calls, the
+    rewards."""
     calls_by_turn: dict[int, list[dict[str, Any]]] = {}
-    for call in record.get("tool_calls") or []:
-        calls_by_turn.setdefault(int(call.get("turn") or 0), []).append(call)
+    for call in items(record, "tool_calls"):
+        turn = call.get("turn")
+        calls_by_turn.setdefault(turn if isinstance(turn, int) else 0, []).append(call)
     scores = per_turn_scores(record)
-    total = (record.get("rewards") or {}).get("total")
-    head = (
-        f"step {record.get('step')} · {record.get('turns', 0)} turns · stop: "
-        f"{escape(str(record.get('stop_reason') or '?'))} · reward "
-        f"{f'{total:.4g}' if isinstance(total, int | float) else '?'}"
+    total = as_number(_dict(record.get("rewards")).get("total"))
+    turns = record.get("turns")
+    turns = turns if isinstance(turns, int) and not isinstance(turns, bool) else 0
+    where = (
+        f"question {record.get('index')} · sample {record.get('sample')}"
+        if "index" in record
+        else f"step {record.get('step')}"
     )
+    if is_failed(record):
+        head = f"{where} · failed · not scored"
+    else:
+        stop = record.get("stop_reason") or "?"
+        head = f"{where} · {turns} turns · stop: {stop} · reward {'?' if total is None else f'{total:.4g}'}"
     parts = [STYLE, '<div class="rlf-traj">']
     if title:
         parts.append(f"<h4>{escape(title)}</h4>")
-    parts.append(f'<div class="rlf-meta">{head}</div>')
-    messages = record.get("messages") or []
-    turns = record.get("turns")
-    history = history_turns(messages, turns if isinstance(turns, int) else 0)
+    parts.append(f'<div class="rlf-meta">{escape(head)}</div>')
+    parts.append(episode_error_html(record))
+    messages = items(record, "messages")
+    history = history_turns(messages, turns)
     turn = -history  # the row's own assistant messages come first; turn 1 is the first generated one
     for message in messages:
         role, content = message.get("role"), message.get("content") or ""
@@ -121,7 +170,7 @@ def trajectory_html(record: dict[str, Any], title: str = "") -> str:
             per_turn = "; ".join(
                 f"{escape(k)} {v[turn - 1]:.3g}"
                 for k, v in scores.items()
-                if len(v) >= turn and isinstance(v[turn - 1], int | float)
+                if len(v) >= turn and as_number(v[turn - 1]) is not None
             )
             parts.append(f'<div class="rlf-turn"><b>assistant · turn {turn}</b>')
             if per_turn:
@@ -130,6 +179,7 @@ def trajectory_html(record: dict[str, Any], title: str = "") -> str:
             parts.extend(tool_call_html(call) for call in calls_by_turn.get(turn, []))
             parts.append("</div>")
         # `tool` messages are the observations, shown under the call that produced them
-    parts.append(rewards_table(record))
+    if not is_failed(record):  # a failed episode was never scored
+        parts.append(rewards_table(record))
     parts.append("</div>")
     return "".join(parts)

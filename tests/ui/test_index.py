@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from swift_rlfactory.adapters.swift_timeline import StepTimeline
-from swift_rlfactory.ui.index import Filters, TrajectoryIndex
-from swift_rlfactory.ui.render import trajectory_html
+from swift_rlfactory.ui.index import ERROR_CHARS, Filters, TrajectoryIndex
+from swift_rlfactory.ui.render import SHOWN_CHARS, trajectory_html
 from swift_rlfactory.ui.runs import Run
 
 from .conftest import RECORDED_RUN
@@ -127,6 +127,94 @@ def test_recorded_run_reads_and_renders():
     assert "<script" not in trajectory_html(
         {"messages": [{"role": "assistant", "content": "<script>x</script>"}]}
     )
+
+
+# the line swift-rlfactory eval writes for an episode that failed on every attempt (eval/runner.py)
+FAILED_EVAL = {
+    "index": 3,
+    "sample": 1,
+    "question": "What is <i>2</i> + 5?",
+    "row": {"solution": "7"},
+    "failed": True,
+    "error": "RuntimeError: answered 400: <b>maximum context</b> length (Bearer <api key>)",
+    "time": 1.0,
+}
+
+
+def test_a_failed_eval_episode_is_an_entry_with_its_error_found_by_stop_reason_and_text(tmp_path: Path):
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(json.dumps(FAILED_EVAL) + "\n" + line(1, "What is 1 + 1?", 1.0))
+    index = TrajectoryIndex(path)
+    assert index.refresh() == 2
+    failed = index.entries[0]
+    assert (failed.stop_reason, failed.group, failed.prompt) == ("failed", "q3", "What is <i>2</i> + 5?")
+    assert failed.reward is None and failed.error.startswith("RuntimeError: answered 400")
+    assert index.stop_reasons() == ["answer", "failed"]
+    assert [e.number for e in index.select(Filters(stop_reason="failed"))] == [0]
+    assert [e.number for e in index.select(Filters(text="maximum context"))] == [0]
+
+    html = trajectory_html(index.read(0))
+    assert "episode failed on every attempt" in html and "question 3 · sample 1" in html
+    assert "&lt;b&gt;maximum context&lt;/b&gt;" in html and "&lt;api key&gt;" in html  # escaped, as written
+    assert "What is &lt;i&gt;2&lt;/i&gt; + 5?" in html
+    assert "<b>maximum" not in html and "<i>2" not in html
+    assert '<table class="rlf-rewards"' not in html  # never scored: no empty rewards table
+
+
+def test_a_training_trajectory_that_stopped_with_an_error_shows_it(tmp_path: Path):
+    record = json.loads(line(4, "q", 0.0, stop="error"))
+    record["error"] = "on_turn_end: TimeoutError: <judge> did not answer"
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    index = TrajectoryIndex(path)
+    index.refresh()
+    assert index.entries[0].error == record["error"] and index.entries[0].stop_reason == "error"
+    html = trajectory_html(record)
+    assert "on_turn_end: TimeoutError: &lt;judge&gt; did not answer" in html
+    assert html.index("TimeoutError") < html.index("assistant · turn 1")  # above the turns
+    assert '<table class="rlf-rewards"' in html
+
+
+def test_a_huge_error_is_cut_on_the_page_and_in_the_index_but_kept_in_the_log(tmp_path: Path):
+    error = "E" * 1_000_000
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(json.dumps({**FAILED_EVAL, "error": error}) + "\n")
+    index = TrajectoryIndex(path)
+    index.refresh()
+    assert len(index.entries[0].error) == ERROR_CHARS
+    html = trajectory_html(index.read(0))
+    assert len(html) < 30_000 and f"({1_000_000 - SHOWN_CHARS} more characters in the log)" in html
+    assert index.read(0)["error"] == error
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "{}",
+        '{"failed": true}',  # no error, no question
+        '{"failed": true, "error": {"code": 400}, "question": 7}',
+        '{"messages": "hi", "tool_calls": {"a": 1}, "turns": "many", "rewards": [1], "step": true}',
+        '{"messages": [1, null, {"role": "user"}], "tool_calls": [2, {"error": "x", "turn": "one", '
+        '"latency_s": "slow"}], "rewards": {"total": "0.5", "em": true}, "turn_rewards": {"t": [null]}}',
+        '{"index": "<q>", "sample": null, "stop_reason": 5, "reward": 0.25}',
+    ],
+)
+def test_a_line_with_missing_or_odd_fields_is_indexed_and_shown(tmp_path: Path, written: str):
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(written + "\n" + line(1, "next", 1.0))
+    index = TrajectoryIndex(path)
+    assert index.refresh() == 2 and index.skipped == 0  # the line after it is read too
+    html = trajectory_html(index.read(0), title="trajectory #0")
+    assert "trajectory #0" in html and "<q>" not in html
+
+
+def test_lines_that_are_not_json_objects_are_counted_and_a_torn_last_line_waits(tmp_path: Path):
+    path = tmp_path / "trajectories.jsonl"
+    path.write_bytes(
+        b'[1, 2]\n"text"\nnot json\n\xff\xfe\n' + line(1, "a", 1.0).encode() + b'{"index": 0, "sam'
+    )
+    index = TrajectoryIndex(path)
+    assert index.refresh() == 1 and index.skipped == 4 and index.entries[0].prompt == "a"
 
 
 def test_a_rows_chat_history_is_shown_apart_from_the_generated_turns_and_their_scores():

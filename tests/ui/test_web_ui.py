@@ -11,11 +11,12 @@ import io
 import json
 import math
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from ..conftest import AGENT_ENV, AGENT_PAIRS
+from ..conftest import AGENT_ENV, AGENT_PAIRS, ScriptedChat
 from .conftest import RECORDED_RUN
 
 expect = pytest.importorskip("playwright.sync_api", reason="the ui extra is not installed").expect
@@ -183,6 +184,85 @@ def test_live_metrics_with_no_step_one_step_and_many_odd_steps(page, screenshots
     page.screenshot(path=screenshots / "live-metrics-many-steps.png", full_page=True)
     for chart in ("reward-and-components", "turns", "stop-reasons", "step-timeline"):
         assert drawn_pixels(page, f"rlf-plot-{chart}") > 20, chart
+
+
+def test_a_failed_eval_episode_shows_its_error_and_question(page, screenshots: Path, tmp_path: Path):
+    """An eval episode the endpoint refused on every attempt is a line with its redacted error: the viewer
+    lists it as stop reason "failed", finds it by its error text, and shows error and question escaped.
+    Lines around it that are odd (a training error, missing fields, a huge error, a torn end) show too."""
+    from starlette.responses import JSONResponse
+
+    from swift_rlfactory.cli import main
+
+    key = "sk-view-failed-4b3c2d1e"
+
+    def refuse_one(body: dict) -> object:
+        if "2 + 5" in body["messages"][-1]["content"]:
+            error = f"<b>maximum context</b> length is 4096 tokens (Bearer {key})"
+            return JSONResponse({"error": error}, status_code=400)
+        return "<answer>7</answer>"
+
+    dataset = tmp_path / "test.jsonl"
+    dataset.write_text(
+        "".join(
+            json.dumps({"messages": [{"role": "user", "content": f"What is {a} + {b}?"}], "solution": "7"})
+            + "\n"
+            for a, b in [(3, 4), (2, 5)]
+        )
+    )
+    env = tmp_path / "env.yaml"  # no tools to start: the model alone answers
+    env.write_text("name: plain\nreward:\n  - {name: em}\n")
+    out = tmp_path / "out"
+    with ScriptedChat(refuse_one) as server:
+        argv = ["eval", "--env", str(env), "--base-url", f"http://127.0.0.1:{server.port}/v1"]
+        argv += ["--served-model", "m", "--api-key", key, "--dataset", str(dataset), "--output", str(out)]
+        # in a thread of its own: playwright's event loop runs in this one, and eval runs its own
+        with ThreadPoolExecutor(1) as pool:
+            assert pool.submit(main, argv).result() == 1  # one episode failed
+    log = out / "trajectories.jsonl"
+    training = json.loads((RECORDED_RUN / "trajectories.jsonl").read_text().splitlines()[0])
+    odd = [
+        {**training, "stop_reason": "error", "error": "on_turn_end: TimeoutError: <judge> gave up"},
+        {"messages": "not a list", "turns": "many", "tool_calls": [1], "rewards": [0.5]},
+        {"index": 9, "sample": 0, "question": "huge", "failed": True, "error": "E" * 100_000},
+    ]
+    with open(log, "a") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in odd) + '[1]\n{"index": 0, "sam')  # then a torn line
+
+    open_folder(page, out, "Trajectories")
+    page.locator("#rlf-show").click()
+    note = page.locator("#rlf-table-note")
+    expect(note).to_contain_text("5 shown of 5 trajectories; 1 line of the log is not a JSON object")
+    choose(page, "rlf-stop", "failed")
+    expect(note).to_contain_text("2 shown of 5")
+    page.locator("#rlf-table").get_by_text("What is 2 + 5?").filter(visible=True).first.click()
+    left = page.locator("#rlf-traj-left")
+    expect(left).to_contain_text("episode failed on every attempt")
+    expect(left).to_contain_text("answered 400")
+    expect(left).to_contain_text("<b>maximum context</b> length is 4096 tokens (Bearer <api key>)")
+    expect(left).to_contain_text("What is 2 + 5?")
+    expect(left.locator("b", has_text="maximum context")).to_have_count(0)  # shown as text, never markup
+    page.screenshot(path=screenshots / "failed-eval-episode.png", full_page=True)
+    page.locator("#rlf-right input").fill("4")
+    page.locator("#rlf-right input").press("Enter")
+    right = page.locator("#rlf-traj-right")
+    expect(right).to_contain_text(f"({100_000 - 20_000} more characters in the log)")
+    assert (right.bounding_box() or {}).get("height", 0) < 1000  # the huge error scrolls in its box
+    page.screenshot(path=screenshots / "failed-eval-huge-error.png", full_page=True)
+    assert key not in page.content()
+
+    choose(page, "rlf-stop", "all")
+    textbox(page, "rlf-text").fill("maximum context")
+    textbox(page, "rlf-text").press("Enter")
+    expect(note).to_contain_text("1 shown of 5")
+    choose(page, "rlf-stop", "error")
+    expect(note).to_contain_text("0 shown of 5")  # text and stop reason together
+    textbox(page, "rlf-text").fill("")
+    textbox(page, "rlf-text").press("Enter")
+    expect(note).to_contain_text("1 shown of 5")
+    page.locator("#rlf-table").get_by_text("error", exact=True).filter(visible=True).first.click()
+    expect(left).to_contain_text("on_turn_end: TimeoutError: <judge> gave up")
+    expect(left).to_contain_text("call add")  # its turns are still there, under the error
 
 
 @pytest.mark.timeout(420)
