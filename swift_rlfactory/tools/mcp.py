@@ -358,6 +358,7 @@ class _Session:
         self.witnesses: dict[ClientSession, frozenset[object]] = {}
         self.error: BaseException | None = None
         self.pid: int | None = None
+        self.http_status = ""  # "HTTP 401 Unauthorized" from a failed POST: the SDK's error omits it
         self._owner: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
@@ -406,17 +407,19 @@ class _Session:
         failures: list[str] = []
         try:
             for kind in kinds:
-                fallback = kind != kinds[-1]
+                fallback, self.http_status = kind != kinds[-1], ""
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(_transport(self, kind))
                     client = await stack.enter_async_context(ClientSession(read, write))
                     try:
                         init = await client.initialize()
                     except MCPError as exc:
+                        if self.http_status and exc.code != CONNECTION_CLOSED:
+                            exc = MCPError(exc.code, f"{exc.error.message} ({self.http_status})")
                         # Per the spec's backwards-compatibility rule, a 4xx to the initialize POST means
                         # "try the old HTTP+SSE transport at the same URL".
                         if not fallback or exc.code == CONNECTION_CLOSED:
-                            raise
+                            raise exc from None
                         failures.append(f"streamable HTTP: {_describe(exc)}")
                         continue
                     # Listing on every session, not just the first, also primes the SDK's per-session cache
@@ -456,7 +459,11 @@ async def _transport(session: _Session, kind: str) -> AsyncIterator[tuple[Any, A
         assert config.url is not None
         # The SDK's defaults: a short connect timeout, a long read timeout for the server's event stream.
         timeout = httpx2.Timeout(30.0, read=300.0)
-        hooks = {"response": [_cap_json_body(cap, config.max_result_mb)]}
+        async def note_status(response: httpx2.Response) -> None:
+            if response.status_code >= 400 and response.request.method == "POST":
+                session.http_status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+
+        hooks = {"response": [_cap_json_body(cap, config.max_result_mb), note_status]}
         async with (
             httpx2.AsyncClient(headers=config.headers, timeout=timeout, event_hooks=hooks) as http,
             streamable_http_client(config.url, http_client=http, max_sse_event_size=cap) as streams,
