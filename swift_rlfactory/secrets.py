@@ -3,8 +3,10 @@ message and log record we write.
 
 Config files name secrets indirectly (``"Authorization": "Bearer ${API_TOKEN}"``, ``?key=${KEY}`` in a URL,
 ``--token ${TOKEN}`` in a stdio server's args). :func:`expand` substitutes them and records each value
-with the name it came from; :func:`redact` turns any text back into its ``${VAR}`` form and blanks the
-values of URL query parameters (``?key=***``). Header values, and ``env:`` values whose name looks like a
+with the name it came from (a ``${VAR:-default}`` default that is used, too: it stands in for the value);
+:func:`redact` turns any text back into its ``${VAR}`` form and blanks the values of URL query parameters
+(``?key=***``). An unset variable in braces with no default is an error naming it: a training run should
+stop at start-up, not send the text ``${TOKEN}`` and read 401s from step 300 on. Header values, and ``env:`` values whose name looks like a
 credential (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...), are recorded too, since literal
 keys in a Claude Desktop file are as secret as expanded ones.
 
@@ -30,7 +32,12 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 MIN_SECRET_LEN = 6
 
-_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+# ${VAR}, VS Code's ${env:VAR}, Claude Code's ${VAR:-default}; opencode's {env:VAR}; a bare $VAR (Gemini CLI).
+_VAR = re.compile(
+    r"\$\{(?P<env>env:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}"
+    r"|(?<!\$)\{env:(?P<opencode>[A-Za-z_][A-Za-z0-9_]*)\}"
+    r"|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
+)
 _QUERY_VALUE = re.compile(r"([?&][^=&#\s'\"]+=)[^&#\s'\"]+")
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE)
 _HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")
@@ -41,18 +48,34 @@ _pattern: re.Pattern[str] | None = None
 _factory_installed = False
 
 
-def expand(text: str, extra: Mapping[str, str] | None = None) -> str:
-    """``text`` with ``${VAR}``, ``${env:VAR}`` and ``$VAR`` taken from ``extra`` or the environment.
+def expand(text: str, plain: Mapping[str, str] | None = None) -> str:
+    """``text`` with environment variables substituted; raises ``ValueError`` naming an unset one.
 
-    Every substituted value is recorded as a secret shown as ``${VAR}``. An unset variable is left as
-    written, like :func:`os.path.expandvars` (the server then sees it literally and says what is missing).
+    ``${VAR}`` and ``${env:VAR}`` (VS Code, Cursor, Windsurf), ``{env:VAR}`` (opencode): the variable's
+    value, an error if it is unset. ``${VAR:-default}`` (Claude Code, like the shell): the value, or
+    ``default`` when it is unset or empty. A bare ``$VAR`` (Gemini CLI): the value, or left as written
+    when unset, since a ``$`` in a literal password is no reference. Every substituted value (a used
+    default included) is recorded as a secret shown as ``${VAR}``. ``plain`` answers ``${NAME}`` for
+    names that are not secrets (a config's ``${workspaceFolder}``): not recorded, and ahead of the
+    environment except in the ``${env:NAME}`` form. One pass: a value's own ``${...}`` stays as it is.
     """
 
     def substitute(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(2)
-        value = (extra or {}).get(name, os.environ.get(name))
-        if value is None:
-            return match.group(0)
+        if name := match["bare"]:
+            value = os.environ.get(name)
+            if value is None:
+                return match.group(0)
+        else:
+            name = match["name"] or match["opencode"]
+            if plain and match["name"] and not match["env"] and name in plain:
+                return plain[name]
+            value, default = os.environ.get(name), match["default"]
+            if default is not None and not value:
+                value = default
+            elif value is None:
+                raise ValueError(
+                    f"environment variable {name} is not set (write ${{{name}:-default}} to give a default)"
+                )
         remember(value, f"${{{name}}}")
         return value
 

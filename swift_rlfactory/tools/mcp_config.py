@@ -23,7 +23,9 @@ What is accepted, and how it is read:
   tries streamable HTTP and falls back to the older HTTP+SSE transport, as the MCP specification's
   backwards-compatibility section says a client should.
 * **Environment**: ``env``, and VS Code's ``envFile`` (a dotenv file; ``env`` wins).
-* **Switches**: ``disabled: true`` (or Zed/opencode's ``enabled: false``) skips the server.
+* **Switches**: ``disabled: true`` (or Zed/opencode's ``enabled: false``) skips the server; both take a
+  boolean or ``"true"``/``"false"``/``"yes"``/``"no"``/``"on"``/``"off"``/``1``/``0``, anything else fails
+  naming the field, and so do the two given with opposite meanings.
 * **Timeout**: ``timeout_s`` (seconds) or ``timeout_ms`` say their unit. A bare ``timeout`` means seconds
   up to 3600 - Cline writes seconds (30 s to 1 h) - and milliseconds above - Claude Code and Gemini CLI
   write milliseconds (``60000``); it becomes the per-call timeout of the server's tools.
@@ -36,9 +38,15 @@ What is accepted, and how it is read:
   may hide there). Wrong values of known keys fail at start-up naming the field.
 
 ``command: python`` means the Python running swift-rlfactory, so a server sees the same installed
-packages. ``${VAR}`` (also VS Code's ``${env:VAR}``) in any string is taken from the environment, and
-``${workspaceFolder}`` is the config file's folder. Expanded values are secrets: errors and logs show
-``${VAR}`` instead (see :mod:`swift_rlfactory.secrets`).
+packages. ``${VAR}``, Claude Code's ``${VAR:-default}``, VS Code's ``${env:VAR}`` and opencode's
+``{env:VAR}`` in ``command``, ``args``, ``env``, ``envFile``, ``cwd``, ``url`` and ``headers`` are taken from
+the environment (:func:`~swift_rlfactory.secrets.expand`); an unset one without a default fails at load
+naming the field and the variable, as Claude Code fails to parse such a file. ``${workspaceFolder}`` is
+the config file's folder, and VS Code's other path variables (``${userHome}``, ``${pathSeparator}``,
+``${/}``, ``${workspaceFolderBasename}``) mean what they mean there; ``${input:...}`` (a prompt in the
+editor), ``${command:...}`` and ``${config:...}`` fail at load, since nothing answers them in a training
+run. Expanded values are secrets: errors and logs show ``${VAR}`` instead (see
+:mod:`swift_rlfactory.secrets`).
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -111,6 +120,7 @@ class McpServerConfig(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     timeout_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     disabled: bool = False
+    enabled: bool = True  # Zed, opencode: ``enabled: false`` is ``disabled: true``
     inherit_env: bool = False
     max_result_mb: float = Field(default=16.0, gt=0, allow_inf_nan=False)
 
@@ -134,18 +144,20 @@ class McpServerConfig(BaseModel):
         spellings = [data.pop(k) for k in ("type", "transportType", "transport") if k in data]
         if spellings:
             data["transport"] = _transport(spellings[0])
-        if "enabled" in data:
-            data["disabled"] = not data.pop("enabled")
         if "environment" in data and "env" not in data:  # opencode
             data["env"] = data.pop("environment")
-        if isinstance(data.get("command"), dict):  # older Zed: "command": {"path", "args", "env"}
-            nested = data.pop("command")
-            data["command"] = nested.get("path")
-            data["args"] = [*nested.get("args", []), *data.get("args", [])]
-            data["env"] = {**nested.get("env", {}), **data.get("env", {})}
-        if isinstance(data.get("command"), list):  # opencode: "command": ["npx", "-y", "server"]
-            command, *args = data["command"] or [None]
-            data["command"], data["args"] = command, [*args, *data.get("args", [])]
+        command = data.get("command")
+        if isinstance(command, dict):  # older Zed: "command": {"path", "args", "env"}
+            nested = dict(command)
+            data["command"] = nested.pop("path", None)
+            for key in ("args", "env"):
+                if key in nested:
+                    data[key] = _joined(f"command.{key}", nested.pop(key), data.get(key, _ABSENT))
+            for key in nested:
+                logger.warning("MCP config: ignoring unknown key %r of the nested 'command'", key)
+        elif isinstance(command, list):  # opencode: "command": ["npx", "-y", "server"]
+            data["command"], *args = command or [None]
+            data["args"] = _joined("command", args, data.get("args", _ABSENT))
         for key in ("args",):
             if isinstance(data.get(key), list):
                 data[key] = [_scalar_text(v) for v in data[key]]
@@ -160,6 +172,11 @@ class McpServerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> McpServerConfig:
+        if "enabled" in self.model_fields_set:
+            if "disabled" in self.model_fields_set and self.disabled == self.enabled:
+                raise ValueError("'enabled' and 'disabled' disagree: give one of them")
+            self.disabled = not self.enabled
+        self.enabled = not self.disabled
         if (self.command is None) == (self.url is None):
             raise ValueError("give exactly one of 'command' (stdio server) or 'url' (remote server)")
         for key in ("command", "url"):
@@ -191,19 +208,39 @@ class McpServerConfig(BaseModel):
 
     def resolved(self, base_dir: Path) -> McpServerConfig:
         """A copy with ``${VAR}`` expanded in every string field (each value recorded as a secret), and a
-        working directory that defaults to ``base_dir`` (the environment file's folder)."""
+        working directory that defaults to ``base_dir`` (the environment file's folder).
 
-        def expand(text: str) -> str:
-            return secrets.expand(text.replace("${workspaceFolder}", str(base_dir)))
+        Raises ``ValueError`` naming the field for an unset variable without a default, and for VS Code's
+        ``${input:...}`` (and ``${command:...}``, ``${config:...}``): the editor asks for those, and
+        nobody can answer them in a training run.
+        """
+        predefined = {  # VS Code's and Cursor's own variables; paths, not secrets
+            "workspaceFolder": str(base_dir),
+            "workspaceFolderBasename": base_dir.name,
+            "userHome": str(Path.home()),
+            "pathSeparator": os.sep,
+        }
 
-        env = {k: expand(v) for k, v in self.env.items()}
+        def expand(text: str, field: str) -> str:
+            if asked := _EDITOR_VARIABLE.search(text):
+                raise ValueError(
+                    f"{field}: {asked[0]} is answered in the editor (VS Code asks for it), and nothing can "
+                    "answer it in a training run: put the value in an environment variable and write "
+                    "${env:NAME} (or ${NAME}) instead"
+                )
+            try:
+                return secrets.expand(text.replace("${/}", os.sep), predefined)
+            except ValueError as exc:
+                raise ValueError(f"{field}: {exc}") from None
+
+        env = {k: expand(v, f"env.{k}") for k, v in self.env.items()}
         if self.env_file:
-            path = Path(expand(self.env_file))
+            path = Path(expand(self.env_file, "envFile"))
             env = {**_dotenv(path if path.is_absolute() else base_dir / path), **env}
         update: dict[str, Any] = {
-            "args": [expand(a) for a in self.args],
+            "args": [expand(a, f"args[{i}]") for i, a in enumerate(self.args)],
             "env": env,
-            "headers": {k: expand(v) for k, v in self.headers.items()},
+            "headers": {k: expand(v, f"headers.{k}") for k, v in self.headers.items()},
         }
         secrets.remember_env(update["env"])
         for name, value in update["headers"].items():
@@ -213,11 +250,11 @@ class McpServerConfig(BaseModel):
                     if part.lower() not in ("bearer", "basic", "token", "digest"):
                         secrets.remember(part, f"<{name} header>")
         if self.url is not None:
-            update["url"] = expand(self.url)
+            update["url"] = expand(self.url, "url")
             secrets.remember_url(update["url"])
         if self.command is not None:
-            update["command"] = expand(self.command)
-            cwd = Path(expand(self.cwd)) if self.cwd else base_dir
+            update["command"] = expand(self.command, "command")
+            cwd = Path(expand(self.cwd, "cwd")) if self.cwd else base_dir
             update["cwd"] = str(cwd if cwd.is_absolute() else (base_dir / cwd).resolve())
         return self.model_copy(update=update)
 
@@ -291,6 +328,9 @@ def read_config_file(path: Path) -> Any:
         raise ValueError(f"not valid JSON: {exc}") from None
 
 
+# What VS Code asks the user for (a prompt, a command's answer, a setting): nothing to answer it offline.
+_EDITOR_VARIABLE = re.compile(r"\$\{(?:input|command|config):[^}]*\}")
+
 # A string (kept), or a comment or a trailing comma (dropped); strings first, so "http://x" survives.
 _JSONC = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DOTALL)
 
@@ -328,6 +368,28 @@ def _scalar_text(value: Any) -> Any:
     if isinstance(value, int | float) and not (isinstance(value, float) and not math.isfinite(value)):
         return str(value)
     return value
+
+
+_ABSENT = object()  # a key the entry does not give (``None`` is YAML's empty value, and an error)
+
+
+def _joined(where: str, given: Any, own: Any) -> Any:
+    """``args`` or ``env`` from a nested or list ``command`` (``given``) joined before the entry's ``own``
+    value of that key. ``given`` of the wrong type fails naming ``where``; an ``own`` of the wrong type is
+    left for the field's validation to name."""
+    kind = dict if where.endswith("env") else list
+    if not isinstance(given, kind):
+        what = "a mapping of names to values" if kind is dict else "a list of strings"
+        raise ValueError(
+            f"'{where}' must be {what}, got {'nothing' if given is None else type(given).__name__}"
+        )
+    if own is _ABSENT:
+        return given
+    if isinstance(own, dict) and kind is dict:
+        return {**given, **own}
+    if isinstance(own, list) and kind is list:
+        return [*given, *own]
+    return own
 
 
 def _named_list(key: str, entries: list[Any]) -> dict[str, Any]:

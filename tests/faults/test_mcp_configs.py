@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
@@ -332,3 +337,132 @@ def test_mixed_client_shapes_start_and_answer(http_url: str, tmp_path: Path) -> 
         records = executor.execute([ToolCall(name, {"text": name}) for name in echoes])
         assert [r.observation for r in records] == echoes
         assert executor.tools["cline_echo"].timeout_s == 30
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("context_servers:\n  fs:\n    command: {path: npx, args: [srv]}\n    env:\n", "fs.env"),
+        ("context_servers:\n  fs:\n    command: {path: npx, args:}\n", "'command.args' must be a list"),
+        ("context_servers:\n  fs:\n    command: {path: npx, env: [A=b]}\n", "'command.env' must be a mapping"),
+        ("context_servers:\n  fs:\n    command: {path: npx, args: server.py}\n", "'command.args' must be a list"),
+        ("context_servers:\n  fs:\n    command: {path: [npx]}\n", "fs.command"),
+        ("mcp:\n  fs:\n    command: [npx, -y, srv]\n    args:\n", "fs.args"),
+        ("mcp:\n  fs:\n    command: [npx, -y, srv]\n    args: more.py\n", "fs.args"),
+        ("mcp:\n  fs:\n    command: [npx]\n    environment: [A=b]\n", "fs.env"),
+        ("mcp:\n  fs: {command: [npx], enabled: maybe}\n", "fs.enabled"),
+        ("mcp:\n  fs: {command: [npx], enabled:}\n", "fs.enabled"),
+        ("mcp:\n  fs: {command: [npx], enabled: false, disabled: false}\n", "'enabled' and 'disabled' disagree"),
+        ("mcpServers:\n  fs: {command: npx, disabled: sometimes}\n", "fs.disabled"),
+    ],
+)  # fmt: skip
+def test_nested_and_list_commands_and_switches_of_the_wrong_type_fail_naming_the_field(
+    text: str, field: str, tmp_path: Path
+) -> None:
+    with pytest.raises(EnvConfigError, match=rf"mcp_config .*\n.*{field}"):
+        load_env_config(env_with(tmp_path, "settings.yaml", text))
+
+
+def test_nested_and_list_commands_keep_arguments_whole_and_switches_read_as_written(tmp_path: Path) -> None:
+    text = json.dumps(
+        {
+            "context_servers": {
+                "zed": {"command": {"path": "python", "args": ["server.py", "-v"], "env": {"A": "1"}},
+                        "args": ["--more"], "env": {"B": "2"}},
+                "off_zed": {"command": {"path": "python"}, "enabled": "false"},
+                "on_zed": {"command": {"path": "python", "args": ["s.py"]}, "enabled": "true"},
+            },
+            "mcp": {
+                "oc": {"command": ["npx", "-y", "srv"], "args": ["--x"], "enabled": "yes"},
+                "off_oc": {"type": "remote", "url": URL, "enabled": 0},
+                "kept": {"command": ["npx"], "disabled": "false"},
+                "dropped": {"command": ["npx"], "disabled": "true"},
+            },
+        }
+    )  # fmt: skip
+    servers = load_env_config(env_with(tmp_path, "settings.json", text)).mcp_servers().mcpServers
+    assert sorted(servers) == ["kept", "oc", "on_zed", "zed"]
+    assert servers["zed"].args == ["server.py", "-v", "--more"] and servers["zed"].env == {"A": "1", "B": "2"}
+    assert servers["on_zed"].args == ["s.py"]
+    assert servers["oc"].command == "npx" and servers["oc"].args == ["-y", "srv", "--x"]
+
+
+# Every key a server entry may hold in some client's dialect (ours, aliases, UI-only, nested ``command``).
+_SERVER_KEYS = sorted(
+    {*McpServerConfig.model_fields, "envFile", "type", "transport", "transportType", "serverUrl", "httpUrl",
+     "enabled", "environment", "path", "autoApprove", "name", "settings", "source", "futureKey"}
+)  # fmt: skip
+_TEXT = st.one_of(
+    st.sampled_from(
+        ["python", "npx", URL, "stdio", "sse", "http", "remote", "local", "false", "yes", "", " ",
+         "${RLF_FUZZ_UNSET}", "${HOME}", "${RLF_FUZZ_UNSET:-d}", "${input:tok}", "{env:HOME}", "$HOME",
+         "${workspaceFolder}/x", "s.py", "missing.env"]
+    ),
+    st.text(max_size=6),
+)  # fmt: skip
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 70000) | st.floats(allow_nan=True) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT | st.sampled_from(_SERVER_KEYS), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+# A valid entry of each dialect to start from, so that one wrong field meets otherwise good entries.
+_BASES = [
+    {"command": "python", "args": ["s.py"], "env": {"K": "v"}},
+    {"type": "http", "url": URL, "headers": {"X-Key": "k"}, "timeout": 60000},
+    {"serverUrl": URL}, {"httpUrl": URL}, {"transportType": "sse", "url": URL},
+    {"type": "local", "command": ["python", "s.py"], "environment": {"A": "b"}, "enabled": True},
+    {"command": {"path": "python", "args": ["s.py"], "env": {}}, "settings": {}},
+    {"type": "stdio", "command": "python", "envFile": "${workspaceFolder}/.env"},
+]  # fmt: skip
+
+
+@st.composite
+def _entries(draw: st.DrawFn) -> Any:
+    entry = dict(draw(st.sampled_from(_BASES)))
+    for key in draw(st.lists(st.sampled_from(_SERVER_KEYS), max_size=3)):
+        entry[key] = draw(_JSON)
+    if isinstance(entry.get("command"), dict) and draw(st.booleans()):
+        entry["command"] = {
+            **entry["command"],
+            draw(st.sampled_from(["path", "args", "env", "x"])): draw(_JSON),
+        }
+    return entry if draw(st.integers(0, 9)) else draw(_JSON)  # now and then no entry at all
+
+
+_FILES = st.one_of(
+    st.fixed_dictionaries({st_key: st.dictionaries(_TEXT, _entries(), max_size=2)})
+    for st_key in ("mcpServers", "servers", "context_servers", "mcp")
+) | st.fixed_dictionaries({"mcpServers": st.lists(_entries().map(lambda e: {"name": "c", **e} if isinstance(e, dict) else e), max_size=2)}) | _JSON  # fmt: skip
+
+
+@pytest.mark.timeout(120)
+def test_any_json_in_any_field_of_any_dialect_loads_or_fails_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a config file holds, loading it gives servers of the right types or an ``EnvConfigError``
+    naming what is wrong, never a traceback: through the real loader, as a file and inline."""
+    monkeypatch.delenv("RLF_FUZZ_UNSET", raising=False)
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / ".env").write_text("A=b\n")
+        (root / "env.yaml").write_text("tools:\n  mcp_config: servers.json\nreward: [{name: em}]\n")
+
+        @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @given(data=_FILES, inline=st.booleans())
+        def check(data: Any, inline: bool) -> None:
+            if inline:
+                env = root / "inline.yaml"
+                env.write_text(yaml.safe_dump({"tools": {"mcp": data}, "reward": [{"name": "em"}]}))
+            else:
+                env = root / "env.yaml"
+                (root / "servers.json").write_text(json.dumps(data))
+            try:
+                servers = load_env_config(env).mcp_servers().mcpServers
+            except EnvConfigError:
+                return
+            for server in servers.values():
+                assert isinstance(server.command, str) != isinstance(server.url, str)
+                assert all(isinstance(a, str) for a in server.args)
+                assert all(isinstance(k, str) and isinstance(v, str) for k, v in server.env.items())
+                assert all(isinstance(k, str) and isinstance(v, str) for k, v in server.headers.items())
+                assert not server.disabled
+
+        check()

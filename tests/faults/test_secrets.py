@@ -7,14 +7,19 @@ them for the secret's value.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from swift_rlfactory.env.config import load_env_config
+from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
 from swift_rlfactory.secrets import expand, redact
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor, tool
@@ -157,3 +162,120 @@ def test_a_secret_in_a_tool_error_reaches_neither_the_model_nor_the_trajectory_l
         '<a href="https://h/?key=${RLF_SECRET}&q=hamlet">next</a> said ${RLF_SECRET}'
     )
     assert line["tool_calls"] == [{"arguments": {"token": "${RLF_SECRET}"}}]
+
+
+AUTH_SERVER = SLOW_SERVER.parent / "auth_server.py"
+TOKEN = "tok-9d2e41-right-one"
+
+
+@pytest.fixture(scope="module")
+def auth_url() -> Iterator[str]:
+    """The slow server over streamable HTTP, answering 401 to any request without ``Bearer TOKEN``."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(AUTH_SERVER), "--port", str(port), "--token", TOKEN])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, f"auth server exited with {proc.returncode}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "auth server did not listen"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_claude_code_defaults_and_every_variable_form_expand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``${VAR:-default}`` (Claude Code), ``${env:VAR}`` (VS Code), ``{env:VAR}`` (opencode) and ``$VAR``,
+    in every field that is expanded; a used default is recorded as the secret it stands in for."""
+    monkeypatch.setenv("RLF_EMPTY", "")
+    monkeypatch.delenv("RLF_UNSET", raising=False)
+    (tmp_path / "server.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "local": {
+                        "command": "${RLF_UNSET:-python}",
+                        "args": ["${RLF_SECRET:-x}", "${RLF_UNSET:-dflt-arg-31337}", "${userHome}${/}a", "$RLF_UNSET"],
+                        "env": {"A": "${env:RLF_SECRET}", "B": "{env:RLF_SECRET}", "C": "${RLF_EMPTY:-fallback}"},
+                        "cwd": "${workspaceFolder}/srv",
+                    },
+                    "remote": {
+                        "url": "http://127.0.0.1:1/${RLF_UNSET:-mcp}?k=${RLF_SECRET}",
+                        "headers": {"Authorization": "Bearer ${RLF_UNSET:-dflt-token-77aa}"},
+                    },
+                }
+            }
+        )
+    )  # fmt: skip
+    env = tmp_path / "env.yaml"
+    env.write_text("tools:\n  mcp_config: server.json\n")
+    servers = load_env_config(env).mcp_servers().mcpServers
+    local, remote = servers["local"], servers["remote"]
+    assert local.command == "python" and local.cwd == str(tmp_path / "srv")
+    assert local.args == [SECRET, "dflt-arg-31337", f"{Path.home()}{os.sep}a", "$RLF_UNSET"]
+    assert local.env == {"A": SECRET, "B": SECRET, "C": "fallback"}
+    assert remote.url == f"http://127.0.0.1:1/mcp?k={SECRET}"
+    assert remote.headers == {"Authorization": "Bearer dflt-token-77aa"}
+    assert redact("sent Bearer dflt-token-77aa") == "sent Bearer ${RLF_UNSET}"  # a default is a secret too
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "named"),
+    [
+        ({"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${RLF_UNSET}"}},
+         "headers.Authorization", "RLF_UNSET"),
+        ({"command": "python", "env": {"TOKEN": "${env:RLF_UNSET}"}}, "env.TOKEN", "RLF_UNSET"),
+        ({"command": "python", "args": ["--key", "{env:RLF_UNSET}"]}, r"args\[1\]", "RLF_UNSET"),
+        ({"url": "http://127.0.0.1:1/mcp?key=${RLF_UNSET}"}, "url", "RLF_UNSET"),
+        ({"type": "stdio", "command": "python", "env": {"TOK": "${input:tok}"}}, "env.TOK", r"\$\{input:tok\}"),
+        ({"url": "http://127.0.0.1:1/mcp", "headers": {"X": "${command:pick}"}}, "headers.X", "command:pick"),
+    ],
+)  # fmt: skip
+def test_an_unset_variable_or_an_editor_prompt_fails_at_load_naming_it_and_the_field(
+    entry: dict, field: str, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code fails to parse such a config too; sending ``${TOKEN}`` would only 401 later."""
+    monkeypatch.delenv("RLF_UNSET", raising=False)
+    (tmp_path / "mcp.json").write_text(json.dumps({"servers": {"s1": entry}}))
+    env = tmp_path / "env.yaml"
+    env.write_text("tools:\n  mcp_config: mcp.json\n")
+    with pytest.raises(EnvConfigError, match=rf"MCP server 's1': {field}: .*{named}") as failure:
+        load_env_config(env)
+    assert SECRET not in str(failure.value)
+    inline = tmp_path / "inline.yaml"  # inline servers alike
+    inline.write_text(f"tools:\n  mcp: {json.dumps({'mcpServers': {'s1': entry}})}\n")
+    with pytest.raises(EnvConfigError, match=rf"MCP server 's1': {field}: .*{named}"):
+        load_env_config(inline)
+    entry_off = {**entry, "disabled": True}  # a server that is not started needs no variables
+    (tmp_path / "mcp.json").write_text(
+        json.dumps({"servers": {"s1": entry_off}, "mcpServers": {"ok": {"command": "python"}}})
+    )
+    assert list(load_env_config(env).mcp_servers().mcpServers) == ["ok"]
+
+
+@pytest.mark.timeout(90)
+def test_a_default_token_reaches_the_server_and_a_wrong_one_fails_at_start_with_the_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, auth_url: str
+) -> None:
+    monkeypatch.delenv("RLF_AUTH_TOKEN", raising=False)
+    good = f"      api: {{type: http, url: '{auth_url}', headers: {{Authorization: 'Bearer ${{RLF_AUTH_TOKEN:-{TOKEN}}}'}}}}\n"
+    with ToolExecutor(providers(tmp_path, good), Limits(call_timeout_s=20)) as executor:
+        (echo,) = executor.execute([ToolCall("echo", {"text": "authorized"})])
+    assert echo.observation == "authorized"
+
+    monkeypatch.setenv("RLF_AUTH_TOKEN", "tok-wrong-5550123")  # set: wins over the default
+    executor = ToolExecutor(providers(tmp_path, good))
+    with pytest.raises(RuntimeError) as failure:
+        executor.start()
+    executor.close()
+    message = str(failure.value)
+    assert "MCP server 'api'" in message and "HTTP 401 Unauthorized" in message
+    for value in ("tok-wrong-5550123", TOKEN):
+        assert value not in message and value not in logged(caplog)
