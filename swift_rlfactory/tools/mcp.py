@@ -459,6 +459,7 @@ async def _transport(session: _Session, kind: str) -> AsyncIterator[tuple[Any, A
         assert config.url is not None
         # The SDK's defaults: a short connect timeout, a long read timeout for the server's event stream.
         timeout = httpx2.Timeout(30.0, read=300.0)
+
         async def note_status(response: httpx2.Response) -> None:
             if response.status_code >= 400 and response.request.method == "POST":
                 session.http_status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
