@@ -26,11 +26,18 @@ call's account (:data:`~.base.current_call`):
   executor retries with back-off; the next call tries to reopen the session again, so a server that comes
   back is used again.
 
-Results are capped at the transport (``max_result_mb``): a stdio line, HTTP event or JSON body over the cap is
-skipped as it streams in, never held in memory, and the call gets an error saying how large it was.
+Results are capped at the transport (``max_result_mb``): a stdio line, SSE event (on both HTTP transports)
+or JSON body over the cap is skipped as it streams in, never held in memory, and only the call it answers
+fails, with an error saying how large the reply was. The cap counts the server's whole reply message, the
+bytes that must be read: Python SDK servers send a text result twice (as content and as structuredContent),
+so with the default 16 MB a text result of up to about 8 MB passes. The observation is cut to
+``max_output_tokens`` anyway; the cap only keeps a runaway result from holding memory and the session.
 Arguments are sanitised before sending (a lone UTF-16 surrogate, which JSON cannot carry, becomes U+FFFD),
 and so are a stdio server's replies (bytes that are not UTF-8 too); a reply that is no JSON at all fails its
-call at once.
+call at once, and text a server prints on stdout before a message (a banner) is dropped with a warning.
+Faults the SDK's validation would fail a whole reply for are mended first (:func:`_mended`): a tool listed
+without ``inputSchema`` takes no arguments, a content block of an unknown type becomes a short note; a tool
+listed twice counts once, and a ``tools/list`` that pages in a loop fails start-up saying so.
 
 Every session is owned by one long-lived task. The SDK's transports and ``ClientSession`` are anyio
 context managers that must be entered and exited by the same task, so the owner enters them, publishes the
@@ -50,20 +57,29 @@ import shlex
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
+from urllib.parse import urljoin, urlparse
 
 import anyio
 import httpx2
 import mcp_types
 from anyio.abc import Process
 from mcp.client.session import ClientSession
-from mcp.client.sse import sse_client
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared._httpx_utils import request_within_origin, stream_within_origin
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp.types import CONNECTION_CLOSED, INTERNAL_ERROR, ErrorData, JSONRPCError, PaginatedRequestParams
+from mcp.types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCResponse,
+    PaginatedRequestParams,
+)
+from pydantic import ValidationError
 
 from ..secrets import install_log_redaction, redact
 from ..wire import sendable
@@ -243,8 +259,7 @@ class McpProvider:
             if exc.code != CONNECTION_CLOSED and session.client is client:
                 session.unanswered = 0  # the server replied, if only with an error
             if _EVENT_TOO_LARGE.search(exc.message or ""):  # the SDK abandons only this request
-                cap = self.config.max_result_mb
-                raise ToolError(f"result exceeds the cap of {cap:g} MB (max_result_mb)") from None
+                raise ToolError(_too_large("the server's reply", self.config.max_result_mb)) from None
             if exc.code == CONNECTION_CLOSED:
                 raise self._died(session, client, marker, exc) from None
             if _SESSION_GONE.search(exc.message or ""):
@@ -253,6 +268,10 @@ class McpProvider:
             raise ToolError(redact(exc.message)) from None
         except _CONNECTION_ERRORS as exc:
             raise self._died(session, client, marker, exc) from None
+        except ValidationError as exc:  # the reply arrived but is no CallToolResult (an unknown content type)
+            if session.client is client:
+                session.unanswered = 0
+            raise ToolError(f"the server's result is not valid MCP: {_invalid(exc)}") from None
         finally:
             session.in_flight.discard(marker)
             if solo:
@@ -260,7 +279,8 @@ class McpProvider:
         if session.client is client:
             session.unanswered = 0
         if result.is_error:
-            raise ToolError(redact(render(result.content) or "the tool reported an error without a message"))
+            message = render(result.content) or render(result.structured_content)
+            raise ToolError(redact(message or "the tool reported an error without a message"))
         if not result.content and result.structured_content is not None:
             return result.structured_content
         return list(result.content)
@@ -410,6 +430,7 @@ class _Session:
                 fallback, self.http_status = kind != kinds[-1], ""
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(_transport(self, kind))
+                    read = await stack.enter_async_context(_mended(read))
                     client = await stack.enter_async_context(ClientSession(read, write))
                     try:
                         init = await client.initialize()
@@ -452,8 +473,7 @@ async def _transport(session: _Session, kind: str) -> AsyncIterator[tuple[Any, A
         async with _stdio_transport(session, cap) as streams:
             yield streams
     elif kind == "sse":
-        assert config.url is not None
-        async with sse_client(config.url, headers=config.headers) as streams:
+        async with _sse_transport(session, cap) as streams:
             yield streams
     else:
         assert config.url is not None
@@ -470,6 +490,69 @@ async def _transport(session: _Session, kind: str) -> AsyncIterator[tuple[Any, A
             streamable_http_client(config.url, http_client=http, max_sse_event_size=cap) as streams,
         ):
             yield streams
+
+
+# The content block types of the MCP specification; a block of any other type is replaced by a short note.
+_CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+_NO_PARAMETERS = {"type": "object", "properties": {}}
+
+
+@asynccontextmanager
+async def _mended(read: Any) -> AsyncIterator[Any]:
+    """The server's messages with the faults fixed that would fail a whole reply in the SDK's validation.
+
+    The SDK validates a reply whole, so one odd part loses all of it. Before it sees them, here (for every
+    transport alike) a ``tools/list`` page has a tool without ``inputSchema`` given an empty one and a tool
+    without a name dropped, each with a warning naming it; a ``tools/call`` result has a content block of
+    a type the specification does not know replaced by a one-line note, so the rest still renders.
+    Replies are told apart by shape: only a tool listing has ``tools``, only a call result ``content``.
+    """
+    to_session, mended = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+    async def relay() -> None:
+        async with to_session:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+                async for message in read:
+                    if isinstance(message, SessionMessage) and isinstance(message.message, JSONRPCResponse):
+                        _mend(message.message.result)
+                    await to_session.send(message)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(relay)
+        try:
+            yield mended
+        finally:
+            mended.close()
+            tg.cancel_scope.cancel()
+
+
+def _mend(result: Any) -> None:
+    """Fix one reply's ``result`` in place (see :func:`_mended`)."""
+    if not isinstance(result, dict):
+        return
+    tools, content = result.get("tools"), result.get("content")
+    if isinstance(tools, list):
+        kept = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                logger.warning(
+                    "MCP server listed a tool without a name, skipped: %s", _excerpt(repr(tool).encode())
+                )
+                continue
+            if "inputSchema" not in tool:
+                logger.warning("MCP server listed tool %r without inputSchema; it takes no arguments", name)
+                tool["inputSchema"] = dict(_NO_PARAMETERS)
+            kept.append(tool)
+        result["tools"] = kept
+    if isinstance(content, list):
+        for i, block in enumerate(content):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind not in _CONTENT_TYPES:
+                content[i] = {
+                    "type": "text",
+                    "text": f"[content of unknown type {str(kind)[:50]!r} left out]",
+                }
 
 
 def _cap_json_body(cap: int, megabytes: float) -> Any:
@@ -498,11 +581,110 @@ class _CappedStream(httpx2.AsyncByteStream):
         async for chunk in self.inner:
             size += len(chunk)
             if size > self.cap:
-                raise httpx2.StreamError(f"result exceeds the cap of {self.megabytes:g} MB (max_result_mb)")
+                raise httpx2.StreamError(_too_large("the server's reply", self.megabytes))
             yield chunk
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+_SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+
+
+@asynccontextmanager
+async def _sse_transport(session: _Session, cap: int) -> AsyncIterator[tuple[Any, Any]]:
+    """An HTTP+SSE (2024-11-05) server as a transport, with events capped at ``cap`` bytes.
+
+    The SDK's ``sse_client`` reads the server's event stream with a fixed 1 MiB limit per event and no way
+    to raise it; one larger result ends the stream, the session and every call on it (they are re-run as
+    ``repeated``, and the large call is blamed as a poison call). This transport reads the stream with
+    :class:`_SseEvents`, so an event over ``max_result_mb`` fails only its own request. It follows the SDK
+    otherwise: one GET event stream whose first ``endpoint`` event names where messages are POSTed (on the
+    same origin), redirects followed only within the origin. A POST the server refuses fails its request at
+    once (a 404, an unknown session after a restart, reopens it); a connection failure counts as a dead
+    session, as a dropped event stream does.
+    """
+    config = session.config
+    assert config.url is not None
+    url = config.url
+    events = _SseEvents(cap)
+    timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: the event stream is long-lived
+    to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_events(response: httpx2.Response, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        started = False
+        async with to_session:
+            with suppress(httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                async for chunk in response.aiter_bytes():
+                    for event, data in events.feed(chunk):
+                        if event == "endpoint" and isinstance(data, bytes) and not started:
+                            endpoint = urljoin(url, data.decode(errors="replace").strip())
+                            if urlparse(endpoint)[:2] != urlparse(url)[:2]:
+                                raise ConnectionError(
+                                    f"the server's message endpoint is on another origin: {endpoint}"
+                                )
+                            task_status.started(endpoint)
+                            started = True
+                        elif event == "message":
+                            messages = (
+                                _oversized_reply(data, cap)
+                                if isinstance(data, _Oversized)
+                                else [_parse_line(data)]
+                            )
+                            for message in messages:
+                                await to_session.send(message)
+        if not started:
+            raise ConnectionError("the event stream ended before the server named its message endpoint")
+
+    async def post(endpoint: str, message: SessionMessage) -> None:
+        request_id = getattr(message.message, "id", None)
+        try:
+            body = message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+            response = await request_within_origin(http, "POST", endpoint, json=body)
+            response.raise_for_status()
+            return
+        except httpx2.HTTPStatusError as exc:
+            status = exc.response.status_code
+            gone = "session not found: " if status == 404 else ""
+            reason, code = (
+                f"{gone}HTTP {status} to the message POST: {exc.response.text[:200]}",
+                INTERNAL_ERROR,
+            )
+        except httpx2.TransportError as exc:
+            reason, code = f"the message POST failed: {_describe(exc)}", CONNECTION_CLOSED
+        except ValueError as exc:  # unserialisable: fail this request, not the session
+            reason, code = f"cannot send the call: {exc}", INTERNAL_ERROR
+        if request_id is None:
+            logger.warning(
+                "MCP session %s: a notification was not delivered: %s", session.label, redact(reason)
+            )
+        else:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await to_session.send(_error_reply(request_id, reason, code))
+
+    async def write_messages(endpoint: str, tg: anyio.abc.TaskGroup) -> None:
+        async with from_session:
+            async for message in from_session:
+                tg.start_soon(post, endpoint, message)  # concurrent POSTs, as the SDK sends them
+
+    async with (
+        httpx2.AsyncClient(headers=config.headers, timeout=timeout) as http,
+        stream_within_origin(http, "GET", url, headers=_SSE_HEADERS) as response,
+    ):
+        response.raise_for_status()
+        media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media != "text/event-stream":
+            raise ConnectionError(f"expected an event stream (text/event-stream), got {media or 'no type'!r}")
+        async with anyio.create_task_group() as tg:
+            endpoint = await tg.start(read_events, response)
+            tg.start_soon(write_messages, endpoint, tg)
+            try:
+                yield read_stream, write_stream
+            finally:
+                read_stream.close()
+                write_stream.close()
+                tg.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -586,12 +768,21 @@ async def _exited(process: Process, timeout: float) -> bool:
     return process.returncode is not None
 
 
-class _LineReader:
-    """Splits a byte stream into JSON-RPC messages, one per line, never holding more than ``cap`` bytes.
+class _Oversized(NamedTuple):
+    """A line or event dropped for outgrowing the cap: its size and its first and last few KB."""
 
-    A line over the cap is dropped as it arrives; only its first and last few KB are kept, to find the id
-    of the request it answers (servers put ``"id"`` first, like the Python SDK, or last, like the
-    TypeScript SDK), so that request fails at once with a clear error instead of waiting for its timeout.
+    size: int
+    head: bytes
+    tail: bytes
+
+
+class _CappedLines:
+    """Splits a byte stream into ``\\n``-ended lines, never holding more than ``cap`` bytes of one.
+
+    A line over the cap is dropped as it arrives and comes out as :class:`_Oversized`: only its first and
+    last few KB are kept, to find the id of the request it answers (servers put ``"id"`` first, like the
+    Python SDK, or last, like the TypeScript SDK), so that request fails at once with a clear error instead
+    of waiting for its timeout. A ``\\r`` before the newline is removed (event streams end lines in CRLF).
     """
 
     def __init__(self, cap: int):
@@ -601,15 +792,15 @@ class _LineReader:
         self._head = b""
         self._tail = b""
 
-    def feed(self, chunk: bytes) -> list[SessionMessage | Exception]:
-        """Messages completed by ``chunk`` (parse failures as exceptions, which the session logs)."""
-        out: list[SessionMessage | Exception] = []
+    def feed(self, chunk: bytes) -> list[bytes | _Oversized]:
+        """Lines completed by ``chunk``."""
+        out: list[bytes | _Oversized] = []
         while chunk:
             end = chunk.find(b"\n")
             piece, chunk = (chunk, b"") if end < 0 else (chunk[:end], chunk[end + 1 :])
             self._add(piece)
             if end >= 0:
-                out.extend(self._finish())
+                out.append(self._finish())
         return out
 
     def _add(self, piece: bytes) -> None:
@@ -625,37 +816,113 @@ class _LineReader:
                 self._head += piece[: _SNIFF_BYTES - len(self._head)]
             self._tail = (self._tail + piece)[-_SNIFF_BYTES:]
 
-    def _finish(self) -> list[SessionMessage | Exception]:
+    def _finish(self) -> bytes | _Oversized:
         size, parts, head, tail = self._size, self._parts, self._head, self._tail
         self._size, self._parts, self._head, self._tail = 0, [], b"", b""
         if size <= self.cap:
-            line = b"".join(parts)
-            return [_parse_line(line)] if line.strip() else []
-        request_id = _sniff_id(head, tail)
-        message = (
-            f"result of {size / 2**20:.3g} MB exceeds the cap of {self.cap / 2**20:g} MB (max_result_mb)"
-        )
-        if request_id is None:
-            logger.warning("MCP server sent a %s; no request id found in it, dropped", message)
-            return []
-        return [_error_reply(request_id, message)]
+            return b"".join(parts).removesuffix(b"\r")
+        return _Oversized(size, head, tail.removesuffix(b"\r"))
+
+
+class _LineReader:
+    """A stdio server's stdout as JSON-RPC messages, one per line (see :class:`_CappedLines`)."""
+
+    def __init__(self, cap: int):
+        self._lines = _CappedLines(cap)
+
+    def feed(self, chunk: bytes) -> list[SessionMessage | Exception]:
+        """Messages completed by ``chunk`` (parse failures as exceptions, which the session logs)."""
+        out: list[SessionMessage | Exception] = []
+        for line in self._lines.feed(chunk):
+            if isinstance(line, _Oversized):
+                out += _oversized_reply(line, self._lines.cap)
+            elif line.strip():
+                out.append(_parse_line(line))
+        return out
+
+
+class _SseEvents:
+    """An HTTP+SSE event stream as ``(event type, data)`` pairs, holding at most ``cap`` bytes of one event.
+
+    The SDK's SSE client stops the whole stream at an event over 1 MiB, and with it the session and every
+    call on it; here an event over the cap is dropped as it streams in and comes out as
+    :class:`_Oversized`, so only the request it answers fails. Comments (``: ping``) and fields other than
+    ``event`` and ``data`` are skipped; several ``data`` lines are joined with newlines, as the standard says.
+    """
+
+    def __init__(self, cap: int):
+        self._lines = _CappedLines(cap)
+        self._event = b"message"
+        self._data: list[bytes] = []
+        self._size = 0
+        self._dropped: _Oversized | None = None
+
+    def feed(self, chunk: bytes) -> list[tuple[str, bytes | _Oversized]]:
+        """Events completed by ``chunk``."""
+        out: list[tuple[str, bytes | _Oversized]] = []
+        for line in self._lines.feed(chunk):
+            if isinstance(line, _Oversized):  # a data line over the cap: keep what names its request
+                self._size += line.size
+                head = self._data[0] if self._data else line.head.partition(b":")[2].removeprefix(b" ")
+                self._dropped, self._data = _Oversized(self._size, head[:_SNIFF_BYTES], line.tail), []
+            elif not line:
+                if self._data or self._dropped is not None:
+                    out.append(
+                        (self._event.decode(errors="replace"), self._dropped or b"\n".join(self._data))
+                    )
+                self._event, self._data, self._size, self._dropped = b"message", [], 0, None
+            elif not line.startswith(b":"):
+                field, _, value = line.partition(b":")
+                value = value.removeprefix(b" ")
+                if field == b"event":
+                    self._event = value
+                elif field == b"data":
+                    self._add(value)
+        return out
+
+    def _add(self, value: bytes) -> None:
+        self._size += len(value) + 1
+        if self._dropped is not None:
+            self._dropped = self._dropped._replace(size=self._size, tail=value[-_SNIFF_BYTES:])
+        elif self._size > self._lines.cap:  # many data lines, together over the cap
+            head = (self._data or [value])[0][:_SNIFF_BYTES]
+            self._dropped, self._data = _Oversized(self._size, head, value[-_SNIFF_BYTES:]), []
+        else:
+            self._data.append(value)
+
+
+def _oversized_reply(line: _Oversized, cap: int) -> list[SessionMessage | Exception]:
+    """An error reply for the request whose over-cap reply was dropped (none if its id is unreadable)."""
+    message = _too_large(f"the server's reply of {line.size / 2**20:.3g} MB", cap / 2**20)
+    request_id = _sniff_id(line.head, line.tail)
+    if request_id is None:
+        logger.warning("MCP server sent a message too large: %s; no request id found in it, dropped", message)
+        return []
+    return [_error_reply(request_id, message)]
 
 
 def _parse_line(line: bytes) -> SessionMessage | Exception:
-    """One stdout line as a JSON-RPC message; a reply that cannot be read becomes an error reply.
+    """One stdout line (or SSE event) as a JSON-RPC message; a reply that cannot be read becomes an error reply.
 
     The fast path is strict JSON in UTF-8, which every Python SDK server writes. Servers in other
     languages may write Latin-1 bytes or a lone surrogate escape (``"\\ud83d"``, half an emoji cut by a
     truncation), which strict parsers reject; those lines are decoded leniently, bad characters becoming
-    U+FFFD, and parsed again. A line that still is no message is answered with an error for the request
-    whose id it carries, so the call fails now instead of waiting for its timeout; one without a readable
-    id (or a request from the server, not a reply) is passed on as the exception, which the session logs.
+    U+FFFD, and parsed again. Text before the first ``{`` - a banner or progress bar printed without a
+    newline (``Loading 100%\\r``) - is dropped with a warning showing it, and the message after it is read.
+    A line that still is no message is answered with an error for the request whose id it carries, so the
+    call fails now instead of waiting for its timeout; one without a readable id (a banner line, or a
+    request from the server, not a reply) is logged as a warning and passed on as the exception.
     """
     adapter = mcp_types.jsonrpc_message_adapter
     try:
         return SessionMessage(adapter.validate_json(line, by_name=False))
     except ValueError:
         pass
+    start = line.find(b"{")
+    if start > 0 and not line.lstrip().startswith(b"["):  # not a JSON-RPC batch
+        if line[:start].strip():
+            logger.warning("MCP server wrote text before a message, dropped: %s", _excerpt(line[:start]))
+        line = line[start:]
     parsed: Any = None
     try:
         parsed = json.loads(line.decode("utf-8", "replace"))
@@ -663,13 +930,28 @@ def _parse_line(line: bytes) -> SessionMessage | Exception:
     except ValueError as exc:
         request_id = _sniff_id(line[:_SNIFF_BYTES], line[-_SNIFF_BYTES:])
         if request_id is None or (isinstance(parsed, dict) and "method" in parsed):
+            logger.warning("MCP server wrote a line that is no JSON-RPC message, dropped: %s", _excerpt(line))
             return exc
         reason = str(exc).splitlines()[0][:200]
         return _error_reply(request_id, f"the server's reply is not a valid JSON-RPC message: {reason}")
 
 
+def _excerpt(text: bytes, limit: int = 200) -> str:
+    """``text`` for a log line: decoded, redacted, cut to ``limit`` characters, control characters escaped."""
+    shown = redact(text[: limit * 4].decode("utf-8", "replace"))
+    return repr(shown[:limit] + ("..." if len(shown) > limit or len(text) > limit * 4 else ""))
+
+
 _HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _TAIL_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$')
+
+
+def _too_large(what: str, megabytes: float) -> str:
+    """The error for a reply over the cap, saying what the cap counts."""
+    return (
+        f"{what} exceeds max_result_mb ({megabytes:g} MB, counted on the whole reply message; Python SDK "
+        "servers send a text result twice, as content and as structuredContent)"
+    )
 
 
 def _sniff_id(head: bytes, tail: bytes) -> int | str | None:
@@ -677,8 +959,8 @@ def _sniff_id(head: bytes, tail: bytes) -> int | str | None:
     return json.loads(match.group(1)) if match else None
 
 
-def _error_reply(request_id: int | str, message: str) -> SessionMessage:
-    error = ErrorData(code=INTERNAL_ERROR, message=message)
+def _error_reply(request_id: int | str, message: str, code: int = INTERNAL_ERROR) -> SessionMessage:
+    error = ErrorData(code=code, message=message)
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
@@ -691,20 +973,52 @@ def _server_env(config: McpServerConfig) -> dict[str, str]:
     return {**get_default_environment(), **passthrough, **config.env}
 
 
+_MAX_TOOL_PAGES = 1000
+
+
 async def _list_tools(client: ClientSession) -> list[ToolSpec]:
-    """Every tool the server offers, following pagination cursors."""
-    specs: list[ToolSpec] = []
+    """Every tool the server offers, following pagination cursors; a tool listed twice counts once.
+
+    A cursor the server already sent (a server paging in a loop), or more than :data:`_MAX_TOOL_PAGES`
+    pages, fails start-up with an error saying so, instead of listing until the handshake times out.
+    """
+    specs: dict[str, ToolSpec] = {}
+    seen: set[str] = set()
     cursor: str | None = None
     while True:
         params = PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await client.list_tools(params=params)
-        specs += [
-            ToolSpec(name=t.name, description=t.description or t.title or "", parameters=t.input_schema)
-            for t in page.tools
-        ]
+        try:
+            page = await client.list_tools(params=params)
+        except ValidationError as exc:
+            raise RuntimeError(f"the server's tools/list reply is not valid MCP: {_invalid(exc)}") from None
+        for t in page.tools:
+            if t.name in specs:
+                logger.warning("MCP server listed tool %r more than once; using the first", t.name)
+                continue
+            specs[t.name] = ToolSpec(
+                name=t.name, description=t.description or t.title or "", parameters=t.input_schema
+            )
         cursor = page.next_cursor
         if not cursor:
-            return specs
+            return list(specs.values())
+        if cursor in seen or len(seen) >= _MAX_TOOL_PAGES:
+            why = "sent a cursor again" if cursor in seen else f"sent more than {_MAX_TOOL_PAGES} pages"
+            raise RuntimeError(f"tools/list never ends: the server {why} ({cursor[:80]!r})")
+        seen.add(cursor)
+
+
+def _invalid(exc: ValidationError) -> str:
+    """A short account of why a result failed validation: where, and the type of an unknown content block."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"][:2])
+    value = first.get("input")
+    if isinstance(value, dict) and "type" in value and where.startswith("content."):
+        return f"{where} has the unknown content type {str(value['type'])[:50]!r}"
+    if isinstance(value, dict) and "name" in value and where.startswith("tools."):
+        return f"tool {str(value['name'])[:80]!r}: {'.'.join(map(str, first['loc'][2:]))}: {first['msg']}"[
+            :200
+        ]
+    return f"{where}: {first['msg']}"[:200]
 
 
 def _server_stderr() -> TextIO:

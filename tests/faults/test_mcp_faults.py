@@ -144,7 +144,10 @@ def test_huge_stdio_result_is_capped_without_blocking_the_session() -> None:
         )
         assert time.perf_counter() - start < 20
         # 48 MB on the wire: the Python SDK sends the text twice (content and structuredContent).
-        assert not huge.ok and re.search(r"result of \d+ MB exceeds the cap of 1 MB", huge.error), huge.error
+        # The error says what the cap counts: the whole reply, which carries the text twice.
+        assert not huge.ok and re.search(
+            r"reply of \d+ MB exceeds max_result_mb \(1 MB, counted on the whole reply message", huge.error
+        ), huge.error
         assert huge.attempts == 1
         assert small.ok and echo.observation == "hi"
         assert executor.execute([ToolCall("pid", {})])[0].observation == pid  # the session survived
@@ -178,7 +181,9 @@ def test_huge_http_result_is_capped(body: str) -> None:
             huge, echo = executor.execute(
                 [ToolCall("big", {"megabytes": 8}), ToolCall("echo", {"text": "hi"})]
             )
-            assert not huge.ok and "exceeds the cap of 1 MB" in huge.error, huge.error
+            assert not huge.ok and "exceeds max_result_mb (1 MB, counted on the whole reply" in huge.error, (
+                huge.error
+            )
             assert echo.observation == "hi"
     finally:
         stop(proc)
@@ -189,3 +194,25 @@ def test_url_only_server_falls_back_to_sse(sse_url: str) -> None:
     """No ``type``: streamable HTTP is tried first, and the old HTTP+SSE transport answers."""
     with ToolExecutor([McpProvider("legacy", McpServerConfig(url=sse_url))], Limits(call_timeout_s=20)) as ex:
         assert ex.execute([ToolCall("echo", {"text": "via sse"})])[0].observation == "via sse"
+
+
+@pytest.mark.timeout(60)
+def test_huge_sse_result_is_capped_alone(sse_url: str) -> None:
+    """The legacy SSE transport honours ``max_result_mb`` too: a 1.5 MB reply (0.75 MB of text, sent twice)
+    passes the SDK's fixed 1 MiB event limit, and a reply over the cap fails only its own call, at once,
+    without killing the session, blaming the arguments or re-running the calls beside it."""
+    config = McpServerConfig(url=sse_url, type="sse", max_result_mb=2)
+    with ToolExecutor([McpProvider("legacy", config)], Limits(call_timeout_s=30, retries=0)) as executor:
+        pid = executor.execute([ToolCall("pid", {})])[0].observation
+        page, huge, echo = executor.execute(
+            [
+                ToolCall("big", {"megabytes": 0.75}),
+                ToolCall("big", {"megabytes": 4}),
+                ToolCall("echo", {"text": "hi"}),
+            ]
+        )
+        assert page.ok and len(page.observation) > 1000, page.error
+        assert not huge.ok and "reply of 8 MB exceeds max_result_mb (2 MB" in huge.error, huge.error
+        assert huge.attempts == 1 and not huge.repeated
+        assert echo.observation == "hi" and echo.attempts == 1 and not echo.repeated
+        assert executor.execute([ToolCall("pid", {})])[0].observation == pid

@@ -1,0 +1,90 @@
+"""MCP servers that bend the protocol: stdout banners, odd results and odd tool listings.
+
+Each test starts ``tests/servers/odd_server.py``, a raw JSON-RPC stdio server (the SDK's servers cannot
+misbehave this way on purpose) with the flags that select its fault, and drives it through
+:class:`ToolExecutor`, the way training does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
+from swift_rlfactory.tools.mcp import McpProvider
+from swift_rlfactory.tools.mcp_config import McpServerConfig
+from tests.test_mcp import ROOT
+
+ODD_SERVER = ROOT / "tests" / "servers" / "odd_server.py"
+
+
+def odd(*flags: str) -> McpProvider:
+    config = McpServerConfig(command="python", args=[str(ODD_SERVER), ",".join(flags)], startup_timeout_s=20)
+    return McpProvider("odd", config)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("flag", "shown"), [("nonl", "Loading 100%"), ("banner", "Weather server v1.2")])
+def test_stdout_banner_is_dropped_with_a_warning(
+    flag: str, shown: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Text printed before the protocol - a progress bar without a newline glued onto the initialize reply,
+    or a banner line - is dropped with a warning showing it; the server starts at once and works."""
+    start = time.perf_counter()
+    with (
+        caplog.at_level(logging.WARNING, logger="swift_rlfactory.tools.mcp"),
+        ToolExecutor([odd(flag)], Limits(call_timeout_s=10)) as executor,
+    ):
+        assert time.perf_counter() - start < 15  # not the 20 s handshake timeout
+        assert executor.execute([ToolCall("echo", {"x": 1})])[0].observation == '{"x": 1}'
+    assert any(shown in record.getMessage() for record in caplog.records), caplog.text
+
+
+@pytest.mark.timeout(60)
+def test_odd_results_are_shown() -> None:
+    """``isError`` with only structured content shows that content; a content block of an unknown type is
+    replaced by a short note and the rest of the result still renders."""
+    with ToolExecutor([odd()], Limits(call_timeout_s=10, retries=0)) as executor:
+        struct_error, weird, echo = executor.execute(
+            [ToolCall("struct_error", {}), ToolCall("weird", {}), ToolCall("echo", {"x": 2})]
+        )
+    assert not struct_error.ok and '{"error": "quota exceeded"}' in struct_error.error, struct_error.error
+    assert weird.ok, weird.error
+    assert weird.observation == "before\n[content of unknown type 'hologram' left out]\nafter"
+    assert echo.observation == '{"x": 2}'
+
+
+@pytest.mark.timeout(60)
+def test_a_tool_listed_twice_counts_once() -> None:
+    with ToolExecutor([odd("dup")], Limits(call_timeout_s=10)) as executor:
+        assert sorted(executor.tools) == ["echo", "struct_error", "weird"]
+
+
+@pytest.mark.timeout(60)
+def test_a_tool_without_input_schema_takes_no_arguments(caplog: pytest.LogCaptureFixture) -> None:
+    """One tool without ``inputSchema`` does not fail the server's start: it gets an empty schema and a
+    warning names it."""
+    with (
+        caplog.at_level(logging.WARNING, logger="swift_rlfactory.tools.mcp"),
+        ToolExecutor([odd("noschema")], Limits(call_timeout_s=10)) as executor,
+    ):
+        assert sorted(executor.tools) == ["bare", "echo", "struct_error", "weird"]
+        assert executor.tools["bare"].spec.parameters == {"type": "object", "properties": {}}
+        assert executor.execute([ToolCall("bare", {})])[0].observation == "{}"
+    assert any("'bare' without inputSchema" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.timeout(60)
+def test_a_tools_list_that_never_ends_fails_start_up_at_once() -> None:
+    """A server answering every ``tools/list`` page with the same cursor fails at once, saying so, instead
+    of paging until the handshake times out."""
+    start = time.perf_counter()
+    executor = ToolExecutor([odd("loopcursor")], Limits(call_timeout_s=10))
+    try:
+        with pytest.raises(RuntimeError, match="tools/list never ends: the server sent a cursor again"):
+            executor.start()
+    finally:
+        executor.close()
+    assert time.perf_counter() - start < 15  # not the 20 s handshake timeout
