@@ -30,7 +30,7 @@ Results are capped at the transport (``max_result_mb``): a stdio line, SSE event
 or JSON body over the cap is skipped as it streams in, never held in memory, and only the call it answers
 fails, with an error saying how large the reply was. The cap counts the server's whole reply message, the
 bytes that must be read: Python SDK servers send a text result twice (as content and as structuredContent),
-so with the default 16 MB a text result of up to about 8 MB passes. The observation is cut to
+so with the default 32 MB a text result of up to about 16 MB passes. The observation is cut to
 ``max_output_tokens`` anyway; the cap only keeps a runaway result from holding memory and the session.
 Arguments are sanitised before sending (a lone UTF-16 surrogate, which JSON cannot carry, becomes U+FFFD),
 and so are a stdio server's replies (bytes that are not UTF-8 too); a reply that is no JSON at all fails its

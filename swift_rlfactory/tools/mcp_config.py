@@ -122,7 +122,7 @@ class McpServerConfig(BaseModel):
     disabled: bool = False
     enabled: bool = True  # Zed, opencode: ``enabled: false`` is ``disabled: true``
     inherit_env: bool = False
-    max_result_mb: float = Field(default=16.0, gt=0, allow_inf_nan=False)
+    max_result_mb: float = Field(default=32.0, gt=0, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod

@@ -154,6 +154,17 @@ def test_huge_stdio_result_is_capped_without_blocking_the_session() -> None:
 
 
 @pytest.mark.timeout(60)
+def test_a_ten_megabyte_result_passes_the_default_cap_and_is_cut_for_the_model() -> None:
+    """The default max_result_mb (32) lets a 10 MB text through: 20 MB on the wire, as the SDK sends it
+    twice. The model reads it cut to max_output_tokens."""
+    config = McpServerConfig(command="python", args=[str(SLOW_SERVER)])
+    with ToolExecutor([McpProvider("slow", config)], Limits(call_timeout_s=30, max_output_tokens=64)) as ex:
+        [big] = ex.execute([ToolCall("big", {"megabytes": 10})])
+    assert big.ok, big.error
+    assert len(big.observation) <= 4 * 64 and "[truncated at least" in big.observation
+
+
+@pytest.mark.timeout(60)
 def test_undecodable_stdio_lines_are_answered_at_once() -> None:
     """A server that writes Latin-1 bytes or a lone surrogate escape still gets its text through (the bad
     characters become U+FFFD); a line that is no JSON at all fails its call at once, not at its timeout."""
