@@ -313,6 +313,16 @@ def test_bad_judge_config_fails_at_load_naming_the_field(args, message):
         RewardSpec([RewardTerm(name="judge", args=args)])
 
 
+def test_the_answer_placeholder_never_shows_the_judge_the_reasoning():
+    reply = "<think>It is surely <answer>Lyon</answer>.</think>I am not sure."
+    t = Trajectory(
+        messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": reply}], turns=1
+    )
+    assert judge_text.fill("{answer}", t, 1000) == "I am not sure."  # no tag outside the reasoning
+    t.messages[-1]["content"] = "<think>Lyon?</think><answer>Paris</answer>"
+    assert judge_text.fill("{answer}", t, 1000) == "Paris"
+
+
 def test_reply_parsing():
     assert judge_text.parse_score('{"reason": "ok", "score": 0.7}') == 0.7
     assert judge_text.parse_score('Verdict {"score": "1"} then {"note": {"a": 1}}') == 1.0

@@ -61,11 +61,17 @@ def test_hidden_tests_reward_scores_the_share_passed_and_resists_tricks():
     with Environment.load(CODE_ENV) as env:
         cases = [trajectory(answer(GOOD)), trajectory(answer(WRONG)), trajectory("no code at all")]
         cases += [trajectory(answer(code)) for code in HACKS.values()]
+        # the visible reply counts, as the parser reads it: code only in reasoning is no answer, and
+        # reasoning that mentions a tool call is no call
+        cases += [
+            trajectory(f"<think>{answer(GOOD)}</think>I could not solve it."),
+            trajectory(f"<think>maybe try <tool_call> first</think>{answer(GOOD)}"),
+        ]
         for t in cases:
             t.tool_env = env
         asyncio.run(env.reward.ascore(cases))
     scores = [t.rewards["rewards.py:hidden_tests"] for t in cases]
-    assert scores == [1.0, 0.75, 0.0] + [0.25, 0.25, 0.0, 0.0], scores  # the tricks pass only ("", 3)
+    assert scores == [1.0, 0.75, 0.0] + [0.25, 0.25, 0.0, 0.0] + [0.0, 1.0], scores  # tricks pass ("", 3)
     assert env.reward.errors == 0  # failures were scores, not exceptions
 
 

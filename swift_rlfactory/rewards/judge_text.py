@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..trajectory import Trajectory
-from .rules import extract_answer
+from .rules import extract_answer, visible_reply
 
 Messages = list[dict[str, str]]
 
@@ -87,9 +87,9 @@ def fill(rubric: str, trajectory: Trajectory, max_chars: int) -> str:
             return _question(prompt)
         if name == "response":
             return trajectory.final_response
-        if name == "answer":
+        if name == "answer":  # the tagged answer, else the visible reply: the judge never grades reasoning
             answer = extract_answer(trajectory.final_response)
-            return trajectory.final_response if answer is None else answer
+            return visible_reply(trajectory.final_response) if answer is None else answer
         if name == "golden_answers":
             return " | ".join(golds) if golds else "none"
         if name == "trajectory":
