@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swift_rlfactory.tools.parsing import has_tool_call, parse_tool_calls
 
@@ -252,3 +254,278 @@ def test_plan_turn_ends_a_turn_whose_only_calls_are_reasoning():
 
     assert plan_turn(f"<think>{CALL}</think>It is 4.", turn=1, max_turns=4).stop_reason == "answer"
     assert [c.name for c in plan_turn(f"<think>hm</think>{CALL}", turn=1, max_turns=4).calls] == ["f"]
+
+
+# -- a key written twice, a name with outer white space, calls past the turn's limit ------------------
+@pytest.mark.parametrize(
+    "body, key",
+    [
+        ('{"name": "a", "name": "b", "arguments": {}}', "name"),
+        ('{"name": "s", "arguments": {"q": "x", "q": "y"}}', "q"),
+        ('{"name": "s", "arguments": {"o": {"k": 1, "k": 2}}}', "k"),  # nested
+        ("{'name': 's', 'arguments': {'q': 'x', 'q': 'y',}}", "q"),  # near-JSON: the repairing path
+        ('{"name": "s", "arguments": "{\\"q\\": \\"x\\", \\"q\\": \\"y\\"}"}', "q"),  # arguments as a string
+        ('[{"name": "s", "arguments": {}}, {"name": "t", "arguments": {"q": 1, "q": 1}}]', "q"),
+    ],
+)
+def test_a_key_written_twice_is_an_error_call_naming_it(body, key):
+    calls = parse_tool_calls(f"<tool_call>{body}</tool_call>")
+    assert calls and all(call.error is not None for call in calls[-1:])
+    assert f'"{key}" is written twice' in calls[-1].error
+
+
+def test_a_bare_reply_with_a_key_written_twice_is_no_call():
+    assert parse_tool_calls('{"name": "a", "name": "b", "arguments": {}}') == []
+
+
+@pytest.mark.parametrize("name", [" search ", "\tsearch\n", "search "])
+def test_a_tool_name_with_outer_white_space_is_the_tool(name):
+    [call] = parse_tool_calls(block(json.dumps({"name": name, "arguments": {"q": "x"}})))
+    assert (call.name, call.arguments, call.error) == ("search", {"q": "x"}, None)
+
+
+def test_calls_past_the_turn_limit_are_refused_as_limit_not_as_parse_failures():
+    from swift_rlfactory.rollout.episode import plan_turn
+
+    text = CALL * 3 + block("{broken")
+    plan = plan_turn(text, turn=1, max_turns=4, max_calls_per_turn=2)
+    assert [c.error is None for c in plan.calls] == [True, True, False, False]
+    assert [c.error_kind for c in plan.calls[2:]] == ["limit", "limit"]  # the broken one too: never read
+    assert "too many tool calls in one turn (limit 2)" in plan.calls[2].error
+
+
+# -- Qwen3-Coder / Qwen3.5 XML calls ------------------------------------------------------------------
+XML_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "top_k": {"type": "integer"},
+                    "exact": {"type": "boolean"},
+                    "filters": {"type": "object"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "note": {"type": ["string", "null"]},
+                    "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+                },
+            },
+        },
+    }
+]
+
+
+def xml(text: str, tools=XML_TOOLS):
+    from swift_rlfactory.tools.xml_calls import parse_xml_tool_calls
+
+    return parse_xml_tool_calls(text, tools)
+
+
+def xml_call(name: str, **params: str) -> str:
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+def test_plan_turn_reads_xml_calls_in_the_format_the_prompt_asked_for():
+    from swift_rlfactory.rollout.episode import plan_turn
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    text = "<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n</function>\n</tool_call>"
+    plan = plan_turn(text, 1, 4, parse=call_parser("qwen3_coder", XML_TOOLS))
+    assert [(c.name, c.arguments, c.error) for c in plan.calls] == [("search", {"query": "x"}, None)]
+    assert plan_turn(text, 1, 4).calls[0].error is not None  # hermes stays hermes: the format is chosen
+
+
+@pytest.mark.parametrize(
+    "params, arguments",
+    [
+        ({"query": "capital of France"}, {"query": "capital of France"}),
+        ({"top_k": "3"}, {"top_k": 3}),  # typed by the schema
+        ({"top_k": "three"}, {"top_k": "three"}),  # not JSON: the tool's own check judges it
+        ({"exact": "true"}, {"exact": True}),
+        ({"filters": '{"year": 2020}'}, {"filters": {"year": 2020}}),
+        ({"tags": '["a", "b"]'}, {"tags": ["a", "b"]}),
+        ({"query": "42"}, {"query": "42"}),  # a string parameter stays text, JSON-looking or not
+        ({"query": '{"a": 1}'}, {"query": '{"a": 1}'}),
+        ({"note": "null"}, {"note": None}),  # string or null
+        ({"limit": "5"}, {"limit": 5}),  # anyOf branches
+        ({"unknown": "7"}, {"unknown": "7"}),  # not in the schema: text
+        ({"query": "  two\n  lines  "}, {"query": "  two\n  lines  "}),  # only the layout newlines go
+        ({"query": "a </tool_call> b"}, {"query": "a </tool_call> b"}),  # the tag inside a value is text
+        ({"query": "<b>北京</b> & <think>"}, {"query": "<b>北京</b> & <think>"}),
+    ],
+)
+def test_xml_parameters_are_raw_text_typed_by_the_schema(params, arguments):
+    [call] = xml(xml_call("search", **params))
+    assert (call.name, call.arguments, call.error) == ("search", arguments, None)
+
+
+@pytest.mark.parametrize(
+    "text, names",
+    [
+        ("<tool_call><function=search><parameter=query>x</parameter></function></tool_call>", ["search"]),
+        ("<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n</tool_call>", ["search"]),
+        ("<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n</function>", ["search"]),
+        ("<tool_call><function=a></function><function=b></function></tool_call>", ["a", "b"]),
+        (xml_call("a") + "\n" + xml_call("b"), ["a", "b"]),
+        ("I will search.\n\n" + xml_call(" search ", query="x"), ["search"]),  # name stripped
+        ("<function=search>\n<parameter=query>\nx\n</parameter>\n</function>", ["search"]),  # no block
+        (f"<think>{xml_call('a')}</think>The answer is 4.", []),
+        (f"<think>hm</think>{xml_call('a')}", ["a"]),
+        ("The answer is <b>4</b>.", []),
+    ],
+)
+def test_xml_calls_are_found_where_the_model_writes_them(text, names):
+    calls = xml(text)
+    assert [c.name for c in calls] == names and all(c.error is None for c in calls)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('<tool_call>\n{"name": "search", "arguments": {}}\n</tool_call>', "expected <function=NAME>"),
+        ("<tool_call>\n</tool_call>", "empty <tool_call> block"),
+        ("<tool_call><function=s><parameter=q>\nx\n</function></tool_call>", '"q" is never closed'),
+        ("<tool_call><function=s><parameter=q>x</parameter><parameter=q>y</parameter></function>", "twice"),
+        ("<tool_call><function=s>query: x</function></tool_call>", "unexpected text in <function=s>"),
+        ("<tool_call><function=s></function> and more</tool_call>", "unexpected text after </function>"),
+        ('<tool_call><function=search><parameter=filters>{"a": 1, "a": 2}</parameter></function>', "twice"),
+        ("<tool_call><function= ><parameter=q>x</parameter></function></tool_call>", '"name" must be'),
+        ("<tool_call><function=search><parameter=top_k>1e400</parameter></function>", "out of range"),
+    ],
+)
+def test_unreadable_xml_calls_are_error_calls_never_answers(text, message):
+    calls = xml(text)
+    assert calls and calls[0].error is not None and message in calls[0].error, calls
+
+
+def test_a_broken_xml_block_does_not_swallow_the_next_one():
+    text = "<tool_call><function=a><parameter=q>never closed</tool_call>" + xml_call("b", q="y")
+    [broken, good] = xml(text)
+    assert broken.error is not None and (good.name, good.arguments, good.error) == ("b", {"q": "y"}, None)
+
+
+def test_xml_parsing_never_raises_on_fragments():
+    pieces = ["<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>",
+              ">", "\n", "x", "<think>", "</think>", '{"a": 1}']  # fmt: skip
+    import itertools
+
+    for combo in itertools.product(pieces, repeat=3):
+        xml("".join(combo))
+
+
+_NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.\-]{0,20}", fullmatch=True)
+_PIECES = ["<", ">", "\n", "北京", "{", '"', "</function>", "<parameter=x>", "null", "</think>", "  "]
+_TEXT = (
+    st.lists(
+        st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
+        | st.sampled_from(_PIECES),
+        max_size=8,
+    )
+    .map("".join)
+    .filter(lambda v: "</parameter>" not in v and "<tool_call>" not in v)
+)
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**12), 10**12) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    name=_NAME,
+    texts=st.dictionaries(
+        _NAME, _TEXT | st.from_regex(r'\s*[\[{"]?\d+[\]}"]?\s*', fullmatch=True), max_size=4
+    ),
+    values=st.dictionaries(
+        _NAME.map(lambda k: "j_" + k), _JSONISH.filter(lambda v: not isinstance(v, str)), max_size=3
+    ),
+)
+def test_xml_calls_rendered_by_ms_swift_read_back_exactly(name, texts, values):
+    """Whatever ms-swift's qwen3_coder template renders for a call (the text the model is trained on) is
+    that call: string parameters unchanged, other types back as their JSON values."""
+    from swift.agent_template import agent_template_map
+
+    arguments = {**texts, **values}
+    properties = {k: {"type": "string"} for k in texts} | {
+        k: {"type": ["object", "array", "integer", "boolean", "null"]} for k in values
+    }
+    tools = [{"name": name, "parameters": {"type": "object", "properties": properties}}]
+    message = {"role": "tool_call", "content": json.dumps({"name": name, "arguments": arguments})}
+    rendered = agent_template_map["qwen3_coder"]()._format_tool_calls([message])
+    [call] = xml(f"Let me look.\n\n{rendered}", tools)
+    assert (call.name, call.arguments, call.error) == (name, arguments, None)
+
+
+# -- the prompt's agent template and the parser agree, for every ms-swift agent template -------------
+def _agent_templates():
+    from swift.agent_template import agent_template_map
+
+    return sorted(agent_template_map)
+
+
+@pytest.mark.parametrize("name", _agent_templates())
+def test_every_ms_swift_agent_template_is_parsed_in_its_own_format_or_refused(name):
+    """Either a call rendered in the template's own format (what the model is trained and told to write)
+    reads back as that call, or start-up refuses the template, naming it and the supported ones."""
+    from swift.agent_template import agent_template_map
+
+    from swift_rlfactory.adapters.swift_template import CALL_FORMAT_OF, TemplateByName, call_format
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    agent = agent_template_map[name]()
+    template = TemplateByName(template_meta=None, agent_template=agent)
+    try:
+        found = call_format(template)
+    except ValueError as exc:
+        assert repr(name) in str(exc) and all(ok in str(exc) for ok in CALL_FORMAT_OF)
+        return
+    arguments = {"query": "capital of 法国 <b>", "n": 3, "opts": {"exact": True}}
+    tools = [
+        {
+            "name": "search",
+            "description": "Search.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "n": {"type": "integer"},
+                    "opts": {"type": "object"},
+                },
+            },
+        }
+    ]
+    message = {"role": "tool_call", "content": json.dumps({"name": "search", "arguments": arguments})}
+    rendered = agent._format_tool_calls([message])
+    [call] = call_parser(found, tools)(rendered)
+    assert (call.name, call.arguments, call.error) == ("search", arguments, None)
+    # the tools prompt of the template asks for what was parsed: its example call is in that format
+    user = {"role": "user", "content": "Hi"}  # some templates (Llama's) write the tools into it
+    shown = agent._format_tools(tools, "Be brief.", user) + user["content"]
+    assert ("<function=" in shown) == (found == "qwen3_coder")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["mistral", "deepseek_v3_1", "glm4_5", "glm4_7", "kimi_k25", "minimax_m2", "hunyuan_hermes", "react_en"],
+)
+def test_templates_whose_calls_hermes_would_read_as_answers_are_refused(name):
+    from swift.agent_template import agent_template_map
+
+    from swift_rlfactory.adapters.swift_template import TemplateByName, call_format
+
+    with pytest.raises(ValueError, match=f"agent template '{name}'"):
+        call_format(TemplateByName(template_meta=None, agent_template=agent_template_map[name]()))
+
+
+@pytest.mark.parametrize(
+    "template_type, found",
+    [(None, "hermes"), ("qwen3", "hermes"), ("qwen2_5", "hermes"), ("qwen3_5", "qwen3_coder")],
+)
+def test_call_format_of_ms_swift_templates_by_name(template_type, found):
+    from swift_rlfactory.adapters.swift_template import call_format, template_by_name
+
+    assert call_format(template_by_name(template_type)) == found

@@ -53,9 +53,10 @@ from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.log import TrajectoryLog
 from ..rollout.metrics import tool_metrics
+from ..tools.call_formats import call_parser
 from ..tools.executor import ToolRecord
 from ..trajectory import Trajectory
-from .swift_template import set_system_prompt, turn_end_id
+from .swift_template import call_format, set_system_prompt, turn_end_id
 from .swift_timeline import StepTimeline
 
 logger = logging.getLogger("swift_rlfactory")
@@ -219,6 +220,8 @@ class RLFactoryScheduler(MultiTurnScheduler):
         elif infer_engine is not None:
             self.max_context = getattr(infer_engine, "max_model_len", None)
         self.turn_end_id = self._find_turn_end_id()
+        # the format the template's tools prompt asks for; a template we cannot read stops the run here
+        self.call_format = call_format(template)
         RUN.env(start=True)  # fail at start-up, naming the field or server, not at the first rollout
 
     @property
@@ -300,7 +303,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
 
     async def _turn(self, infer_request, response_choice, current_turn: int, episode: _Episode) -> dict:
         env = RUN.env(episode.env_path)
-        plan = self._plan(response_choice, current_turn, env, episode)
+        plan = self._plan(response_choice, current_turn, env, episode, infer_request.tools)
         if plan.finished:
             return self._finish(infer_request, episode, plan.stop_reason, current_turn)
         records = await self._execute(env, plan.calls)
@@ -370,16 +373,21 @@ class RLFactoryScheduler(MultiTurnScheduler):
         return cause
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _plan(self, response_choice, current_turn: int, env: Environment, episode: _Episode) -> TurnPlan:
-        """What this turn asks for, under the smaller of ``--max_turns`` and the environment's limit."""
+    def _plan(
+        self, response_choice, current_turn: int, env: Environment, episode: _Episode, tools: Any = None
+    ) -> TurnPlan:
+        """What this turn asks for, under the smaller of ``--max_turns`` and the environment's limit,
+        read in the format the prompt asked for (typed by the row's ``tools``, else the environment's)."""
         episode.tokens += len(response_choice.token_ids or [])
         limit = min(self.max_turns or math.inf, env.max_turns)
+        schemas = None if self.call_format == "hermes" else tools or env.executor.schemas()
         return plan_turn(
             response_choice.message.content or "",
             current_turn,
             limit,
             env.config.limits.max_calls_per_turn,
             response_choice.finish_reason,
+            call_parser(self.call_format, schemas),
         )
 
     def _finish(self, infer_request, episode: _Episode, stop_reason: str, turn: int) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 from swift.infer_engine import AdapterRequest, InferRequest, RequestConfig
 
 from ..rollout.episode import Generation, Messages
-from .swift_template import turn_end_id, with_system_prompt
+from .swift_template import call_format, turn_end_id, with_system_prompt
 
 ENGINES = ("transformers", "vllm")
 
@@ -57,6 +57,7 @@ class SwiftPolicy:
         self.max_tokens = request_config.max_tokens or 0
         self.prefix_ids = self._response_prefix_ids()
         self.turn_end_id = turn_end_id(self.tokenizer, self.template)
+        self.call_format = call_format(self.template)  # what its tools prompt asks for; refused if unread
 
     @classmethod
     def load(

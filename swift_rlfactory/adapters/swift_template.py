@@ -6,7 +6,9 @@ live here once, used by the scheduler (:mod:`.swift`) and the inference adapter 
 * :func:`set_system_prompt` - the environment's system prompt and tool schemas, rendered into the system
   message by the template's own agent template (the text a dataset ``tools`` column would give);
 * :func:`turn_end_id` - the end-of-turn token to drop from a tool-calling turn's ids before they go back
-  into the history, because ChatML templates render it again before the tool block.
+  into the history, because ChatML templates render it again before the tool block;
+* :func:`call_format` - which tool-call format the agent template's prompt asks the model to write, so
+  the turn is parsed in that format (:func:`~swift_rlfactory.tools.call_formats.call_parser`).
 
 ``template`` is any object with ms-swift's ``template_meta`` and ``agent_template``: a
 :class:`swift.template.Template`, or :func:`template_by_name`'s stand-in for a model served elsewhere (no
@@ -18,7 +20,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..tools.call_formats import HERMES, QWEN3_CODER
+
 TURN_END = "<|im_end|>"
+
+CALL_FORMAT_OF = {
+    "hermes": HERMES,
+    "youtu": HERMES,  # hermes JSON in <tool_call>, without the newlines
+    "llama3": HERMES,  # a reply that is one {"name": ..., "parameters": {...}} object: hermes's bare call
+    "llama4": HERMES,
+    "qwen3_coder": QWEN3_CODER,
+    "qwen3_5": QWEN3_CODER,
+}
+"""The ms-swift agent templates whose prompt asks for a format we read, and that format.
+
+Every other agent template asks for a format of its own (DeepSeek's and Kimi's special tokens, GLM's
+``<arg_key>``, Mistral's ``[TOOL_CALLS]``, ReAct's ``Action:``, ...) and is refused at start-up by
+:func:`call_format`: parsed as hermes, its calls would silently end the episode as answers. Even
+``hunyuan_hermes``, whose prompt asks for a name and a fenced JSON block inside ``<tool_call>``.
+"""
 
 
 def with_system_prompt(
@@ -104,3 +124,38 @@ def template_by_name(template_type: str | None) -> TemplateByName:
     meta = TEMPLATE_MAPPING[template_type]
     name = meta.agent_template or "hermes"
     return TemplateByName(template_meta=meta, agent_template=agent_template_map[name]())
+
+
+def agent_template_name(template: Any) -> str:
+    """The ms-swift registry name of ``template``'s agent template (``hermes`` when it has none).
+
+    A template whose agent template is not one of ms-swift's own classes (a plugin's) is named by its class.
+    """
+    from swift.agent_template import agent_template_map
+
+    agent = getattr(template, "agent_template", None)
+    if agent is None:
+        return "hermes"
+    for name, cls in agent_template_map.items():
+        if type(agent) is cls:
+            return name
+    return type(agent).__name__
+
+
+def call_format(template: Any) -> str:
+    """The tool-call format ``template``'s agent template tells the model to write (``None``: hermes).
+
+    Raises ``ValueError`` naming the agent template and the supported ones when none of our parsers reads
+    what its prompt asks for: a run that cannot read its model's calls must stop before it starts.
+    """
+    if template is None:
+        return HERMES
+    name = agent_template_name(template)
+    found = CALL_FORMAT_OF.get(name)
+    if found is None:
+        raise ValueError(
+            f"agent template {name!r} asks the model for tool calls in a format swift-rlfactory does not "
+            f"read; use a template whose agent template is one of {', '.join(CALL_FORMAT_OF)} "
+            "(ms-swift's --agent_template, or eval's --template)"
+        )
+    return found

@@ -42,7 +42,7 @@ from typing import Any
 import httpx
 
 from .. import secrets
-from ..adapters.swift_template import TURN_END, template_by_name, with_system_prompt
+from ..adapters.swift_template import TURN_END, call_format, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
 from ..wire import content_text, retry_after, sendable
 
@@ -59,7 +59,8 @@ class OpenAIChatPolicy:
         model: the served model name.
         api_key: sent as a bearer token; default ``$OPENAI_API_KEY``, else none.
         template: ms-swift template whose system-prompt rules apply (e.g. ``qwen2_5`` adds its default
-            system prompt when the environment has none); ``None``: hermes tools, no default.
+            system prompt when the environment has none) and whose agent template's call format the
+            replies are parsed in (``qwen3_5``: Qwen3.5's XML calls); ``None``: hermes tools, no default.
         temperature, top_p, max_tokens: sampling per turn.
         max_length: context budget for ending episodes with ``context`` (``None``: no check).
         stop: extra stop strings (none by default, see the module docstring).
@@ -96,6 +97,7 @@ class OpenAIChatPolicy:
             secrets.remember(self.api_key, "<api key>")
         secrets.remember_url(self.url, "<base_url credential>")
         self.template = template_by_name(template)
+        self.call_format = call_format(self.template)  # refuses a template whose calls we cannot read
         self.max_tokens = max_tokens
         self.max_length = max_length
         self.body: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": max_tokens}

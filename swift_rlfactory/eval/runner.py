@@ -36,6 +36,7 @@ from ..retrieval.qa_data import convert_qa_record, load_qa
 from ..rewards import rules
 from ..rollout.episode import Generation, Messages, run_episode
 from ..rollout.log import append_lines
+from ..tools.call_formats import HERMES, call_parser
 from ..trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Policy(Protocol):
 
     max_length: int | None  # context budget in tokens, or None for no check
     max_tokens: int  # completion tokens allowed per turn, reserved when checking the budget
+    call_format: str  # the tool-call format its prompt asks for (tools.call_formats), "hermes" if absent
 
     def render_prompt(
         self, messages: Messages, system_prompt: str | None, tools: list[dict] | None
@@ -305,7 +307,8 @@ async def run_task(
 ) -> dict:
     """Run one episode, score it, and return its log record."""
     row = task.row
-    prompt = policy.render_prompt(list(row.get("messages") or []), env.system_prompt, row_tools(row) or tools)
+    offered = row_tools(row) or tools
+    prompt = policy.render_prompt(list(row.get("messages") or []), env.system_prompt, offered)
     episode = policy.new_episode()
     trajectory = await run_episode(
         prompt,
@@ -315,6 +318,7 @@ async def run_task(
         env.config.limits.max_calls_per_turn,
         fits=context_check(policy, episode),
         row=row_columns(row),
+        parse=call_parser(getattr(policy, "call_format", HERMES), offered),
     )
     trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs through env's executor
     await env.reward.ascore([trajectory])

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..tools.call_formats import CallParser
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..tools.parsing import ToolCall, parse_tool_calls
 from ..trajectory import Trajectory
@@ -39,22 +40,30 @@ class TurnPlan:
 
 
 def plan_turn(
-    response: str, turn: int, max_turns: int, max_calls_per_turn: int = 8, finish_reason: str | None = None
+    response: str,
+    turn: int,
+    max_turns: int,
+    max_calls_per_turn: int = 8,
+    finish_reason: str | None = None,
+    parse: CallParser = parse_tool_calls,
 ) -> TurnPlan:
     """Decide the next step from the assistant's text. ``turn`` counts from 1.
 
-    More than ``max_calls_per_turn`` calls: the extra ones are kept as error calls, so the model learns the
-    limit from the observation instead of silently losing them.
+    ``parse`` reads the calls in the format the prompt asked for (:func:`~..tools.call_formats.call_parser`;
+    hermes by default). More than ``max_calls_per_turn`` calls: the extra ones are kept as error calls of
+    kind ``"limit"``, so the model learns the limit from the observation instead of silently losing them,
+    and rewards can tell them from calls it wrote wrong.
     """
     if finish_reason == "length":  # cut mid-turn: a half-written call must not run
         return TurnPlan(stop_reason="length")
-    calls = parse_tool_calls(response)
+    calls = parse(response)
     if not calls:
         return TurnPlan(stop_reason="answer")
     if turn >= max_turns:
         return TurnPlan(stop_reason="max_turns")
     for extra in calls[max_calls_per_turn:]:
         extra.error = f"too many tool calls in one turn (limit {max_calls_per_turn})"
+        extra.error_kind = "limit"
     return TurnPlan(calls=calls)
 
 
@@ -87,6 +96,7 @@ async def run_episode(
     max_calls_per_turn: int = 8,
     fits: Callable[[Messages], bool] | None = None,
     row: dict[str, Any] | None = None,
+    parse: CallParser = parse_tool_calls,
 ) -> Trajectory:
     """Run one trajectory to the end: generate, call tools, observe, repeat.
 
@@ -97,6 +107,7 @@ async def run_episode(
         max_turns: assistant turns allowed.
         fits: whether a conversation still fits the context budget; ``None`` means always.
         row: dataset fields carried into the trajectory for rewards.
+        parse: reads a turn's calls in the format the prompt asked for (hermes by default).
     """
     messages = list(messages)
     calls: list[dict[str, Any]] = []
@@ -107,7 +118,7 @@ async def run_episode(
         out = await generate(messages)
         messages.append({"role": "assistant", "content": out.text})
         try:
-            plan = plan_turn(out.text, turn, max_turns, max_calls_per_turn, out.finish_reason)
+            plan = plan_turn(out.text, turn, max_turns, max_calls_per_turn, out.finish_reason, parse)
             if plan.finished:
                 stop = plan.stop_reason
                 break

@@ -76,6 +76,9 @@ class ToolRecord:
     arguments: dict[str, Any]
     observation: str
     error: str | None = None
+    error_kind: str | None = None
+    """Why a call did not run: ``"parse"`` (the model wrote it wrong) or ``"limit"`` (past
+    ``limits.max_calls_per_turn``); ``None`` when it ran (then ``error`` is the tool's own failure)."""
     latency_s: float = 0.0
     cache_hit: bool = False
     attempts: int = 0
@@ -236,6 +239,9 @@ class ToolExecutor:
 
     async def _run_call(self, call: ToolCall, record: ToolRecord) -> None:
         if call.error is not None:
+            record.error_kind = call.error_kind
+            if call.error_kind == "limit":
+                raise _CallFailed(f"not run: {call.error}")
             raise _CallFailed(f"could not parse tool call: {call.error}")
         tool = self.tools.get(call.name)
         if tool is None:

@@ -53,8 +53,13 @@ What is repaired, and what is refused
     for one, and :func:`json.loads` reads the result; a token with no faithful JSON form, or JSON that
     still does not read, is an error that quotes the spot.
 
-Other ms-swift agent templates parse through the template itself (see ``adapters.swift``); this module is
-pure and has no ms-swift dependency.
+A key written twice in one object (``{"name": "a", "name": "b"}``, ``{"q": "x", "q": "y"}``) is refused
+with its name: reading it would silently drop the first value. A name's outer white space is stripped.
+
+Qwen3-Coder's and Qwen3.5's XML calls inside ``<tool_call>`` are read by :mod:`.xml_calls`;
+:mod:`.call_formats` names the formats, and ``adapters.swift_template.call_format`` picks the one the
+model's ms-swift agent template asks for (refusing, at start-up, the templates none of them reads). This
+module is pure and has no ms-swift dependency.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,14 +108,38 @@ _EXCERPT = 60
 _MAX_NAME = 256
 
 
+class DuplicateKey(ValueError):
+    """A key written twice in one JSON object (raised by :func:`no_duplicates` while reading)."""
+
+    SAYS = "is written twice in one object"
+
+    def __init__(self, key: str):
+        super().__init__(f"the key {_quote(key)} {self.SAYS}")
+        self.key = key
+
+
+def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: the object, or :class:`DuplicateKey` for a repeated key."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
 @dataclass
 class ToolCall:
-    """One call the model asked for. ``error`` is set when the call could not be understood."""
+    """One call the model asked for. ``error`` is set when the call will not run, and ``error_kind`` says
+    why: ``"parse"`` (it could not be understood) or ``"limit"`` (one call too many for the turn)."""
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     raw: str = ""
+    error_kind: str = "parse"
 
 
 def has_tool_call(text: str) -> bool:
@@ -147,8 +177,13 @@ class _Body:
     error: str | None = None
 
 
-def _scan(text: str) -> tuple[list[tuple[int, _Body]], list[str]]:
-    """The ``<tool_call>`` blocks outside reasoning (with where each body starts), and the text around them."""
+def _scan(
+    text: str, read: Callable[[str, int], _Body] | None = None
+) -> tuple[list[tuple[int, _Body]], list[str]]:
+    """The ``<tool_call>`` blocks outside reasoning (with where each body starts), and the text around them.
+
+    ``read`` reads one block's body from where it starts (default: hermes JSON)."""
+    read = read or _read
     pos = 0
     thought = False  # whether a think block was seen yet
     blocks: list[tuple[int, _Body]] = []
@@ -156,7 +191,7 @@ def _scan(text: str) -> tuple[list[tuple[int, _Body]], list[str]]:
     while (mark := _MARK.search(text, pos)) is not None:
         visible.append(text[pos : mark.start()])
         if mark[0] == _OPEN:
-            body = _read(text, mark.end())
+            body = read(text, mark.end())
             blocks.append((mark.end(), body))
             pos = body.resume
         elif mark[0] == _THINK_OPEN:
@@ -182,7 +217,10 @@ def _read(text: str, pos: int, in_block: bool = True) -> _Body:
             text[inside[0] : inside[1]] if inside else text[pos:end],
             strict=False,
             parse_constant=_no_constant,
+            object_pairs_hook=no_duplicates,
         )
+    except DuplicateKey as exc:
+        return _Body(end, resume, error=str(exc))
     except (ValueError, RecursionError):
         if inside:  # a fence ends right before the tag, so the tag is not inside a string
             return _lex(text, inside[0], in_block, stop=(inside[1], resume))
@@ -296,7 +334,9 @@ def _finish(
     """Parse one re-written value into ``values``; the failed block when even strict JSON cannot read it."""
     strict = "".join(out)
     try:
-        values.append(json.loads(strict, strict=False))
+        values.append(json.loads(strict, strict=False, object_pairs_hook=no_duplicates))
+    except DuplicateKey as exc:
+        return _fail(text, pos, in_block, str(exc))
     except json.JSONDecodeError as exc:
         index, offset = 0, len(out[0])
         while index + 1 < len(out) and offset <= exc.pos:  # the token the error points at
@@ -349,7 +389,8 @@ def _bare_calls(text: str) -> list[ToolCall]:
     body = (text[inside[0] : inside[1]] if inside else text).strip()
     if not body.startswith(("{", "[")):
         return []
-    decoder, values, pos = json.JSONDecoder(parse_constant=_no_constant), [], 0
+    decoder = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=no_duplicates)
+    values, pos = [], 0
     try:
         while pos < len(body):  # values one after another, only white space between them
             value, pos = decoder.raw_decode(body, pos)
@@ -396,6 +437,7 @@ def _call(obj: Any, raw: str, bare: bool) -> ToolCall:
         return error(
             f'"name" must be a non-empty string, got: {_quote(json.dumps(name, ensure_ascii=False))}'
         )
+    name = name.strip()  # " search " is the tool search; no tool name has outer white space
     if len(name) > _MAX_NAME:
         return error(f'"name" is {len(name)} characters long, more than any tool name: {_quote(name)}')
     given = [key for key in ("arguments", "parameters") if key in obj]
@@ -412,6 +454,8 @@ def _call(obj: Any, raw: str, bare: bool) -> ToolCall:
             arguments = None
         else:
             read = _read(arguments, 0, in_block=False)
+            if read.error is not None and read.error.endswith(DuplicateKey.SAYS):
+                return error(f'"arguments": {read.error}')
             if read.error is not None or len(read.values) != 1:
                 return error(f'"arguments" is a string that is not one JSON object: {_quote(arguments)}')
             arguments = read.values[0]

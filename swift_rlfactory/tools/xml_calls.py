@@ -1,0 +1,205 @@
+"""Read Qwen3-Coder's and Qwen3.5's XML tool calls: what ms-swift's ``qwen3_coder`` and ``qwen3_5`` agent
+templates tell the model to write, inside the same ``<tool_call>`` tags as hermes::
+
+    <tool_call>
+    <function=search>
+    <parameter=query>
+    capital of France
+    </parameter>
+    <parameter=top_k>
+    3
+    </parameter>
+    </function>
+    </tool_call>
+
+:func:`parse_xml_tool_calls` never raises; a call it cannot read is an error :class:`~.parsing.ToolCall`
+that says why, as on the hermes path, and the same reasoning rules apply (calls inside ``<think>`` do not
+run). Every call that reads goes through the hermes path's checks of a call object (name, nesting,
+numbers out of range, lone surrogates).
+
+Values are raw text, not JSON
+    A value is the text between ``<parameter=NAME>`` and the first ``</parameter>``, less one newline
+    right after the opening tag and one right before the closing tag (the layout the template renders,
+    as vLLM's ``qwen3_coder`` parser reads it): other white space, ``<``, ``>``, quotes and JSON-looking
+    text are the value. Its type comes from the tool's schema, by ms-swift's rule for schema-typed XML
+    calls (``xing4_0``, ``minicpm5``): when the parameter's ``type`` (or every ``anyOf``/``oneOf`` branch)
+    leaves out ``"string"`` and the text is JSON, the value is that JSON (``3``, ``true``, ``[1, 2]``);
+    otherwise it stays text, which the tool's own argument check then judges (``"three"`` for an
+    integer). ``null`` is ``None`` for a parameter that may be a string or null. A parameter the schema
+    does not name stays text (vLLM's rule: the model wrote text).
+
+What is refused
+    A block without ``<function=NAME>``; a parameter never closed with ``</parameter>`` (its value would
+    run into the next call); a parameter written twice (one value would be lost); text outside the tags
+    of a call, which would be thrown away. ``</function>`` may be missing at the end of a block and
+    ``</tool_call>`` at the end of the text (generation stops there). One block may hold several
+    functions. Without any block, a reply that is nothing but ``<function=...>`` calls is those calls, as
+    vLLM falls back to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .parsing import (
+    _CLOSE,
+    _OPEN,
+    MAX_DEPTH,
+    DuplicateKey,
+    ToolCall,
+    _Body,
+    _calls,
+    _naive_end,
+    _near,
+    _no_constant,
+    _quote,
+    _scan,
+    _too_deep,
+    no_duplicates,
+)
+
+_FUNCTION = re.compile(r"\s*<function=([^>\n]*)>")
+_PARAMETER = re.compile(r"\s*<parameter=([^>\n]*)>")
+_FUNCTION_END = re.compile(r"\s*</function>")
+_PARAM_CLOSE = "</parameter>"
+_SPACE = re.compile(r"\s*")
+
+Properties = Mapping[str, Mapping[str, Any]]
+
+
+def schema_properties(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Properties]:
+    """Each tool's parameter schemas by tool name, from OpenAI-style tool schemas (wrapped or not)."""
+    out: dict[str, Properties] = {}
+    for tool in tools or []:
+        if not isinstance(tool, Mapping):
+            continue
+        function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        name, parameters = function.get("name"), function.get("parameters")
+        if isinstance(name, str) and isinstance(parameters, Mapping):
+            properties = parameters.get("properties")
+            out[name] = properties if isinstance(properties, Mapping) else {}
+    return out
+
+
+def parse_xml_tool_calls(
+    text: str, tools: Sequence[Mapping[str, Any]] | None = None, *, properties: dict | None = None
+) -> list[ToolCall]:
+    """Every XML call in ``text``, in order, values typed by ``tools`` (OpenAI-style schemas).
+
+    ``properties`` is :func:`schema_properties` of the tools, when the caller has it already. Never raises.
+    """
+    properties = schema_properties(tools) if properties is None else properties
+
+    def read(body_text: str, pos: int) -> _Body:
+        return _read_xml(body_text, pos, properties)
+
+    blocks, visible = _scan(text, read)
+    if not blocks:
+        rest = "".join(visible)
+        if not rest.lstrip().startswith("<function="):
+            return []
+        blocks = [(0, _read_xml(rest, 0, properties, in_block=False))]
+        text = rest
+    calls: list[ToolCall] = []
+    for start, body in blocks:
+        raw = text[start : body.end]
+        if body.error is not None:
+            calls.append(ToolCall(name="", error=body.error, raw=raw))
+        elif not body.values:
+            calls.append(ToolCall(name="", error="empty <tool_call> block", raw=raw))
+        else:
+            calls.extend(call for value in body.values for call in _calls(value, raw))
+    return calls
+
+
+def _read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: bool = True) -> _Body:
+    """The call objects of one block's ``<function=...>`` elements, or the error that stopped reading."""
+    values: list[Any] = []
+
+    def failed(message: str) -> _Body:  # a broken block ends at the next tag taken literally
+        stop = _naive_end(text, at) if in_block else len(text)
+        resume = stop + len(_CLOSE) if text.startswith(_CLOSE, stop) else stop
+        return _Body(stop, resume, error=message)
+
+    at = pos
+    while True:
+        after = _SPACE.match(text, at).end()
+        if after >= len(text) or in_block and text.startswith((_CLOSE, _OPEN), after):
+            resume = after + len(_CLOSE) if text.startswith(_CLOSE, after) else after
+            return _Body(after, resume, values=values)
+        function = _FUNCTION.match(text, at)
+        if function is None:
+            if values:
+                return failed(f"unexpected text after </function>: {_near(text, after)}")
+            return failed(f"expected <function=NAME> inside <tool_call>: {_near(text, after)}")
+        name = function[1].strip()
+        at = function.end()
+        arguments: dict[str, Any] = {}
+        while (parameter := _PARAMETER.match(text, at)) is not None:
+            key = parameter[1].strip()
+            close = text.find(_PARAM_CLOSE, parameter.end())
+            if close < 0 or in_block and 0 <= text.find(_OPEN, parameter.end()) < close:
+                return failed(f"parameter {_quote(key)} is never closed with </parameter>")
+            if key in arguments:
+                return failed(f"parameter {_quote(key)} is written twice")
+            value = text[parameter.end() : close]
+            value = value[1:] if value.startswith("\n") else value
+            value = value[:-1] if value.endswith("\n") else value
+            try:
+                arguments[key] = _typed(value, properties.get(name, {}).get(key))
+            except _Unreadable as exc:
+                return failed(f"parameter {_quote(key)}: {exc}")
+            at = close + len(_PARAM_CLOSE)
+        values.append({"name": name, "arguments": arguments})
+        closed = _FUNCTION_END.match(text, at)
+        if closed is not None:
+            at = closed.end()
+            continue
+        after = _SPACE.match(text, at).end()
+        if after < len(text) and not (in_block and text.startswith((_CLOSE, _OPEN), after)):
+            return failed(f"unexpected text in <function={name}>: {_near(text, after)}")
+        at = after  # </function> missing at the end of the block: nothing of the call is lost
+
+
+def _typed(value: str, schema: Any) -> Any:
+    """``value`` as the JSON it spells when ``schema``'s type leaves out strings, else the text itself."""
+    types = _types(schema)
+    if not types:
+        return value
+    if "string" in types:
+        return None if "null" in types and value.strip() == "null" else value
+    try:
+        typed = json.loads(value, parse_constant=_no_constant, object_pairs_hook=no_duplicates)
+    except DuplicateKey as exc:
+        raise _Unreadable(str(exc)) from None
+    except (ValueError, RecursionError):
+        return value
+    if _too_deep(typed):
+        raise _Unreadable(f"the JSON is nested deeper than {MAX_DEPTH} levels")
+    return typed
+
+
+class _Unreadable(ValueError):
+    """A parameter value that is JSON the call cannot carry (a repeated key, too deep)."""
+
+
+def _types(schema: Any) -> set[str]:
+    """The JSON types ``schema`` allows (``type``, a list of them, or ``anyOf``/``oneOf`` branches)."""
+    if not isinstance(schema, Mapping):
+        return set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {t for t in declared if isinstance(t, str)}
+    branches = [schema.get("anyOf"), schema.get("oneOf")]
+    out: set[str] = set()
+    for branch in (b for group in branches if isinstance(group, list) for b in group):
+        found = _types(branch)
+        if not found:  # a branch of any type: it could be a string
+            return {"string"}
+        out |= found
+    return out
