@@ -908,3 +908,60 @@ def test_eval_log_replaces_recorded_secrets_in_trajectories_not_in_the_dataset_t
     (line,) = log.load().values()
     assert line["messages"][0]["content"] == "401 for key ${SEARCH_KEY}"
     assert line["question"] == "q" and line["row"] == row
+
+
+def add_then_answer_in_xml(body: dict[str, Any]) -> str:
+    """:func:`add_then_answer` as Qwen3.5 writes its calls."""
+    last = body["messages"][-1]
+    if last["role"] == "user":
+        a, b = map(int, re.findall(r"\d+", last["content"]))
+        params = f"<parameter=a>\n{a}\n</parameter>\n<parameter=b>\n{b}\n</parameter>\n"
+        return f"<tool_call>\n<function=add>\n{params}</function>\n</tool_call>"
+    return f"<answer>{last['content']}</answer>"
+
+
+def test_eval_with_a_template_parses_the_calls_its_prompt_asks_for(tmp_path: Path, capsys):
+    """``--template qwen3_5`` tells the served model to write XML calls, and they run (typed by the
+    tool's schema); a template whose calls would be read as answers stops the run before any request."""
+    from swift_rlfactory.cli import main
+
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    with ScriptedChat(add_then_answer_in_xml) as server:
+        base = f"http://127.0.0.1:{server.port}/v1"
+        code = main(served_eval(base, dataset, tmp_path / "out", "--template", "qwen3_5"))
+        printed = capsys.readouterr().out
+        assert code == 0, printed
+        [record] = read_trajectories(tmp_path / "out" / "trajectories.jsonl")
+        assert [(c["tool"], c["arguments"], c["observation"]) for c in record["tool_calls"]] == [
+            ("add", {"a": 3, "b": 4}, "7")
+        ]
+        assert "<function=example_function_name>" in server.requests[0]["messages"][0]["content"]
+        assert record["messages"][-1]["content"] == "<answer>7</answer>"
+
+        asked = len(server.requests)
+        code = main(served_eval(base, dataset, tmp_path / "refused", "--template", "mistral_2512"))
+        printed = capsys.readouterr().err
+        assert code == 2 and "template 'mistral_2512': agent template 'mistral'" in printed, printed
+        assert len(server.requests) == asked  # refused before asking the model anything
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        ('{"a": 3, "b": "x\\n<y>"}', {"a": 3, "b": "x\n<y>"}),
+        ({"a": [1, 2]}, {"a": [1, 2]}),
+        ("{broken", None),
+    ],
+)
+def test_calls_a_server_parsed_are_written_back_in_the_format_of_the_template(arguments, expected):
+    from swift_rlfactory.eval.openai_client import _written
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    properties = {"a": {"type": ["array", "integer"]}, "b": {"type": "string"}}
+    tools = [{"name": "add", "parameters": {"properties": properties}}]
+    text = _written({"function": {"name": "add", "arguments": arguments}}, "qwen3_coder")
+    [call] = call_parser("qwen3_coder", tools)(text)
+    if expected is None:  # unreadable arguments are an error call, never an answer
+        assert call.error is not None
+    else:
+        assert (call.name, call.arguments, call.error) == ("add", expected, None)

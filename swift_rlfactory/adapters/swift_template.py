@@ -153,8 +153,10 @@ def call_format(template: Any) -> str:
     name = agent_template_name(template)
     found = CALL_FORMAT_OF.get(name)
     if found is None:
+        template_type = getattr(getattr(template, "template_meta", None), "template_type", None)
+        of = f"template {template_type!r}: " if template_type else ""
         raise ValueError(
-            f"agent template {name!r} asks the model for tool calls in a format swift-rlfactory does not "
+            f"{of}agent template {name!r} asks the model for tool calls in a format swift-rlfactory does not "
             f"read; use a template whose agent template is one of {', '.join(CALL_FORMAT_OF)} "
             "(ms-swift's --agent_template, or eval's --template)"
         )

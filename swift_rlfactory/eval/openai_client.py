@@ -15,8 +15,8 @@ evaluating what was trained:
   An end token left in the text (servers that keep special tokens) is removed.
 * Observations are sent as ``{"role": "tool"}`` messages; the server's chat template wraps them
   (``<tool_response>`` for Qwen), as ms-swift's does.
-* A server that parses tool calls anyway (``message.tool_calls``) has them written back as hermes
-  ``<tool_call>`` blocks after the text, so they run; content given as parts is joined from its text parts.
+* A server that parses tool calls anyway (``message.tool_calls``) has them written back after the text
+  in the format the template asks for (hermes ``<tool_call>`` blocks, or Qwen3.5's XML), so they run; content given as parts is joined from its text parts.
   Any other shape of answer fails the episode with the endpoint's URL and the start of its body.
 * Each request attempt is bounded as a whole by ``timeout_s`` (``eval --timeout``, default 600 s), a server
   that trickles its answer too. A transport error, a timeout, 429 and 5xx are asked again, after an
@@ -44,6 +44,7 @@ import httpx
 from .. import secrets
 from ..adapters.swift_template import TURN_END, call_format, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
+from ..tools.call_formats import QWEN3_CODER
 from ..wire import content_text, retry_after, sendable
 
 # Responses worth asking again: rate limits and server-side trouble.
@@ -190,7 +191,7 @@ class OpenAIEpisode:
         for token in _END_TOKENS:
             if text.endswith(token):
                 text = text[: -len(token)]
-        text += "".join(_hermes(call) for call in message.get("tool_calls") or [])
+        text += "".join(_written(call, self.policy.call_format) for call in message.get("tool_calls") or [])
         usage = data.get("usage") or {}
         if isinstance(usage.get("prompt_tokens"), int):
             self.tokens_used = usage["prompt_tokens"] + (usage.get("completion_tokens") or 0)
@@ -204,6 +205,28 @@ def _is_timeout(exc: BaseException) -> bool:
 def _start(text: str) -> str:
     """The start of a response body for an error message, secrets redacted."""
     return secrets.redact(text[:300])
+
+
+def _written(call: Any, call_format: str) -> str:
+    """One OpenAI ``tool_calls`` entry as the model would have written it in ``call_format``: Qwen3.5's XML
+    when its arguments are a JSON object, else the hermes block (which an XML parser reports as an error
+    call, never as an answer)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if call_format != QWEN3_CODER or not isinstance(function, dict):
+        return _hermes(call)
+    arguments = function.get("arguments")
+    try:
+        arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return _hermes(call)
+    if not isinstance(arguments, dict) or not isinstance(function.get("name"), str):
+        return _hermes(call)
+    params = "".join(
+        f"<parameter={key}>\n{value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}\n"
+        "</parameter>\n"
+        for key, value in arguments.items()
+    )
+    return f"\n<tool_call>\n<function={function['name']}>\n{params}</function>\n</tool_call>"
 
 
 def _hermes(call: Any) -> str:

@@ -38,10 +38,13 @@ ENV = ENV_DIR / "env.yaml"
 ANSWER = "<answer>done</answer>"
 
 
-def qwen3_template(model_dir: Path, max_length: int = 8192):
-    """ms-swift's qwen3 template around the real Qwen3 tokenizer of the tiny test model."""
+def qwen3_template(model_dir: Path, max_length: int = 8192, agent_template: str | None = None):
+    """ms-swift's qwen3 template around the real Qwen3 tokenizer of the tiny test model (with another
+    agent template, as ``--agent_template`` gives it)."""
     processor = get_processor(str(model_dir), model_type="qwen3", check_model=False)
-    return get_template(processor, template_type="qwen3", max_length=max_length)
+    return get_template(
+        processor, template_type="qwen3", max_length=max_length, agent_template=agent_template
+    )
 
 
 @contextmanager

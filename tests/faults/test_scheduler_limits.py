@@ -101,6 +101,9 @@ def test_calls_beyond_max_calls_per_turn_become_error_observations(run_state, te
     assert [c["observation"] for c in out["tool_calls"][:3]] == ["a", "b", "c"]
     assert all(c["error"] is None for c in out["tool_calls"][:3])
     assert "too many tool calls in one turn (limit 3)" in out["tool_calls"][3]["error"]
+    # refused by the limit, not misread: rewards that count malformed calls read error_kind
+    assert [c["error_kind"] for c in out["tool_calls"]] == [None, None, None, "limit"]
+    assert not out["tool_calls"][3]["observation"].startswith("Error: could not parse")
     assert TOOLS.CALLS.count("echo") == 3
     tool_messages = [m["content"] for m in outputs["many"].messages if m["role"] == "tool"]
     assert len(tool_messages) == 4 and "too many tool calls" in tool_messages[3]  # the model is told
@@ -163,3 +166,40 @@ def test_a_fast_call_queued_behind_a_patient_servers_call_is_not_cut_by_the_watc
         out = info(outputs[name])
         assert out["stop_reason"] == "answer", (name, out.get("error"))
         assert [(c["observation"], c["error"]) for c in out["tool_calls"]] == [(observation, None)]
+
+
+def xml_call(name: str, **params) -> str:
+    """One tool call as Qwen3.5 and Qwen3-Coder are told to write it."""
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+def test_a_qwen3_5_agent_template_has_its_xml_calls_run(run_state, agent_model):
+    """``--agent_template qwen3_5``: the tools prompt asks for XML calls, and the scheduler reads them
+    (``n`` typed as the integer its schema says), where hermes parsing made each one an error call."""
+    template = qwen3_template(agent_model, agent_template="qwen3_5")
+    sched = scheduler(template)
+    assert sched.call_format == "qwen3_coder"
+    TOOLS.CALLS.clear()
+    requests = [request("xml")]
+    scripts = {
+        "xml": ["I will count.\n\n" + xml_call("words", n=3) + "\n" + xml_call("echo", text=" a\n<b> ")]
+    }
+    outputs = run_batch(sched, template, requests, scripts, max_turns=6)
+
+    out = info(outputs["xml"])
+    assert "<function=example_function_name>" in outputs["xml"].messages[0]["content"]  # what it was told
+    assert [(c["tool"], c["arguments"], c["error"]) for c in out["tool_calls"]] == [
+        ("words", {"n": 3}, None),
+        ("echo", {"text": " a\n<b> "}, None),
+    ]
+    assert out["tool_calls"][1]["observation"] == " a\n<b> " and out["stop_reason"] == "answer"
+
+
+@pytest.mark.parametrize("agent_template", ["mistral", "deepseek_v3_1", "glm4_5"])
+def test_an_agent_template_whose_calls_we_cannot_read_stops_the_scheduler_at_start_up(
+    run_state, agent_model, agent_template
+):
+    template = qwen3_template(agent_model, agent_template=agent_template)
+    with pytest.raises(ValueError, match=f"agent template '{agent_template}'.*qwen3_5"):
+        scheduler(template)
