@@ -25,7 +25,7 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from ..tools.parsing import _scan, parse_tool_calls  # _scan: the parser has no public name for it yet
+from ..tools.parsing import parse_tool_calls, visible_text
 from ..trajectory import Trajectory
 
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -53,7 +53,7 @@ def visible_reply(text: str) -> str:
     >>> visible_reply("weighing it up</think><answer>Paris</answer>")
     '<answer>Paris</answer>'
     """
-    return "".join(_scan(text)[1])
+    return visible_text(text)
 
 
 def normalize_answer(text: str) -> str:

@@ -142,6 +142,11 @@ class ToolCall:
     error_kind: str = "parse"
 
 
+def visible_text(text: str) -> str:
+    """``text`` without its reasoning and its ``<tool_call>`` blocks: what the reply says outside them."""
+    return "".join(_scan(text)[1])
+
+
 def has_tool_call(text: str) -> bool:
     """Whether ``text`` opens a hermes tool call outside its reasoning."""
     return bool(_scan(text)[0])
