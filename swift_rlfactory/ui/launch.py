@@ -21,6 +21,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -219,7 +220,11 @@ class Job:
         log = open(self.log_path, "wb")  # noqa: SIM115 - the writer thread closes it
         try:
             self.process = subprocess.Popen(
-                self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                [*_WITH_DEFAULT_SIGINT, *self.argv],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
             )
         except OSError:
             log.close()
@@ -270,6 +275,17 @@ class Job:
         self._writer.join(grace_s)  # the log is whole before a new run in this folder truncates it
         return "stopped"
 
+
+# The trainer must answer stop()'s SIGINT. A UI started where SIGINT is ignored (in the background of a
+# non-interactive shell: `swift-rlfactory ui &` in a script, under nohup) hands that on to its children,
+# Python then never installs its KeyboardInterrupt handler, and a Stop would wait out the grace and kill
+# the run mid-save. So the child first restores the default, then execs the trainer (same pid); a
+# preexec_fn would do it too, but is unsafe in a process with threads, as the UI is.
+_WITH_DEFAULT_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])",
+]
 
 _LIVE: set[Job] = set()  # jobs of this process that may still run; no lock, a signal handler reads it
 

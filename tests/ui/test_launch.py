@@ -37,9 +37,19 @@ if sys.argv[3] != "return":
 
 
 @pytest.mark.parametrize(
-    ("ending", "code"), [("return", 0), ("sigterm", -signal.SIGTERM), ("own-handler", 3)]
+    ("ending", "code", "sigint"),
+    [
+        ("return", 0, signal.SIG_DFL),
+        ("sigterm", -signal.SIGTERM, signal.SIG_DFL),
+        ("own-handler", 3, signal.SIG_DFL),
+        # a UI started in the background of a script (`swift-rlfactory ui &`) has SIGINT ignored, and a
+        # child would inherit that: the trainer must still get the stop's SIGINT
+        ("return", 0, signal.SIG_IGN),
+    ],
 )
-def test_no_trainer_outlives_the_ui_process(tmp_path: Path, fake_swift: FakeSwift, ending: str, code: int):
+def test_no_trainer_outlives_the_ui_process(
+    tmp_path: Path, fake_swift: FakeSwift, ending: str, code: int, sigint: signal.Handlers
+):
     env_file = tmp_path / "env.yaml"
     env_file.write_text("name: plain\nreward:\n  - {name: format}\n")
     ui = subprocess.Popen(
@@ -48,6 +58,7 @@ def test_no_trainer_outlives_the_ui_process(tmp_path: Path, fake_swift: FakeSwif
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),  # noqa: PLW1509 - the test has no threads
     )
     try:
         trainer = int(ui.stdout.readline())
