@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol
 
+from .answers import first_answers
+
 
 class ToolEnv(Protocol):
     """What :meth:`Trajectory.call_tool` needs: an environment that runs one tool call by name."""
@@ -83,14 +85,10 @@ class Trajectory:
     @property
     def golden_answers(self) -> list[str]:
         """Reference answers from the row: ``golden_answers`` (a list, or one value), else ``solution``/
-        ``answer``/``answers``. Numbers count as their text (``2`` is ``"2"``); empty entries do not count."""
-        for key in ("golden_answers", "solution", "answer", "answers"):
-            value = self.row.get(key)
-            if value is None:
-                continue
-            values = value if isinstance(value, list | tuple) else [value]
-            return [str(v) for v in values if v is not None and str(v) != ""]
-        return []
+        ``answer``/``answers``. A column holding no answer (``[]``, ``""``, ``None``) does not hide the
+        next one; nested lists are flattened and SQuAD-style ``{"text": ...}`` dicts read, by the rule of
+        :mod:`swift_rlfactory.answers`. Numbers count as their text (``2`` is ``"2"``)."""
+        return first_answers(self.row, ("golden_answers", "solution", "answer", "answers"))
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """Run one of the environment's tools and return its ``ToolRecord`` (``observation``, ``error``,

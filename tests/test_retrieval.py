@@ -34,7 +34,7 @@ from swift_rlfactory.retrieval.index import (
     HybridRetriever,
     RemoteSearchR1Retriever,
 )
-from swift_rlfactory.retrieval.qa_data import load_qa
+from swift_rlfactory.retrieval.qa_data import convert_qa_record, load_qa
 from swift_rlfactory.retrieval.server import create_search_r1_app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -515,6 +515,7 @@ def test_qa_loader_converts_flashrag_and_search_r1_rows(tmp_path: Path) -> None:
             "messages": [{"role": "user", "content": "who wrote hamlet?"}],
             "golden_answers": ["Shakespeare", "W. S."],
             "solution": "Shakespeare",
+            "id": "train_0",
         }
     ]
     pd = pytest.importorskip("pandas")
@@ -556,6 +557,57 @@ def test_qa_loader_drops_missing_answers_instead_of_training_on_none_and_nan(tmp
     path.write_text(json.dumps({"question": nan, "answer": "x"}) + "\n")
     with pytest.raises(ValueError, match="record 1: record without a 'question'"):
         load_qa(path)
+
+
+def test_qa_loader_reads_past_empty_columns_and_flattens_nested_answers(tmp_path: Path) -> None:
+    """The trajectory's rule: an empty column is no answer, nested lists and SQuAD-style dicts are read;
+    a container was written as one answer "['Paris', 'City of Light']" that no reply could match."""
+    path = tmp_path / "qa.jsonl"
+    records = [
+        {"question": "capital of France", "golden_answers": [["Paris", "City of Light"]]},
+        {"question": "capital of Italy", "golden_answers": [{"text": "Rome", "answer_start": 3}]},
+        {"question": "capital of Spain", "answers": {"text": ["Madrid"], "answer_start": [0]}},
+        {"question": "capital of Peru", "golden_answers": ["  ", []], "answer": 7},  # a number: its text
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert [row["golden_answers"] for row in load_qa(path)] == [
+        ["Paris", "City of Light"],
+        ["Rome"],
+        ["Madrid"],
+        ["7"],
+    ]
+    for bad in [[{"start": 3}], [["Paris", {"span": [0, 5]}]], {"start": 3}]:
+        path.write_text(json.dumps({"question": "q", "golden_answers": bad, "answer": "x"}) + "\n")
+        with pytest.raises(ValueError, match=r"record 1: column 'golden_answers': .*'text' or 'answer'"):
+            load_qa(path)
+
+
+def test_flashrag_records_keep_their_scalar_columns_for_joins_and_group_by(tmp_path: Path) -> None:
+    """``id`` joins eval results back to the source and ``--group-by hops`` reads ``hops``: the converter
+    dropped every column it did not write. An extra column never replaces one it writes."""
+    from swift_rlfactory.eval.runner import load_rows, row_columns
+
+    record = {
+        "id": "dev_7", "question": "who wrote hamlet", "golden_answers": ["Shakespeare"], "hops": 2,
+        "family": "bridge", "verified": True, "score": 0.5, "metadata": {"source": "wiki"},
+        "solution": "Marlowe", "golden_answer": None,
+    }  # fmt: skip
+    path = tmp_path / "dev.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    (row,) = load_rows(path)
+    assert row == {
+        "messages": [{"role": "user", "content": "who wrote hamlet?"}],
+        "golden_answers": ["Shakespeare"], "solution": "Shakespeare",
+        "id": "dev_7", "hops": 2, "family": "bridge", "verified": True, "score": 0.5,
+    }  # fmt: skip
+    assert row_columns(row)["id"] == "dev_7"
+    assert convert_qa_record({**record, "messages": "x"})["messages"] == row["messages"]
+    pd = pytest.importorskip("pandas")
+    parquet = tmp_path / "dev.parquet"
+    pd.DataFrame([{"id": "dev_7", "question": "q", "golden_answers": ["a"], "hops": 3}]).to_parquet(parquet)
+    (row,) = load_qa(parquet)
+    assert row["hops"] == 3 and type(row["hops"]) is int and row["id"] == "dev_7"
+    json.dumps(row)  # plain JSON, as trajectories.jsonl writes it
 
 
 def read_jsonl(path: Path) -> list[dict]:

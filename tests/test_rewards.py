@@ -8,6 +8,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.rewards.metrics import reward_metrics
@@ -319,6 +321,15 @@ def test_non_finite_and_unknown_reward_fields_fail_at_load(tmp_path, entry, fiel
         ({"answer": 3.5}, ["3.5"]),
         ({"golden_answers": [2, None, "", "two"]}, ["2", "two"]),  # empty entries do not count
         ({"golden_answers": ["", None]}, []),  # so this row has none (counted as missing_field)
+        # an empty column does not hide the next one (it scored 0 with missing_field)
+        ({"golden_answers": [], "solution": 2}, ["2"]),
+        ({"golden_answers": " ", "answer": ["", "2"]}, ["2"]),
+        ({"golden_answers": [None], "solution": "", "answers": [[2]]}, ["2"]),
+        # nested lists and SQuAD-style dicts are read, never str() of the container ("[2, 'two']")
+        ({"golden_answers": [[2, "two"]]}, ["2", "two"]),
+        ({"golden_answers": [{"text": 2, "answer_start": 0}, {"answer": ["two"]}]}, ["2", "two"]),
+        ({"answers": {"text": [2, "two"], "answer_start": [0, 4]}}, ["2", "two"]),
+        ({"golden_answers": [{"start": 0}], "solution": 2}, ["2"]),  # an unreadable dict is no answer
     ],
 )
 def test_golden_answers_of_any_json_type_score_instead_of_crashing_the_batch(row, golds):
@@ -326,6 +337,32 @@ def test_golden_answers_of_any_json_type_score_instead_of_crashing_the_batch(row
     assert t.golden_answers == golds
     other = traj("<answer>Paris</answer>")
     assert RewardSpec([RewardTerm(name="em")]).score([t, other]) == [float(golds[:1] == ["2"]), 1.0]
+
+
+_answer = st.text(st.characters(codec="utf-8"), max_size=8)
+_nested = st.recursive(
+    _answer | st.integers(),
+    lambda inner: st.lists(inner, max_size=3) | st.builds(lambda v: {"text": v, "answer_start": 0}, inner),
+    max_leaves=8,
+)
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return _leaves(value["text"])
+    if isinstance(value, list):
+        return [leaf for entry in value for leaf in _leaves(entry)]
+    return [str(value).strip()] if str(value).strip() else []
+
+
+@settings(max_examples=200, deadline=None)
+@given(golds=_nested, empty=st.sampled_from([None, [], "", "  ", [None, ""], [[]]]))
+def test_golden_answers_are_the_leaves_of_any_nesting_and_an_empty_column_hides_nothing(golds, empty):
+    """The same answers, however a dataset nests them, and never a container's repr as an answer."""
+    leaves = _leaves(golds)
+    assert Trajectory(messages=[], row={"golden_answers": golds}).golden_answers == leaves
+    fallback = Trajectory(messages=[], row={"golden_answers": empty, "solution": golds})
+    assert fallback.golden_answers == leaves
 
 
 class _BadFloat:

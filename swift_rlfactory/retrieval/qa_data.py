@@ -21,20 +21,22 @@ system prompt is not baked in: it comes from ``env.yaml`` at training time.
 from __future__ import annotations
 
 import json
-import numbers
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .. import jsonl
+from ..answers import answers_of, first_answers, missing
 
 
 def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
     """One ms-swift row from a question and its accepted answers (the first is the ``solution``).
 
-    ``None`` and NaN entries are dropped, not written as the answers 'None' and 'nan'."""
-    golden = [str(a).strip() for a in answers if not _missing(a) and str(a).strip()]
+    ``None`` and NaN entries are dropped, not written as the answers 'None' and 'nan'; nested lists and
+    ``{"text": ...}`` dicts are read as :func:`swift_rlfactory.answers.answers_of` says, and any other
+    container is refused (``ValueError``), never written as its ``str()``."""
+    golden = answers_of(list(answers), strict=True)
     if not golden:
         raise ValueError(f"question without an answer: {question!r}")
     question = question.strip()
@@ -48,12 +50,22 @@ def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
 
 
 def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A FlashRAG / Search-R1 record as an ms-swift row; ``ValueError`` when it has no question or answer."""
+    """A FlashRAG / Search-R1 record as an ms-swift row; ``ValueError`` when it has no question or answer.
+
+    The record's other scalar columns (``id``, ``hops``, ``family``, ...: text, numbers, booleans) stay on
+    the row, after the ones written here, which they never replace: ``id`` joins results back to the
+    source and ``--group-by hops`` groups by them. Containers (``metadata``) and the question and answer
+    columns themselves are not copied."""
     question = record.get("question")
-    if _missing(question) or not question:
+    if missing(question) or not question:
         raise ValueError(f"record without a 'question': {dict(record)!r}")
-    answers = _answers(record)
-    return qa_row(str(question), [answers] if isinstance(answers, str) else answers)
+    row = qa_row(str(question), _answers(record))
+    for key, value in record.items():
+        value = value.tolist() if hasattr(value, "tolist") else value  # a numpy scalar from parquet
+        scalar = isinstance(value, str | int | float | bool) and not missing(value)
+        if scalar and key not in row and key not in _READ:
+            row[key] = value
+    return row
 
 
 def load_qa(path: str | Path) -> list[dict[str, Any]]:
@@ -86,35 +98,20 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
     os.replace(partial, path)
 
 
-def _answers(record: Mapping[str, Any]) -> Any:
-    for key in ("golden_answers", "answers", "answer", "solution"):
-        if _given(record.get(key)):
-            return _plain(record[key])
+_ANSWER_KEYS = ("golden_answers", "answers", "answer", "solution")
+_TARGET = "reward_model.ground_truth.target"
+_READ = {"question", "reward_model", *_ANSWER_KEYS}  # what the converter reads: not copied as extras
+
+
+def _answers(record: Mapping[str, Any]) -> list[str]:
+    """The first answer column holding an answer (an empty one is read past, as the trajectory does),
+    else Search-R1's ``reward_model.ground_truth.target``."""
     target = ((record.get("reward_model") or {}).get("ground_truth") or {}).get("target")
-    if _given(target):
-        return _plain(target)
-    raise ValueError("record without 'golden_answers'")
-
-
-def _given(value: Any) -> bool:
-    """An answer is there: a non-empty string, a list holding an answer, or a number (``2``, a GSM8K-style
-    answer). A field that is missing, NaN or a list of only those is not given, so the next key is read."""
-    if _missing(value) or isinstance(value, Mapping):
-        return False
-    if isinstance(value, str):
-        return len(value) > 0
-    return any(not _missing(a) for a in value) if hasattr(value, "__len__") else True
-
-
-def _missing(value: Any) -> bool:
-    """``None``, or NaN: how JSON's ``null`` arrives, and how pandas fills a parquet cell with no value."""
-    return value is None or (isinstance(value, numbers.Number) and value != value)
-
-
-def _plain(value: Any) -> Any:
-    # Parquet hands back numpy arrays for list columns; a number is its text.
-    value = value.tolist() if hasattr(value, "tolist") else value
-    return value if isinstance(value, str | list) else str(value)
+    columns = {**record, _TARGET: target}
+    answers = first_answers(columns, (*_ANSWER_KEYS, _TARGET), strict=True)
+    if not answers:
+        raise ValueError("record without 'golden_answers'")
+    return answers
 
 
 def _read_records(path: Path) -> list[Mapping[str, Any]]:

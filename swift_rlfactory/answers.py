@@ -1,0 +1,74 @@
+"""Reference answers: how a dataset row's answer columns become the list of answers a reward accepts.
+
+Two readers use this one rule: :attr:`swift_rlfactory.trajectory.Trajectory.golden_answers` (what the
+``em``/``f1`` rewards and the judge read, in training and in eval) and the FlashRAG / Search-R1 converter
+in :mod:`swift_rlfactory.retrieval.qa_data`. Answer sets come in many shapes; all of these are read:
+
+* one value or a list: ``"Paris"``, ``["Paris", "City of Light"]``; a number is its text (``2`` is ``"2"``);
+* nested lists, flattened at any depth: ``[["Paris", "City of Light"]]``;
+* SQuAD-style dicts, by their ``text`` (else ``answer``) field: ``[{"text": "x", "answer_start": 3}]``,
+  ``{"text": ["x", "y"], "answer_start": [3, 9]}``;
+* numpy arrays and scalars (how pandas hands back a parquet cell), through ``tolist()``.
+
+``None``, NaN, empty and all-blank strings are no answer, and a column holding no answer is as good as
+absent: the next column is read. A container is never turned into an answer's text (``str()`` of a list
+is an answer nothing matches, so the episode silently scored 0); one this cannot read is refused by
+:func:`answers_of` with ``strict=True`` and skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+_DICT_FIELDS = ("text", "answer")
+
+
+def answers_of(value: Any, *, strict: bool = False) -> list[str]:
+    """The answers in one column's ``value``, stripped, in order, flattened; ``[]`` when there is none.
+
+    ``strict``: raise ``ValueError`` naming an entry that is neither text, a number, a list nor a dict
+    with a ``text``/``answer`` field (what a loader does, to refuse the row); without it such an entry
+    is skipped (what a reward does, so one odd row never crashes a batch)."""
+    return list(_walk(value, strict))
+
+
+def first_answers(row: Mapping[str, Any], keys: Iterable[str], *, strict: bool = False) -> list[str]:
+    """The answers of the first of ``keys`` whose column holds any (see :func:`answers_of`); with
+    ``strict``, the ``ValueError`` names the column."""
+    for key in keys:
+        try:
+            answers = answers_of(row.get(key), strict=strict)
+        except ValueError as exc:
+            raise ValueError(f"column {key!r}: {exc}") from None
+        if answers:
+            return answers
+    return []
+
+
+def missing(value: Any) -> bool:
+    """``None``, or NaN: how JSON's ``null`` arrives, and how pandas fills a parquet cell with no value."""
+    return value is None or (isinstance(value, numbers.Number) and value != value)
+
+
+def _walk(value: Any, strict: bool) -> Iterable[str]:
+    if hasattr(value, "tolist") and not isinstance(value, str):  # numpy array or scalar
+        value = value.tolist()
+    if missing(value):
+        return
+    if isinstance(value, str):
+        if value.strip():
+            yield value.strip()
+    elif isinstance(value, numbers.Number):
+        yield str(value)
+    elif isinstance(value, list | tuple):
+        for entry in value:
+            yield from _walk(entry, strict)
+    elif isinstance(value, Mapping) and any(k in value for k in _DICT_FIELDS):
+        yield from _walk(next(value[k] for k in _DICT_FIELDS if k in value), strict)
+    elif strict:
+        raise ValueError(
+            f"an answer is text, a number, a list of them or a dict with a 'text' or 'answer' field; "
+            f"got {type(value).__name__} {value!r:.200}"
+        )
