@@ -257,7 +257,7 @@ from pathlib import Path
 out = Path(sys.argv[1])
 adapters = os.environ.get("ADAPTERS", "").split()
 with open(os.environ["EVAL_CALLS"], "a") as calls:
-    calls.write(json.dumps({"adapters": os.environ.get("ADAPTERS", ""), "dataset": os.environ["DATASET"]}) + "\n")
+    calls.write(json.dumps({"adapters": os.environ.get("ADAPTERS", ""), "dataset": os.environ["DATASET"], "extra": os.environ.get("EXTRA_EVAL", "")}) + "\n")
 fail = os.environ.get("STUB_FAIL_MANY") if len(adapters) > 1 else ""
 if fail == "1":
     sys.exit("the engine would not take several adapters")
@@ -341,3 +341,21 @@ def test_validation_starts_at_the_sft_model_and_may_keep_it(fake_repo, scores, c
     [final] = [c for c in calls if c["dataset"] == "/tmp/eval-sets.jsonl"]
     assert final["adapters"] == ("" if chosen == "sft" else chosen)
     assert (fake_repo / "out" / "checkpoint.txt").read_text().strip() == chosen
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)")
+@pytest.mark.timeout(90)
+def test_extra_eval_left_in_the_environment_reaches_no_phase_after_prepare(fake_repo):
+    # prepare merged EXTRA_EVAL into /tmp/eval-sets.jsonl; an eval.sh that read it again counted every extra
+    # question twice, and validate scored the held-out files as validation questions
+    done = run_h200(
+        fake_repo, "ds:validate;ds:eval-base;ds:eval-trained", STUB_EM="sft=0.7,checkpoint-20=0.7,checkpoint-40=0.7",
+        EXTRA_EVAL="/work/fr.jsonl",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = [json.loads(line) for line in (fake_repo / "calls.jsonl").read_text().splitlines()]
+    assert {c["dataset"] for c in calls} == {
+        "examples/deepsearch/data/val.jsonl",
+        "/tmp/eval-sets.jsonl",
+    }
+    assert [c["extra"] for c in calls] == [""] * len(calls)

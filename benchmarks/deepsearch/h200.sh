@@ -41,6 +41,9 @@ source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's sta
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
 export MODEL=/tmp/qwen05 MODEL_TYPE=qwen2 TEMPLATE=qwen2_5 ENGINE=vllm
 mkdir -p "$out"
+# EXTRA_EVAL is read by `prepare` alone, into /tmp/eval-sets.jsonl; the other phases' eval.sh must not merge
+# it again (every extra question counted twice, and validate's EM would mix held-out files into val.jsonl)
+extra_eval=${EXTRA_EVAL:-}; unset EXTRA_EVAL
 # A GRPO run is named by RUN_NAME (default ds): /tmp/<name> holds it and /tmp/val-<name> its validation
 # scores; a run not named ds writes its files with a -<name> suffix (eval-trained-<name>.json, ...), so
 # several runs (e.g. two learning rates) can train and be scored side by side.
@@ -80,7 +83,7 @@ train_grpo() {  # RUN ENV_FILE: train.sh from the SFT model on the selected ques
 case "$phase" in
   prepare)  # the held-out questions (never committed), the eval set, the SFT/GRPO halves of train, the BM25 index
     python3 examples/deepsearch/build_data.py --holdout 300 --train 0 --val 0 --test 0 --ood 0 --out /tmp/holdout
-    extra=(); [ -n "${EXTRA_EVAL:-}" ] && IFS=, read -ra extra <<< "$EXTRA_EVAL"
+    extra=(); [ -n "$extra_eval" ] && IFS=, read -ra extra <<< "$extra_eval"
     python3 examples/deepsearch/eval_sets.py /tmp/eval-sets.jsonl examples/deepsearch/data/test.jsonl \
       holdout=/tmp/holdout/holdout.jsonl examples/deepsearch/data/ood.jsonl "${extra[@]}"
     python3 - <<'PY'  # cell = split/hops: two-hop test questions are their own group (test/2)
