@@ -24,6 +24,7 @@ DATA = ROOT / "examples" / "deepsearch" / "data"
 sys.path.insert(0, str(ROOT / "examples" / "deepsearch"))
 import build_data  # noqa: E402
 import build_sft  # noqa: E402
+import eval_sets  # noqa: E402
 
 
 def split(name: str) -> list[dict]:
@@ -143,6 +144,54 @@ def test_eval_sh_scores_extra_files_per_file_flashrag_included(tmp_path: Path):
     assert (by_split["mine"]["questions"], by_split["mine"]["em"]) == (2, 0.5)
     assert (by_split["nq_dev"]["questions"], by_split["nq_dev"]["em"]) == (1, 1.0)
     assert metrics["questions"] == 5 and "by split" in done.stdout
+
+
+def flashrag(path: Path, n: int, **extra: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(json.dumps({"question": f"q{i}?", "golden_answers": ["a"], **extra}) + "\n" for i in range(n))
+    )
+    return path
+
+
+def eval_sh(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """eval.sh with no model: everything checked before the engine starts fails first, or it asks for MODEL."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GROUP_BY": "", **env}
+    for name in ("MODEL", "BASE_URL", "LIMIT"):
+        env.pop(name, None)
+    return subprocess.run(
+        ["bash", "examples/deepsearch/eval.sh", str(tmp_path / "out")], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.timeout(60)
+def test_an_extra_file_merged_twice_or_cut_by_limit_is_refused(tmp_path: Path):
+    ours = write_dataset(tmp_path / "ours.jsonl", [(1, 1), (2, 2), (3, 3), (4, 4)])
+    fr = flashrag(tmp_path / "fr.jsonl", 5)
+    merged = tmp_path / "S.jsonl"
+    eval_sets.main([str(merged), str(ours), str(fr)])
+    # DATASET already holds fr (what h200.sh's prepare writes): merging it again would count it twice
+    done = eval_sh(tmp_path, DATASET=str(merged), EXTRA_EVAL=str(fr))
+    assert done.returncode != 0 and "already has a split named 'fr'" in done.stderr, done.stderr
+    assert not (tmp_path / "out" / "eval-set.jsonl").exists()
+    # LIMIT keeps the merged file's first rows: fr, after ours, would vanish from by_split unsaid
+    done = eval_sh(tmp_path, DATASET=str(ours), EXTRA_EVAL=str(fr), LIMIT="4")
+    assert done.returncode == 2 and "LIMIT" in done.stderr and "EXTRA_EVAL" in done.stderr, done.stderr
+    done = eval_sh(tmp_path, DATASET=str(ours), EXTRA_EVAL=str(fr))  # alone each is fine: on to the model
+    assert "set MODEL or BASE_URL" in done.stderr, done.stderr
+
+
+def test_extra_files_are_named_by_file_and_paths_with_equals_or_spaces_are_read(tmp_path: Path):
+    ours = [
+        {**row, "split": "test"}
+        for row in [{"messages": [{"role": "user", "content": "q"}], "solution": "a"}]
+    ]
+    (tmp_path / "S.jsonl").write_text(json.dumps(ours[0]) + "\n")
+    theirs = flashrag(tmp_path / "theirs.jsonl", 2, split="test")  # a third party's own split column
+    eq = flashrag(tmp_path / "x=1" / "eq.jsonl", 3)  # "=" in a folder name: a path, not NAME=FILE
+    rows = eval_sets.tagged_rows([str(tmp_path / "S.jsonl"), f" {theirs}", f"{eq} ", f" dev = {theirs}"])
+    assert Counter(r["split"] for r in rows) == {"test": 1, "theirs": 2, "eq": 3, "dev": 2}
 
 
 @pytest.mark.timeout(60)

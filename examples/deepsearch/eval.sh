@@ -7,13 +7,16 @@
 # GROUP_BY (columns, space-separated; default hops: single- vs two-hop scores; GROUP_BY= for data without
 # that column, e.g. NQ), EXTRA_EVAL (comma-separated files scored beside DATASET in the same run, e.g.
 # EXTRA_EVAL=mine.jsonl,nq_dev.jsonl; our rows or FlashRAG {question, golden_answers}; each reported as
-# its own value of the `split` column, named by the file's stem - see eval_sets.py), GPU_UTIL (vLLM's share
+# its own value of the `split` column, named by the file's stem - see eval_sets.py; refused with LIMIT,
+# or when DATASET already has that split, i.e. was merged with it before), GPU_UTIL (vLLM's share
 # of GPU memory, default 0.9; lower it to run beside training).
 set -euo pipefail
 OUT=${1:?usage: eval.sh OUT_DIR}
 DATASET=${DATASET:-examples/deepsearch/data/test.jsonl}
 GROUP_BY=${GROUP_BY-hops}
 if [ -n "${EXTRA_EVAL:-}" ]; then
+  # LIMIT keeps the merged file's first N rows: the extra files, merged after DATASET, would vanish unsaid
+  [ -z "${LIMIT:-}" ] || { echo "eval.sh: LIMIT cuts the merged set to its first $LIMIT rows and would drop EXTRA_EVAL's files: give one of them, or shorten the files" >&2; exit 2; }
   mkdir -p "$OUT"
   IFS=, read -ra extra <<< "$EXTRA_EVAL"
   python3 examples/deepsearch/eval_sets.py "$OUT/eval-set.jsonl" "$DATASET" "${extra[@]}"

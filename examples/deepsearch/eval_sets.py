@@ -6,8 +6,13 @@ One eval run (one engine start-up) then scores them all, and ``--group-by split`
 own line. A file is a dataset of our rows (``messages`` + ``golden_answers``) or FlashRAG records
 (``{"question": ..., "golden_answers": [...]}``, converted by ``swift_rlfactory.eval.runner.load_rows``),
 ``.jsonl``, ``.json`` or ``.parquet``. NAME defaults to the file's stem (``my_questions.jsonl`` ->
-``my_questions``); a row that already has a ``split`` (an earlier merge) keeps it. This is what
-``EXTRA_EVAL=a.jsonl,b.jsonl`` does in ``eval.sh`` and in ``benchmarks/deepsearch/h200.sh``'s eval phases.
+``my_questions``); ``NAME=`` is read as a name only when NAME has no ``/`` and the whole argument is not
+itself an existing file (``runs/x=1/eq.jsonl`` is a path). The first file is our own dataset: a row of it
+that already has a ``split`` (an earlier merge) keeps it. Every later file is named by its NAME, whatever
+split its rows carry (a third party's ``"split": "test"`` is not our test split), and a NAME that is
+already a split of the first file is refused: that file was merged before, and merging it again would
+count its questions twice. This is what ``EXTRA_EVAL=a.jsonl,b.jsonl`` does in ``eval.sh`` and in
+``benchmarks/deepsearch/h200.sh``'s ``prepare`` phase.
 """
 
 from __future__ import annotations
@@ -21,22 +26,42 @@ from swift_rlfactory.eval.runner import load_rows
 from swift_rlfactory.retrieval.qa_data import write_jsonl
 
 
+def named(source: str) -> tuple[str, str]:
+    """``[NAME=]FILE`` -> (NAME, FILE), spaces trimmed; NAME is the file's stem unless given."""
+    source = source.strip()
+    name, sep, path = source.partition("=")
+    if sep and name and "/" not in name and (Path(path).exists() or not Path(source).exists()):
+        return name.strip(), path.strip()
+    return Path(source).stem, source
+
+
 def tagged_rows(sources: list[str]) -> list[dict[str, Any]]:
-    """The rows of every ``[NAME=]FILE``, each with ``split`` set (its own, or NAME, or the stem).
+    """The rows of every ``[NAME=]FILE``, each with ``split`` set (the first file's own, else NAME).
 
     Raises:
-        ValueError: two files would get the same name, or a file has no rows.
+        ValueError: two files would get the same name, a later file's name is already a split of the
+            first file (merged twice), or a file has no rows.
     """
-    named = [s.partition("=")[::2] if "=" in s else (Path(s).stem, s) for s in sources]
-    twice = [name for name, n in Counter(name for name, _ in named).items() if n > 1]
+    files = [named(s) for s in sources if s.strip()]
+    twice = [name for name, n in Counter(name for name, _ in files).items() if n > 1]
     if twice:
         raise ValueError(f"two evaluation files are both named {twice[0]!r}: give one NAME=FILE")
-    rows = []
-    for name, path in named:
+    rows: list[dict[str, Any]] = []
+    ours: set[str] = set()  # the splits of the first file (ours; an earlier merge has several)
+    for index, (name, path) in enumerate(files):
         found = load_rows(path)
         if not found:
             raise ValueError(f"{path}: no rows")
-        rows += [{**row, "split": row.get("split") or name} for row in found]
+        if index == 0:
+            rows += [{**row, "split": row.get("split") or name} for row in found]
+            ours = {row["split"] for row in rows}
+            continue
+        if name in ours:
+            raise ValueError(
+                f"{path}: {files[0][1]} already has a split named {name!r} (an earlier merge?): "
+                "its questions would count twice; give each extra file once, or NAME=FILE"
+            )
+        rows += [{**row, "split": name} for row in found]
     return rows
 
 
@@ -45,7 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2:
         raise SystemExit(__doc__)
-    rows = tagged_rows(argv[1:])
+    try:
+        rows = tagged_rows(argv[1:])
+    except ValueError as exc:
+        raise SystemExit(f"eval_sets.py: {exc}") from None
     write_jsonl(rows, argv[0])
     counts = Counter(row["split"] for row in rows)
     print(f"{argv[0]}: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
