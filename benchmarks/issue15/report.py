@@ -34,6 +34,28 @@ def load(specs: list[str]) -> dict[str, dict[str, Any]]:
     return runs
 
 
+def questions(runs: dict[str, dict[str, Any]], key: str, group: str) -> str:
+    """The group's question count: one number when every run that has the group agrees, else each
+    run's (``base 5, new 10``: the runs did not score the same questions, so their EMs do not compare)."""
+    counts = {
+        name: metrics[key][group]["questions"]
+        for name, metrics in runs.items()
+        if group in (metrics.get(key) or {})
+    }
+    if len(set(counts.values())) == 1:
+        return str(next(iter(counts.values())))
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
+
+
+def failures(runs: dict[str, dict[str, Any]]) -> str:
+    """A line naming the runs with failed episodes (scored 0, so their EM is too low), or nothing."""
+    failed = {name: m.get("failed_episodes", 0) for name, m in runs.items() if m.get("failed_episodes", 0)}
+    if not failed:
+        return ""
+    listed = ", ".join(f"{name} {n}" for name, n in failed.items())
+    return f"failed episodes (counted as wrong): {listed}\n\n"
+
+
 def table(runs: dict[str, dict[str, Any]], key: str, title: str) -> str:
     """One markdown table: a row per group, EM (change vs the first run) and searches per run."""
     names = list(runs)
@@ -42,7 +64,7 @@ def table(runs: dict[str, dict[str, Any]], key: str, title: str) -> str:
     head = [title, "questions"] + [f"{n} EM" for n in names] + [f"{n} searches" for n in names]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for group in groups:
-        cells = [group, str((base.get(group) or {}).get("questions", ""))]
+        cells = [group, questions(runs, key, group)]
         for name in names:
             metrics = (runs[name].get(key) or {}).get(group)
             if metrics is None:
@@ -102,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     runs = load(args.runs)
     args.out.mkdir(parents=True, exist_ok=True)
-    text = "\n".join(table(runs, key, title) for key, title in GROUPS)
+    text = failures(runs) + "\n".join(table(runs, key, title) for key, title in GROUPS)
     (args.out / "report.md").write_text(text)
     print(text, end="")
     if args.validation is not None:
