@@ -156,9 +156,9 @@ def flashrag(path: Path, n: int, **extra: str) -> Path:
 
 def eval_sh(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     """eval.sh with no model: everything checked before the engine starts fails first, or it asks for MODEL."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GROUP_BY": "", **env}
-    for name in ("MODEL", "BASE_URL", "LIMIT"):
-        env.pop(name, None)
+    unset = ("MODEL", "BASE_URL", "LIMIT", "EXTRA_EVAL")
+    base = {k: v for k, v in os.environ.items() if k not in unset}
+    env = {**base, "PYTHONPATH": str(ROOT), "GROUP_BY": "", **env}
     return subprocess.run(
         ["bash", "examples/deepsearch/eval.sh", str(tmp_path / "out")], cwd=ROOT, env=env, capture_output=True,
         text=True, timeout=60,
