@@ -160,6 +160,12 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
     blocks, visible = _scan(text)
     if not blocks:
         return _bare_calls("".join(visible))
+    return _block_calls(text, blocks)
+
+
+def _block_calls(text: str, blocks: list[tuple[int, _Body]]) -> list[ToolCall]:
+    """The calls of ``blocks`` read from ``text`` (whatever format read them): error calls for blocks that
+    failed or held nothing, otherwise one call per value."""
     calls: list[ToolCall] = []
     for start, body in blocks:
         raw = text[start : body.end]

@@ -50,8 +50,8 @@ from .parsing import (
     MAX_DEPTH,
     DuplicateKey,
     ToolCall,
+    _block_calls,
     _Body,
-    _calls,
     _naive_end,
     _near,
     _no_constant,
@@ -103,16 +103,7 @@ def parse_xml_tool_calls(
             return []
         blocks = [(0, _read_xml(rest, 0, properties, in_block=False))]
         text = rest
-    calls: list[ToolCall] = []
-    for start, body in blocks:
-        raw = text[start : body.end]
-        if body.error is not None:
-            calls.append(ToolCall(name="", error=body.error, raw=raw))
-        elif not body.values:
-            calls.append(ToolCall(name="", error="empty <tool_call> block", raw=raw))
-        else:
-            calls.extend(call for value in body.values for call in _calls(value, raw))
-    return calls
+    return _block_calls(text, blocks)
 
 
 def _read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: bool = True) -> _Body:
