@@ -194,6 +194,7 @@ def test_a_failed_phase_is_retried_once_and_stops_only_its_own_track(tmp_path):
 
 
 VLLM_RACE = "AssertionError: Error in memory profiling. Initial free memory 124.4 GiB, current free memory 137.75 GiB."
+VLLM_NO_CACHE = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"
 
 
 def vllm_start(tmp_path: Path, script: str) -> tuple[int, int, str]:
@@ -214,10 +215,12 @@ def vllm_start(tmp_path: Path, script: str) -> tuple[int, int, str]:
         # lost the start-up race once, then started: the run goes on
         (f"[ -e RACED ] || {{ touch RACED; echo '{VLLM_RACE}'; exit 1; }}; echo ok", 0, 2),
         (f"echo '{VLLM_RACE}'; exit 7", 7, 2),  # lost it twice: the failure is reported, not hidden
+        # the race's other face: another process's memory counted as the engine's own (2026-12-02b)
+        (f"[ -e RACED ] || {{ touch RACED; echo '{VLLM_NO_CACHE}'; exit 1; }}; echo ok", 0, 2),
         ("echo 'CUDA out of memory'; exit 1", 1, 1),  # any other failure: no second try
         ("echo ok", 0, 1),
     ],
-    ids=["race-then-ok", "race-twice", "other-error", "ok"],
+    ids=["race-then-ok", "race-twice", "no-cache-then-ok", "other-error", "ok"],
 )
 def test_vllm_start_tries_again_only_after_the_memory_profiling_race(tmp_path, script, rc, attempts):
     script = script.replace("RACED", str(tmp_path / "raced"))
