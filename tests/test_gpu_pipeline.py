@@ -27,7 +27,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys, time
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP", "BETA", "STRATIFY", "PER_STRATUM")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP", "BETA", "STRATIFY", "PER_STRATUM", "CREDIT")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], "t": time.time(), **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -181,6 +181,32 @@ def test_grpo_knobs_reach_the_runs_of_their_own_track_only(tmp_path):
     (tmp_path / "ar").mkdir()
     calls = run_pipeline(tmp_path / "ar", AR_DYNAMIC="1", TRACKS="arithmetic")
     assert {c["DYNAMIC_SAMPLE"] for c in calls} == {"1"} and {c["STRIDE"] for c in calls} == {"50"}
+
+
+@pytest.mark.timeout(120)
+def test_the_validated_arms_can_train_with_turn_credit(tmp_path):
+    """2026-12-02b: turn credit gave the run's best model, but as the credit-comparison arm only its last
+    checkpoint was scored. DS_ARM_CREDIT gives both validated arms that credit mode, and nothing else."""
+    calls = run_pipeline(tmp_path, TRACKS="deepsearch", DS_ARM_CREDIT="turn", DS_CREDIT="")
+    assert sorted((c["RUN_NAME"] or "ds", c["CREDIT"]) for c in calls if c["phase"] == "train") == [
+        ("ds", "turn"), ("ds-lr", "turn"),
+    ]  # fmt: skip
+    assert {c["CREDIT"] for c in calls if c["phase"] != "train"} == {None}
+    for phase in ("validate", "eval-trained"):
+        assert {c["RUN_NAME"] for c in calls if c["phase"] == phase} == {None, "ds-lr"}
+    assert not [c for c in calls if c["phase"].startswith("credit")]
+    # by default the arms keep env_grpo.yaml's own credit (the stub sees CREDIT set but empty)
+    (tmp_path / "default").mkdir()
+    calls = run_pipeline(tmp_path / "default", TRACKS="deepsearch")
+    assert {c["CREDIT"] for c in calls if c["phase"] == "train"} == {""}
+    # with the comparison arm too, turn would be compared with turn: refused before anything runs
+    done = subprocess.run(
+        ["bash", str(PIPELINE), str(tmp_path / "both")],
+        env={**os.environ, "DS_ARM_CREDIT": "turn", "DS": "false", "AR": "false"},
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 2 and "DS_CREDIT=" in done.stderr
+    assert not (tmp_path / "both").exists()
 
 
 @pytest.mark.timeout(120)
@@ -362,3 +388,35 @@ def test_extra_eval_left_in_the_environment_reaches_no_phase_after_prepare(fake_
         "/tmp/eval-sets.jsonl",
     }
     assert [c["extra"] for c in calls] == [""] * len(calls)
+
+
+STUB_TRAIN = r"""#!/usr/bin/env bash
+# stub of examples/deepsearch/train.sh: keeps the environment file the run was given
+cp "$RLFACTORY_ENV" "/work/env-$(basename "$OUTPUT").yaml"
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)")
+@pytest.mark.timeout(90)
+def test_a_named_run_trains_with_the_credit_mode_it_is_given(fake_repo):
+    """h200.sh train with CREDIT: env_grpo.yaml with that credit mode and its reward files by absolute path,
+    for a run of any name (2026-12-02b's pipeline could train turn credit only as the comparison arm)."""
+    import yaml
+
+    (fake_repo / "examples" / "deepsearch" / "env_grpo.yaml").write_text(
+        (ROOT / "examples" / "deepsearch" / "env_grpo.yaml").read_text()
+    )
+    (fake_repo / "examples" / "deepsearch" / "train.sh").write_text(STUB_TRAIN)
+    done = run_h200(fake_repo, "ds-lr:train", CREDIT="turn")
+    assert done.returncode == 0, done.stdout + done.stderr
+    config = yaml.safe_load((fake_repo / "env-ds-lr.yaml").read_text())
+    assert config["credit"]["mode"] == "turn"
+    files = [t["name"].partition(".py:")[0] for t in config["reward"] if ".py:" in t["name"]]
+    assert files and all(f.startswith("/work/examples/deepsearch/") for f in files)
+    # the default is the file as committed; a typo in the mode, or CREDIT beside ENV_FILE, stops the phase
+    assert run_h200(fake_repo, "ds:train").returncode == 0
+    assert (fake_repo / "env-ds.yaml").read_text() == (ROOT / "examples/deepsearch/env_grpo.yaml").read_text()
+    bad = run_h200(fake_repo, "ds:train", CREDIT="turns")
+    assert bad.returncode == 2 and "trajectory or turn" in bad.stderr
+    both = run_h200(fake_repo, "ds:train", CREDIT="turn", ENV_FILE="examples/deepsearch/env_grpo.yaml")
+    assert both.returncode == 2 and "not both" in both.stderr

@@ -19,6 +19,7 @@
 #   eval-trained   the best checkpoint on validation (else the last; the SFT model when it was
 #                  "sft") on the eval set                                                              ~3 min
 #   (train, validate and eval-trained act on the run RUN_NAME, default ds: see below)
+#   (train takes CREDIT=turn: a turn-credit run that validate and eval-trained treat as any other)
 #   credit-train MODE / credit-eval MODE (MODE = trajectory | turn): item 4 of issue 15, the same data,
 #                  seed and steps from the SFT model with env_grpo.yaml's `credit:` set to MODE; the
 #                  trajectory arm is the train phase's own run (/tmp/ds), credit-eval scores each arm's
@@ -80,6 +81,20 @@ train_grpo() {  # RUN ENV_FILE: train.sh from the SFT model on the selected ques
   # (2026-12-01: two runs died at start-up on a busy MASTER_PORT and the phase still said "done").
   [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || { echo "train.sh failed (exit $rc): $(grep -m1 -E 'Error' "$log")" >&2; return "$rc"; }
 }
+credit_env() {  # MODE PATH: env_grpo.yaml with `credit: {mode: MODE}`, written to PATH
+  case "$1" in trajectory|turn) ;; *) echo "credit mode must be trajectory or turn, not '$1'" >&2; return 2 ;; esac
+  python3 - "$1" "$2" <<'PY'
+import os, sys, yaml
+mode, path = sys.argv[1:]
+config = yaml.safe_load(open("examples/deepsearch/env_grpo.yaml"))
+config["credit"] = {**config.get("credit", {}), "mode": mode}
+for term in config["reward"]:  # the file is written to /tmp: reward files beside env_grpo.yaml by absolute path
+    file, sep, func = term["name"].partition(".py:")
+    if sep:
+        term["name"] = f"{os.path.abspath('examples/deepsearch/' + file)}.py:{func}"
+yaml.safe_dump(config, open(path, "w"), sort_keys=False)
+PY
+}
 case "$phase" in
   prepare)  # the held-out questions (never committed), the eval set, the SFT/GRPO halves of train, the BM25 index
     python3 examples/deepsearch/build_data.py --holdout 300 --train 0 --val 0 --test 0 --ood 0 --out /tmp/holdout
@@ -121,7 +136,15 @@ PY
       --out /tmp/split/grpo.jsonl --stratify "${STRATIFY:-hops,family}" --per-stratum "${PER_STRATUM:-60}" | tee "$out/select.log"
     python3 -c "import json,collections; r=[json.loads(l) for l in open('/tmp/split/grpo.jsonl')]; print(collections.Counter((x['hops'], x['family']) for x in r))" \
       | tee -a "$out/select.log" ;;
-  train) train_grpo "$RUN" "${ENV_FILE:-examples/deepsearch/env_grpo.yaml}" ;;
+  train)  # CREDIT (trajectory | turn; empty: env_grpo.yaml's own, trajectory): the run's credit mode. A
+    # turn-credit run named by RUN_NAME is validated and scored like any other: on 2026-12-02b the turn arm
+    # of credit-train was the best model of the run, but only its last checkpoint could be scored.
+    env_file=${ENV_FILE:-examples/deepsearch/env_grpo.yaml}
+    if [ -n "${CREDIT:-}" ]; then
+      [ -z "${ENV_FILE:-}" ] || { echo "give CREDIT or ENV_FILE, not both: CREDIT rewrites env_grpo.yaml" >&2; exit 2; }
+      env_file=/tmp/env-$name-credit-$CREDIT.yaml; credit_env "$CREDIT" "$env_file"
+    fi
+    train_grpo "$RUN" "$env_file" ;;
   validate)  # score the SFT model and saved checkpoints on the validation split; the best -> /tmp/<name>-best.txt
     # Step 0 is the SFT model itself: the curve starts where GRPO did (2026-12-01d could not say what GRPO
     # gained on validation), and a run whose checkpoints never beat it is scored as the SFT model. It is
@@ -183,17 +206,7 @@ PY
     mode=${3:?credit mode: trajectory or turn}
     run=/tmp/ds-credit-$mode; env_file=/tmp/env-credit-$mode.yaml
     [ "$mode" = trajectory ] && run=/tmp/ds  # env_grpo.yaml is trajectory credit: the train phase's run
-    python3 - "$mode" "$env_file" <<'PY'  # env_grpo.yaml with `credit: {mode: MODE}`
-import os, sys, yaml
-mode, path = sys.argv[1:]
-config = yaml.safe_load(open("examples/deepsearch/env_grpo.yaml"))
-config["credit"] = {**config.get("credit", {}), "mode": mode}
-for term in config["reward"]:  # the file is written to /tmp: reward files beside env_grpo.yaml by absolute path
-    file, sep, func = term["name"].partition(".py:")
-    if sep:
-        term["name"] = f"{os.path.abspath('examples/deepsearch/' + file)}.py:{func}"
-yaml.safe_dump(config, open(path, "w"), sort_keys=False)
-PY
+    credit_env "$mode" "$env_file"
     if [ "$phase" = credit-train ]; then
       STEPS=${STEPS:-100} train_grpo "$run" "$env_file"
     else

@@ -46,6 +46,10 @@
 # DS_BETA (empty: h200.sh's 0.04): the KL coefficient to the SFT policy of every DeepSearch GRPO arm, and of
 # none of arithmetic's (its train.sh reads the same BETA). On 2026-12-01e, at 0.04, the arm dropped the
 # second search within 6 steps, on two-hop questions too.
+# DS_ARM_CREDIT (empty: trajectory): the credit mode of the validated arms ds and ds-lr (h200.sh train's
+# CREDIT). On 2026-12-02b turn credit kept two searches on two-hop questions where trajectory credit lost
+# them, but as the credit-comparison arm it was scored at its last checkpoint only; DS_ARM_CREDIT=turn makes
+# it validated. It needs DS_CREDIT= : the comparison arm measures turn credit against a trajectory-credit ds.
 # SCORE_RESERVE (330 s): when the ds arm's training stops before DEADLINE, and when validation beside
 # training (every VALIDATE_EVERY, 30 s) stops starting checkpoints, so the evaluation on test is never cut.
 # Each phase's output goes to R/<phase>.out and its start, end, exit status and seconds to R/phases.tsv;
@@ -60,11 +64,15 @@ if [ "${1:-}" = --status ]; then
   exit 0
 fi
 R=${1:?results dir}
-mkdir -p "$R/ds" "$R/ar"
 T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic} DS_STEPS=${DS_STEPS:-80}
 DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} DS_RECHECK=${DS_RECHECK:-0} STAGGER=${STAGGER:-40}
 DS_DYNAMIC=${DS_DYNAMIC:-0} AR_DYNAMIC=${AR_DYNAMIC:-0} AR_STRIDE=${AR_STRIDE:-50} DS_SFT_ROWS=${DS_SFT_ROWS:-1000}
-DS_SFT_SINGLE=${DS_SFT_SINGLE:-} DS_BETA=${DS_BETA:-} DS_STRATIFY=${DS_STRATIFY:-hops,family} DS_PER_STRATUM=${DS_PER_STRATUM:-60}
+DS_SFT_SINGLE=${DS_SFT_SINGLE:-} DS_BETA=${DS_BETA:-} DS_ARM_CREDIT=${DS_ARM_CREDIT:-} DS_STRATIFY=${DS_STRATIFY:-hops,family} DS_PER_STRATUM=${DS_PER_STRATUM:-60}
+if [ -n "$DS_ARM_CREDIT" ] && [ -n "$DS_CREDIT" ]; then
+  echo "DS_ARM_CREDIT=$DS_ARM_CREDIT needs DS_CREDIT= (the credit-comparison arm compares against a trajectory-credit ds arm)" >&2
+  exit 2
+fi
+mkdir -p "$R/ds" "$R/ar"
 RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
@@ -121,6 +129,7 @@ validate_and_score() {  # SUFFIX: empty for the ds arm, -lr for ds-lr
 }
 credit_evals() {  # both credit arms at the DS_CREDIT arm's last step: the same steps even when a time limit cut one short
   GPU_UTIL=0.1 phase "ds-credit-eval-$DS_CREDIT" $DS credit-eval "$R/ds" "$DS_CREDIT" &
+  sleep "$(( STAGGER / 4 ))"
   local last; last=$(ls -d "$RUNS/ds-credit-$DS_CREDIT"/v*/checkpoint-* 2>/dev/null | sort -V | tail -1)
   CHECKPOINT=$(ls -d "$RUNS"/ds/v*/checkpoint-"${last##*-}" 2>/dev/null | tail -1) GPU_UTIL=0.1 \
     phase ds-credit-eval-trajectory $DS credit-eval "$R/ds" trajectory
@@ -140,7 +149,7 @@ deepsearch() {
   local -x DYNAMIC_SAMPLE=$DS_DYNAMIC  # the GRPO arms' train.sh (the SFT above ran without it)
   [ -z "$DS_BETA" ] || local -x BETA=$DS_BETA
   ( [ -z "$DS_LR" ] || export LR=$DS_LR
-    MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout "$SCORE_RESERVE")" \
+    CREDIT=$DS_ARM_CREDIT MASTER_PORT=29511 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS TRAIN_TIMEOUT="$(train_timeout "$SCORE_RESERVE")" \
       phase ds-train $DS train "$R/ds" ) & trainers+=($!)
   if [ -n "$DS_CREDIT" ]; then
     sleep "$STAGGER"
@@ -149,14 +158,17 @@ deepsearch() {
   fi
   if [ -n "$DS_LR2" ]; then
     sleep "$STAGGER"
-    MASTER_PORT=29515 RUN_NAME=ds-lr LR=$DS_LR2 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS \
+    CREDIT=$DS_ARM_CREDIT MASTER_PORT=29515 RUN_NAME=ds-lr LR=$DS_LR2 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 STEPS=$DS_STEPS \
       TRAIN_TIMEOUT="$(train_timeout 300)" phase ds-train-lr $DS train "$R/ds" & trainers+=($!)
   fi
   GPU_UTIL=0.08 beside "${trainers[0]}" "$VALIDATE_EVERY" validate_arms >> "$R/ds-validate.out" 2>&1
   wait "${trainers[@]}"
-  [ -z "$DS_CREDIT" ] || credit_evals &
+  # The trainers end within seconds of each other; the evaluations after them start a little apart, since
+  # vLLM engines that start in the same second count each other's memory (2026-12-02b: four at once, and
+  # one validation found no memory for its KV cache twice)
+  [ -z "$DS_CREDIT" ] || { credit_evals & sleep "$(( STAGGER / 4 ))"; }
   validate_and_score "" &
-  [ -z "$DS_LR2" ] || validate_and_score -lr &
+  [ -z "$DS_LR2" ] || { sleep "$(( STAGGER / 4 ))"; validate_and_score -lr & }
   wait
 }
 
