@@ -220,7 +220,7 @@ def test_a_failed_phase_is_retried_once_and_stops_only_its_own_track(tmp_path):
 
 
 VLLM_RACE = "AssertionError: Error in memory profiling. Initial free memory 124.4 GiB, current free memory 137.75 GiB."
-VLLM_NO_CACHE = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"
+VLLM_NO_CACHE = "ValueError: No available memory for the cache blocks. Try increasing gpu_memory_utilization"
 
 
 def vllm_start(tmp_path: Path, script: str) -> tuple[int, int, str]:
