@@ -82,6 +82,26 @@ async def limited(trajectory):
         await asyncio.sleep(0.02)
     return 1.0 if WHO.get() == trajectory.final_response else 0.0  # each call its own context
 
+class Slow:
+    def __init__(self, release):
+        self.release = release
+
+    def __float__(self):  # user code too: it blocks wherever float() reads it
+        _hold(self.release)
+        return 1.0
+
+def slow_value(trajectory, release):
+    return Slow(release)
+
+async def slow_value_async(trajectory, release):
+    return Slow(release)
+
+def words(trajectory):
+    return "about 0.7"
+
+async def nothing(trajectory):
+    return None
+
 def stops(trajectory):
     raise StopIteration  # which an asyncio future refuses to carry
 
@@ -309,3 +329,52 @@ def test_cancelling_a_blocked_scoring_returns_at_once(plugin):
         assert time.monotonic() - t0 < 5
     finally:
         release.touch()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("reward", ["slow_value", "slow_value_async"])
+def test_a_value_whose_float_blocks_costs_its_score_not_the_step(plugin, reward):
+    """float() of the returned value runs in the worker, under timeout_s, not on the trainer's loop."""
+    release = plugin / "release"
+    spec = RewardSpec(
+        [
+            RewardTerm(name="em"),
+            RewardTerm(name=f"rewards.py:{reward}", timeout_s=0.5, args={"release": str(release)}),
+        ],
+        base_dir=plugin,
+    )
+    trajectories = [traj() for _ in range(3)]
+    done = threading.Event()
+    totals: list[float] = []
+    scorer = threading.Thread(
+        target=lambda: (totals.extend(spec.score(trajectories)), done.set()), daemon=True
+    )
+    try:
+        scorer.start()
+        assert done.wait(5), "scoring hung in the value's __float__"
+    finally:
+        release.touch()
+    assert totals == [1.0] * 3
+    assert all(t.reward_errors == {f"rewards.py:{reward}": "timeout"} for t in trajectories)
+    spec.close()
+
+
+def test_a_value_that_is_not_a_number_scores_zero_with_one_clear_warning(plugin, caplog):
+    spec = RewardSpec(
+        [RewardTerm(name="em"), RewardTerm(name="rewards.py:words"), RewardTerm(name="rewards.py:nothing")],
+        base_dir=plugin,
+    )
+    trajectories = [traj() for _ in range(4)]
+    with caplog.at_level(logging.WARNING, logger="swift_rlfactory"):
+        assert spec.score(trajectories) == [1.0] * 4
+        assert spec.score([traj()]) == [1.0]
+    assert all(
+        t.reward_errors == {"rewards.py:words": "error: ValueError", "rewards.py:nothing": "error: TypeError"}
+        for t in trajectories
+    )
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2, warned  # once per reward, not once per trajectory or step
+    assert any("'rewards.py:words'" in w and "returned 'about 0.7', not a number" in w for w in warned)
+    assert any("'rewards.py:nothing'" in w and "returned a NoneType, not a number" in w for w in warned)
+    assert spec.failures["error"] == 10
+    spec.close()

@@ -43,7 +43,8 @@ infinity, returns a list of the wrong length, or lacks a dataset field it needs 
 golden answers) scores its ``fallback`` (default 0) for that trajectory, is counted in ``errors`` and
 recorded in ``reward_errors``, so it shows up in the logs instead of killing or hanging the run. So does one
 that raises ``SystemExit`` or ``CancelledError`` on its own, one whose value ``float()`` cannot read
-(``10**400``), and, without running, the call of a term whose earlier calls hold ``MAX_STUCK`` workers
+(``10**400``, ``None``, ``"0.7 or so"``: logged once per component; the reading runs in the worker, so a
+value whose ``__float__`` blocks times out like the reward itself), and, without running, the call of a term whose earlier calls hold ``MAX_STUCK`` workers
 (``timeout: not started ...``). A generator function (``yield``) fails at load: it could never return a
 score.
 """
@@ -170,6 +171,32 @@ class _Score:
     error: str | None = None
 
 
+class NotAScore(TypeError):
+    """A reward returned a value ``float()`` cannot read; ``__cause__`` is what ``float()`` raised."""
+
+
+def score_value(raw: Any) -> float | list[float]:
+    """What a reward returned, read as its score: one float per turn for a list, a tuple or a 1-d array
+    (per-turn scores), else one float. Raises :class:`NotAScore` saying what was returned.
+
+    It runs where the reward ran (:class:`~swift_rlfactory.rewards.workers.RewardWorkers`' ``convert``):
+    ``float()`` calls the value's own ``__float__``, which is user code like the reward.
+
+    >>> score_value((1, "0.5"))
+    [1.0, 0.5]
+    """
+    try:
+        if isinstance(raw, list | tuple) or getattr(raw, "ndim", 0) == 1:
+            return [float(v) for v in raw]
+        return float(raw)
+    except Exception as exc:  # TypeError, ValueError, OverflowError (10**400), a raising __float__
+        shown = repr(raw[:80]) if isinstance(raw, str) else f"a {type(raw).__name__}"  # repr may be user code
+        raise NotAScore(
+            f"returned {shown}, not a number (float() raised {type(exc).__name__}: {exc}); a reward "
+            "returns a float, or a list of floats for per-turn scores"
+        ) from exc
+
+
 class RewardSpec:
     """A weighted sum of reward components, scored concurrently and fault-tolerantly.
 
@@ -214,7 +241,7 @@ class RewardSpec:
                     inline=found.inline,
                     timeout_s=term.timeout_s,
                     fallback=term.fallback,
-                    workers=None if found.inline else RewardWorkers(name),
+                    workers=None if found.inline else RewardWorkers(name, convert=score_value),
                 )
             )
         self.errors = 0
@@ -331,6 +358,8 @@ class RewardSpec:
                 return self._failed(component, n_turns, f"missing_field: {name}")
         try:
             raw = await asyncio.wait_for(self._call(component, trajectory), component.timeout_s)
+        except NotAScore as exc:  # a user reward's value, read in its worker
+            return self._not_a_score(component, n_turns, exc)
         except RewardStuck as exc:  # logged once by the workers, when the bound is reached
             return self._failed(component, n_turns, f"timeout: {exc}")
         except TimeoutError:
@@ -363,12 +392,17 @@ class RewardSpec:
         return value
 
     def _checked(self, component: RewardComponent, raw: Any, n_turns: int) -> _Score:
-        """The score for a returned value: a finite float, or one finite float per assistant turn."""
-        if isinstance(raw, list | tuple) or getattr(raw, "ndim", 0) == 1:
+        """The score for a returned value: a finite float, or one finite float per assistant turn.
+
+        A user reward's value was read by :func:`score_value` in its worker already; a built-in's is read
+        here (it is a float)."""
+        if component.workers is None:
             try:
-                values = [float(v) for v in raw]
-            except Exception as exc:  # TypeError, ValueError, OverflowError (10**400), a raising __float__
-                return self._failed(component, n_turns, f"error: {type(exc).__name__}")
+                raw = score_value(raw)
+            except NotAScore as exc:
+                return self._not_a_score(component, n_turns, exc)
+        if isinstance(raw, list):
+            values = raw
             if len(values) != n_turns:
                 logger.warning(
                     "reward %r returned %d scores for %d assistant turns; scoring %g",
@@ -385,13 +419,21 @@ class RewardSpec:
             return _Score(value, values, error)
         if component.per_turn:
             return self._failed(component, n_turns, f"wrong_length: a scalar for {n_turns} turns")
-        try:
-            value = float(raw)
-        except Exception as exc:  # as above
-            return self._failed(component, n_turns, f"error: {type(exc).__name__}")
-        if not math.isfinite(value):
+        if not math.isfinite(raw):
             return self._failed(component, n_turns, "non_finite")
-        return _Score(value)
+        return _Score(raw)
+
+    def _not_a_score(self, component: RewardComponent, n_turns: int, exc: NotAScore) -> _Score:
+        """The fallback for a value ``float()`` cannot read, logged once per component."""
+        cause = exc.__cause__
+        if (component.name, "not_a_score") not in self._warned:
+            self._warned.add((component.name, "not_a_score"))
+            logger.warning(
+                "reward %r: %s; scoring %g (logged once: later ones are counted in rewards/error and "
+                "recorded in reward_errors)",
+                component.name, exc, component.fallback,
+            )  # fmt: skip
+        return self._failed(component, n_turns, f"error: {type(cause).__name__}")
 
     def _failed(self, component: RewardComponent, n_turns: int, error: str) -> _Score:
         self._count(component, error.partition(":")[0])

@@ -20,6 +20,10 @@ ran) or ignored the cancellation: the next call *retires* that loop -- it stops 
 leftover tasks are cancelled and dropped -- and starts a fresh one, logging which of the two it was. Only
 the calls on a blocked loop share its fate; the term's later calls and every other reward go on.
 
+What a call returns is read into a score by the term's ``convert`` (``float()``, in the registry) in the
+worker too, right after the function (or its awaitable) returns: a value whose ``__float__`` blocks or
+raises is the reward's own slow or failed call, under the same timeout and grace, never the caller's.
+
 Threads and retired loops still inside given-up calls are the term's ``stuck`` workers. They never hold up
 exit (daemon threads, never joined) and are freed when the call returns. At ``max_stuck`` of them (default
 :data:`MAX_STUCK`) the term starts no more calls: each scores its fallback at once (:class:`RewardStuck`,
@@ -69,12 +73,15 @@ class RewardWorkers:
     Attributes:
         name: the term's name, for the logs.
         max_stuck: stuck workers at which the term starts no more calls.
+        convert: reads a call's returned value into what :meth:`call` returns, in the worker; what it
+            raises is the call's error.
         stuck: daemon threads and retired loops still inside calls that were given up.
     """
 
-    def __init__(self, name: str, max_stuck: int = MAX_STUCK):
+    def __init__(self, name: str, max_stuck: int = MAX_STUCK, convert: Callable[[Any], Any] | None = None):
         self.name = name
         self.max_stuck = max_stuck
+        self.convert = convert
         self.stuck = 0
         self._lock = threading.Lock()
         self._home: _RewardLoop | None = None
@@ -82,7 +89,8 @@ class RewardWorkers:
         self._refusing = False
 
     async def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` in a worker, its awaitable (if it returns one) awaited on the term's loop.
+        """``fn(*args, **kwargs)`` in a worker, its awaitable (if it returns one) awaited on the term's loop,
+        the value then read by ``convert`` where it came from (the thread, or the loop).
 
         Raises :class:`RewardStuck` without starting anything when the term is at ``max_stuck``, and what
         the function raises (``SystemExit`` and ``KeyboardInterrupt`` as ``RuntimeError``: they are the
@@ -112,6 +120,8 @@ class RewardWorkers:
         def run() -> None:
             try:
                 result, exc = fn(*args, **kwargs), None
+                if self.convert is not None and not inspect.isawaitable(result):
+                    result = self.convert(result)
             except Exception as error:
                 result, exc = None, error
             except BaseException as error:  # SystemExit, KeyboardInterrupt
@@ -170,7 +180,7 @@ class RewardWorkers:
                     if inspect.iscoroutine(awaitable):
                         awaitable.close()  # never started: nothing to warn about
                     return
-                call.task = home.loop.create_task(_awaited(awaitable))
+                call.task = home.loop.create_task(_awaited(awaitable, self.convert))
             call.task.add_done_callback(finished)
 
         home.loop.call_soon_threadsafe(start)
@@ -291,9 +301,10 @@ def yields(fn: Any) -> bool:
     return any(inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f) for f in (fn, call) if f)
 
 
-async def _awaited(awaitable: Any) -> Any:
+async def _awaited(awaitable: Any, convert: Callable[[Any], Any] | None) -> Any:
     try:
-        return await awaitable
+        value = await awaitable
+        return value if convert is None else convert(value)
     except (SystemExit, KeyboardInterrupt) as error:  # raised out of a task they would stop its loop
         raise RuntimeError(f"the reward raised {type(error).__name__}{error.args!r}") from None
 
