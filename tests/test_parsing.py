@@ -529,3 +529,123 @@ def test_call_format_of_ms_swift_templates_by_name(template_type, found):
     from swift_rlfactory.adapters.swift_template import call_format, template_by_name
 
     assert call_format(template_by_name(template_type)) == found
+
+
+# -- a call object written outside the format's blocks (Llama's prose, then the JSON) ---------------------
+PROSE_TOOLS = [
+    {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
+        "query": {"type": "string"}}}}},
+    {"name": "now", "description": "The time; no parameters."},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text, calls",
+    [
+        (
+            'Let me look that up.\n{"name": "search", "parameters": {"query": "x"}}',
+            [("search", {"query": "x"})],
+        ),
+        (
+            'Let me look that up.\n{"name": "search", "arguments": {"query": "x"}}',
+            [("search", {"query": "x"})],
+        ),
+        (
+            '<|python_tag|>{"name": "search", "parameters": {"query": "x"}}<|eom_id|>',
+            [("search", {"query": "x"})],
+        ),
+        ('{"type": "function", "name": "now", "parameters": {}}', [("now", {})]),
+        (
+            "Sure. {'name': 'search', 'parameters': {'query': 'x',},}",
+            [("search", {"query": "x"})],
+        ),  # repaired
+        (
+            'Two: {"name": "search", "parameters": {"query": "a"}}; {"name": "now", "parameters": {}}',
+            [("search", {"query": "a"}), ("now", {})],
+        ),
+        (
+            '{"name": "search", "parameters": {"query": "a"}}\nI will wait for it.',
+            [("search", {"query": "a"})],
+        ),
+        ('<think>{"name": "now", "parameters": {}}</think>Looking: {"name": "search"}', [("search", {})]),
+    ],
+)
+def test_llama_calls_after_prose_are_calls(text, calls):
+    from swift_rlfactory.rollout.episode import plan_turn
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    plan = plan_turn(text, 1, 4, parse=call_parser("llama3_json", PROSE_TOOLS))
+    assert not plan.finished
+    assert [(c.name, c.arguments, c.error) for c in plan.calls] == [(n, a, None) for n, a in calls]
+
+
+@pytest.mark.parametrize(
+    "call_format, shows",
+    [("hermes", '<tool_call>{"name": "search", "arguments": {...}}</tool_call>'),
+     ("qwen3_coder", "<tool_call><function=search><parameter=NAME>")],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Let me look that up.\n{"name": "search", "parameters": {"query": "x"}}',
+        '<|python_tag|>{"name": "search", "arguments": {"query": "x"}}',
+        'Let me look that up. {"name": " search ", "query": "x"}',  # and a key out of place
+    ],
+)
+def test_a_call_object_outside_the_format_is_an_error_showing_it_never_an_answer(call_format, shows, text):
+    from swift_rlfactory.rollout.episode import plan_turn
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    plan = plan_turn(text, 1, 4, parse=call_parser(call_format, PROSE_TOOLS))
+    [call] = plan.calls
+    assert not plan.finished and call.name == "search" and shows in call.error and "did not run" in call.error
+    assert "\n" not in call.error
+
+
+def test_a_bare_call_object_is_an_error_in_the_xml_format():
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    [call] = call_parser("qwen3_coder", PROSE_TOOLS)('{"name": "search", "arguments": {"query": "x"}}')
+    assert "<function=search>" in call.error
+
+
+@pytest.mark.parametrize("call_format", ["hermes", "llama3_json", "qwen3_coder"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'The record is {"name": "Bob", "age": 3}. <answer>Bob</answer>',  # no tool of that name
+        'In JSON: {"query": "search", "name": 3}. <answer>3</answer>',
+        "<answer>search</answer>",
+        '<think>{"name": "search", "parameters": {"query": "x"}}</think><answer>4</answer>',  # reasoning
+    ],
+)
+def test_prose_that_only_mentions_json_stays_an_answer(call_format, text):
+    from swift_rlfactory.rollout.episode import plan_turn
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    assert plan_turn(text, 1, 4, parse=call_parser(call_format, PROSE_TOOLS)).stop_reason == "answer"
+
+
+@pytest.mark.parametrize("call_format", ["hermes", "llama3_json"])
+def test_tagged_hermes_blocks_read_as_before_in_both_json_formats(call_format):
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    text = 'Searching.\n<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call>'
+    [call] = call_parser(call_format, PROSE_TOOLS)(text)
+    assert (call.name, call.arguments, call.error) == ("search", {"query": "x"}, None)
+
+
+def test_a_broken_call_object_after_prose_is_an_error_call_and_ends_the_search():
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    parse = call_parser("llama3_json", PROSE_TOOLS)
+    text = 'Go: {"name": "search", "parameters": {"query": x}} and {"name": "now", "parameters": {}}'
+    [call] = parse(text)
+    assert call.name == "search" and "not valid JSON" in call.error
+
+
+@pytest.mark.parametrize("template_type", ["llama3", "llama3_2", "llama4"])
+def test_llama_templates_read_llama_calls(template_type):
+    from swift_rlfactory.adapters.swift_template import call_format, template_by_name
+
+    assert call_format(template_by_name(template_type)) == "llama3_json"

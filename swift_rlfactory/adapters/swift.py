@@ -53,7 +53,7 @@ from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.log import TrajectoryLog
 from ..rollout.metrics import tool_metrics
-from ..tools.call_formats import HERMES, call_parser
+from ..tools.call_formats import call_parser
 from ..tools.executor import ToolRecord
 from ..trajectory import Trajectory
 from .swift_template import call_format, set_system_prompt, turn_end_id
@@ -380,7 +380,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         read in the format the prompt asked for (typed by the row's ``tools``, else the environment's)."""
         episode.tokens += len(response_choice.token_ids or [])
         limit = min(self.max_turns or math.inf, env.max_turns)
-        schemas = None if self.call_format == HERMES else tools or env.executor.schemas()
+        schemas = tools or env.executor.schemas()  # every format needs the names offered
         return plan_turn(
             response_choice.message.content or "",
             current_turn,

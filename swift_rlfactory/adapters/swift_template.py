@@ -20,15 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..tools.call_formats import HERMES, QWEN3_CODER
+from ..tools.call_formats import HERMES, LLAMA3_JSON, QWEN3_CODER
 
 TURN_END = "<|im_end|>"
 
 CALL_FORMAT_OF = {
     "hermes": HERMES,
     "youtu": HERMES,  # hermes JSON in <tool_call>, without the newlines
-    "llama3": HERMES,  # a reply that is one {"name": ..., "parameters": {...}} object: hermes's bare call
-    "llama4": HERMES,
+    "llama3": LLAMA3_JSON,  # {"name": ..., "parameters": {...}}, after prose or <|python_tag|> too
+    "llama4": LLAMA3_JSON,
     "qwen3_coder": QWEN3_CODER,
     "qwen3_5": QWEN3_CODER,
 }

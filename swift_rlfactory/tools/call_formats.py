@@ -6,8 +6,14 @@ template tells the model to write (or refuses the template at start-up). Trainin
 CLI and ``swift rollout`` all take the parser from :func:`call_parser`, so they read a turn alike.
 
 * ``hermes`` - ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (:mod:`.parsing`);
+* ``llama3_json`` - Llama 3's and Llama 4's ``{"name": ..., "parameters": {...}}``, after prose or
+  ``<|python_tag|>`` too (:func:`.parsing.parse_json_calls`); ``<tool_call>`` blocks read as hermes;
 * ``qwen3_coder`` - ``<tool_call><function=NAME><parameter=KEY>value</parameter></function></tool_call>``
   (:mod:`.xml_calls`), values typed by the tools' schemas.
+
+A call object naming an offered tool is never taken for an answer: in the formats that do not read it
+where it stands (hermes outside a block, any JSON for ``qwen3_coder``) it is an error call that shows the
+format the prompt asked for. Only names of ``tools`` count, so JSON in an answer stays an answer.
 """
 
 from __future__ import annotations
@@ -16,21 +22,25 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from .parsing import ToolCall, parse_tool_calls
+from .parsing import ToolCall, parse_json_calls, parse_tool_calls
 from .xml_calls import parse_xml_tool_calls, schema_properties
 
 CallParser = Callable[[str], list[ToolCall]]
 """Model text in, the calls in it out (error calls included); never raises."""
 
 HERMES = "hermes"
+LLAMA3_JSON = "llama3_json"
 QWEN3_CODER = "qwen3_coder"
-CALL_FORMATS = (HERMES, QWEN3_CODER)
+CALL_FORMATS = (HERMES, LLAMA3_JSON, QWEN3_CODER)
 
 
 def call_parser(call_format: str, tools: Sequence[Mapping[str, Any]] | None = None) -> CallParser:
     """The parser of ``call_format`` for a conversation offering ``tools`` (OpenAI-style schemas)."""
+    properties = schema_properties(tools)
     if call_format == HERMES:
-        return parse_tool_calls
+        return partial(parse_tool_calls, tool_names=frozenset(properties))
+    if call_format == LLAMA3_JSON:
+        return partial(parse_json_calls, tool_names=frozenset(properties))
     if call_format == QWEN3_CODER:
-        return partial(parse_xml_tool_calls, properties=schema_properties(tools))
+        return partial(parse_xml_tool_calls, properties=properties)
     raise ValueError(f"unknown tool-call format {call_format!r}: use one of {', '.join(CALL_FORMATS)}")

@@ -23,6 +23,11 @@ Where calls are
       call, or those calls: an array, or call objects one after another. Only strict JSON with an explicit
       ``"arguments"`` (or ``"parameters"``) counts here, every call of the reply valid, so prose, answers
       and stray JSON stay what they are.
+    * Given the names of the tools offered, a call object naming one of them elsewhere in the reply
+      (``Let me look that up. {"name": "search", ...}``, Llama's habit, or after ``<|python_tag|>``) is
+      found by :func:`json_calls_in_prose`: :func:`parse_json_calls` (Llama 3 and 4) runs it, while
+      :func:`parse_tool_calls` makes it an error call that shows the ``<tool_call>`` format, so it never
+      ends the episode as an answer. JSON naming no tool offered is prose.
 
 What a call looks like
     ``{"name": ..., "arguments": {...}}``; ``"parameters"`` is the same as ``"arguments"``; arguments may
@@ -67,7 +72,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +109,13 @@ _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?")
 _SPACE = re.compile(r"\s*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _METADATA = frozenset({"id", "type", "index"})
+# Where a call object may start inside prose: ``{"name": "search"`` (Llama's ``{"type": "function",`` first
+# allowed), single quotes too; the name is captured so that only a known tool's object is read.
+_CALL_START = re.compile(
+    r"""\{\s*(?:["']type["']\s*:\s*["']function["']\s*,\s*)?["']name["']\s*:\s*["']([^"'\\\n]{1,256})["']"""
+)
+_PYTHON_TAG = "<|python_tag|>"  # Llama 3.1 opens a tool call with it
+_END_OF_MESSAGE = ("<|eom_id|>", "<|eom|>")  # Llama 3's and Llama 4's end of a turn that awaits a tool
 _EXCERPT = 60
 _MAX_NAME = 256
 
@@ -152,15 +164,96 @@ def has_tool_call(text: str) -> bool:
     return bool(_scan(text)[0])
 
 
-def parse_tool_calls(text: str) -> list[ToolCall]:
+def parse_tool_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCall]:
     """Every call in ``text``, in order: calls that run, and error calls that explain themselves.
 
-    Never raises, for any string; see the module docstring for the rules.
+    ``tool_names``: the tools the conversation offers. A call object naming one of them outside any
+    ``<tool_call>`` block (``Let me look. {"name": "search", ...}``, Llama's habit) is an error call that
+    shows the hermes format, not an answer. Never raises, for any string; see the module docstring.
     """
     blocks, visible = _scan(text)
-    if not blocks:
-        return _bare_calls("".join(visible))
-    return _block_calls(text, blocks)
+    if blocks:
+        return _block_calls(text, blocks)
+    rest = "".join(visible)
+    return _bare_calls(rest) or misplaced(json_calls_in_prose(rest, tool_names), hermes_example)
+
+
+def parse_json_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCall]:
+    """Llama 3's and Llama 4's calls (ms-swift's ``llama3``/``llama4`` agent templates): call JSON with
+    ``"parameters"``, written after prose or ``<|python_tag|>``, one or several in a reply.
+
+    ``<tool_call>`` blocks and a reply that is nothing but call JSON read as in :func:`parse_tool_calls`;
+    otherwise every call object naming one of ``tool_names`` in the visible reply is a call (prose that
+    only mentions JSON, or names no tool offered, stays an answer). Never raises.
+    """
+    blocks, visible = _scan(text)
+    if blocks:
+        return _block_calls(text, blocks)
+    rest = "".join(visible).strip().removeprefix(_PYTHON_TAG)
+    for end in _END_OF_MESSAGE:
+        rest = rest.removesuffix(end)
+    return _bare_calls(rest) or json_calls_in_prose(rest, tool_names)
+
+
+def json_calls_in_prose(text: str, tool_names: Collection[str]) -> list[ToolCall]:
+    """The call objects in ``text`` whose ``"name"`` is one of ``tool_names``, wherever they are, in order.
+
+    Each is read from its ``{`` with the rules of a block (near-JSON repaired, refusals as errors); text
+    around it is left alone. The first object of a known name that cannot be read is an error call and
+    ends the search (one clear error is enough, and the search stays linear). An object whose name is
+    not offered is not looked at: it is prose.
+    """
+    calls: list[ToolCall] = []
+    pos = 0
+    while tool_names and (start := _CALL_START.search(text, pos)) is not None:
+        name = start[1].strip()
+        if name not in tool_names:
+            pos = start.end()
+            continue
+        body = _read_one(text, start.start())
+        raw = text[start.start() : body.end]
+        if body.error is not None:
+            calls.append(ToolCall(name=name, error=body.error, raw=raw))
+            break
+        calls.extend(_calls(body.values[0], raw))
+        pos = body.end
+    return calls
+
+
+def misplaced(calls: list[ToolCall], example: Callable[[str], str]) -> list[ToolCall]:
+    """``calls`` the model wrote in a format its prompt did not ask for, as error calls that show the
+    right one: ``example(name)`` is that call written as the prompt asks."""
+    out = []
+    for call in calls:
+        shown = call.name or "NAME"
+        problem = f"{call.error}; and a" if call.error else "a"
+        out.append(
+            ToolCall(
+                name=call.name,
+                error=f"{problem} tool call must be written as {example(shown)} (this one did not run)",
+                raw=call.raw,
+            )
+        )
+    return out
+
+
+def hermes_example(name: str) -> str:
+    """How a call to ``name`` is written in the hermes format, on one line for an error message."""
+    return f'<tool_call>{{"name": {_quote(name)}, "arguments": {{...}}}}</tool_call>'
+
+
+def _read_one(text: str, pos: int) -> _Body:
+    """The one JSON value that starts at ``pos``, and where it ends (``end``); text after it is not read."""
+    decoder = json.JSONDecoder(strict=False, parse_constant=_no_constant, object_pairs_hook=no_duplicates)
+    try:
+        value, end = decoder.raw_decode(text, pos)
+    except DuplicateKey as exc:
+        return _Body(len(text), len(text), error=str(exc))
+    except (ValueError, RecursionError):
+        return _lex(text, pos, in_block=False, single=True)
+    if _too_deep(value):
+        return _Body(end, end, error=f"the JSON is nested deeper than {MAX_DEPTH} levels")
+    return _Body(end, end, values=[value])
 
 
 def _block_calls(text: str, blocks: list[tuple[int, _Body]]) -> list[ToolCall]:
@@ -241,10 +334,13 @@ def _read(text: str, pos: int, in_block: bool = True) -> _Body:
     return _Body(end, resume, values=[value])
 
 
-def _lex(text: str, pos: int, in_block: bool, stop: tuple[int, int] | None = None) -> _Body:
+def _lex(
+    text: str, pos: int, in_block: bool, stop: tuple[int, int] | None = None, single: bool = False
+) -> _Body:
     """Token by token: write each one back as strict JSON, refusing any that has no faithful JSON form.
 
     ``stop``: where the text to read ends and where scanning resumes, when the caller already knows.
+    ``single``: read one value and end there (the text after it is someone else's).
     """
     limit = len(text) if stop is None else stop[0]
     values: list[Any] = []
@@ -307,6 +403,8 @@ def _lex(text: str, pos: int, in_block: bool, stop: tuple[int, int] | None = Non
             failed = _finish(text, out, where, values, pos, in_block)
             if failed is not None:
                 return failed
+            if single:
+                return _Body(pos, pos, values=values)
             out, where = [], []
 
 

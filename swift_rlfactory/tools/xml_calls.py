@@ -34,7 +34,8 @@ What is refused
     of a call, which would be thrown away. ``</function>`` may be missing at the end of a block and
     ``</tool_call>`` at the end of the text (generation stops there). One block may hold several
     functions. Without any block, a reply that is nothing but ``<function=...>`` calls is those calls, as
-    vLLM falls back to.
+    vLLM falls back to; JSON naming an offered tool (``{"name": "search", ...}``, anywhere in the reply)
+    is an error call showing this format, so the model learns it instead of ending on an "answer".
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ from .parsing import (
     _quote,
     _scan,
     _too_deep,
+    json_calls_in_prose,
+    misplaced,
     no_duplicates,
 )
 
@@ -78,8 +81,8 @@ def schema_properties(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Pr
             continue
         function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
         name, parameters = function.get("name"), function.get("parameters")
-        if isinstance(name, str) and isinstance(parameters, Mapping):
-            properties = parameters.get("properties")
+        if isinstance(name, str):  # a tool without parameters is still a tool the model may call
+            properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
             out[name] = properties if isinstance(properties, Mapping) else {}
     return out
 
@@ -89,7 +92,9 @@ def parse_xml_tool_calls(
 ) -> list[ToolCall]:
     """Every XML call in ``text``, in order, values typed by ``tools`` (OpenAI-style schemas).
 
-    ``properties`` is :func:`schema_properties` of the tools, when the caller has it already. Never raises.
+    ``properties`` is :func:`schema_properties` of the tools, when the caller has it already. A JSON call
+    object naming one of the tools outside any block (hermes or Llama style) is an error call that shows
+    the XML format, not an answer. Never raises.
     """
     properties = schema_properties(tools) if properties is None else properties
 
@@ -100,10 +105,15 @@ def parse_xml_tool_calls(
     if not blocks:
         rest = "".join(visible)
         if not rest.lstrip().startswith("<function="):
-            return []
+            return misplaced(json_calls_in_prose(rest, properties.keys()), xml_example)
         blocks = [(0, _read_xml(rest, 0, properties, in_block=False))]
         text = rest
     return _block_calls(text, blocks)
+
+
+def xml_example(name: str) -> str:
+    """How a call to ``name`` is written in the XML format, on one line for an error message."""
+    return f"<tool_call><function={name}><parameter=NAME>value</parameter></function></tool_call>"
 
 
 def _read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: bool = True) -> _Body:

@@ -18,7 +18,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swift_rlfactory.tools.parsing import MAX_DEPTH, ToolCall, has_tool_call, parse_tool_calls
+from swift_rlfactory.tools.parsing import (
+    MAX_DEPTH,
+    ToolCall,
+    has_tool_call,
+    parse_json_calls,
+    parse_tool_calls,
+)
+from swift_rlfactory.tools.xml_calls import parse_xml_tool_calls
+
+NAMES = frozenset({"f"})  # the tool offered: its call objects in prose are looked at
 
 # Deadlines hold on a loaded 2-core machine; the database stays off so no .hypothesis/ lands in the repo.
 PROPERTY = settings(
@@ -55,6 +64,8 @@ def assert_sane(calls: Any) -> None:
 @given(st.text())
 def test_any_text_parses_without_raising(text):
     assert_sane(parse_tool_calls(text))
+    assert_sane(parse_tool_calls(text, NAMES))
+    assert_sane(parse_json_calls(text, NAMES))
     assert isinstance(has_tool_call(text), bool)
 
 
@@ -64,6 +75,10 @@ def test_any_soup_of_tags_brackets_quotes_and_surrogates_parses_without_raising(
     assert_sane(parse_tool_calls(text))
     assert_sane(parse_tool_calls(f"<tool_call>{text}"))
     assert_sane(parse_tool_calls(f"<tool_call>{text}</tool_call>"))
+    for prose in (f"Let me see. {text}", f"<|python_tag|>{text}"):  # a Llama call object after prose
+        assert_sane(parse_tool_calls(prose, NAMES))
+        assert_sane(parse_json_calls(prose, NAMES))
+        assert_sane(parse_xml_tool_calls(prose, [{"name": "f"}]))
 
 
 # Real calls. Strings include the tags and quotes that a naive parser cuts at.
@@ -201,6 +216,25 @@ def test_megabyte_inputs_return_in_bounded_time(text, expect):
     assert_sane(calls)
     outcomes = {"call" if c.error is None else "error" for c in calls}
     assert outcomes == ({expect} if expect != "none" else set()) and (expect != "call" or len(calls) == 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Look: {"name": "f", "parameters": {"q": "' + "x" * 1_000_000,  # cut: a string never closed
+        'Look: {"name": "f", ' * 100_000,  # a known name again and again, never a complete object
+        'Look: {"name": "g", "parameters": {"q": "' * 100_000,  # an unknown name: never read
+        'Look: {"name": "f", "parameters": {}} ' * 50_000,  # many calls
+        "Look: {'name': 'f', 'parameters': {'q': [" + "1, " * 100_000 + "]}}",  # near-JSON, repaired
+    ],
+    ids=lambda value: ascii(value[:24]),
+)
+def test_call_objects_in_megabytes_of_prose_return_in_bounded_time(text):
+    for parse in (parse_json_calls, parse_tool_calls):
+        t0 = time.monotonic()
+        calls = parse(text, NAMES)
+        assert time.monotonic() - t0 < BOUND_S
+        assert_sane(calls)
 
 
 def test_many_blocks_stay_linear():
