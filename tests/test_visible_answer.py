@@ -235,3 +235,56 @@ def test_only_calls_the_parser_could_not_read_cost_the_format_reward(record, mal
     assert rules.parse_failed(record) is malformed
     assert rules.format_reward(trajectory) == float(not malformed)
     assert process.turn_format(trajectory) == [float(not malformed), 1.0]
+
+
+# -- a reply that writes a call in any format we read is no answer (the reward does not know the format) --
+XML_CALL = "<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n</function>\n</tool_call>"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{CALL}\n<answer>Paris</answer>",  # hermes
+        f"{XML_CALL}\n<answer>Paris</answer>",  # Qwen3-Coder's XML
+        "<function=search>\n<parameter=query>\nx\n</parameter>\n</function>\n<answer>Paris</answer>",  # untagged
+        '<|python_tag|>{"name": "search", "parameters": {"query": "x"}} <answer>Paris</answer>',  # Llama's
+        '{"name": "search", "arguments": {"query": "<answer>Paris</answer>"}}',  # the answer is an argument
+        '{"name": "search", "parameters": {"query": "Paris"}}<|eom_id|>',  # no answer at all
+    ],
+)
+def test_a_turn_that_writes_a_call_in_any_format_is_not_a_well_formed_answer(text):
+    assert not rules.answers_once(text)
+    assert rules.format_reward(reply(text)) == 0.0 and process.turn_format(reply(text)) == [0.0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<answer>Paris</answer>",
+        f"<think>{XML_CALL}</think><answer>Paris</answer>",  # a call considered, not written
+        'Its record is {"name": "Paris", "kind": "city"}. <answer>Paris</answer>',  # JSON, not a call
+    ],
+)
+def test_an_answer_with_only_mentions_of_calls_is_well_formed(text):
+    assert rules.answers_once(text)
+
+
+def _xml(name: str) -> str:
+    return f"<tool_call>\n<function={name}>\n</function>\n</tool_call>"
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=_pieces(), xml=st.booleans(), bare=st.booleans())
+def test_answers_once_sees_every_call_some_parser_reads_and_the_reply_they_read(pieces, xml, bare):
+    """One scan gives the visible reply the parsers read and sees each call any of them finds."""
+    from swift_rlfactory.tools.call_formats import read_reply
+    from swift_rlfactory.tools.parsing import parse_json_calls, visible_text
+    from swift_rlfactory.tools.xml_calls import parse_xml_tool_calls
+
+    text = "".join(_xml("a") if xml and p == "@" else "<answer>a</answer>" if p == "@" else p for p in pieces)
+    if bare:
+        text = text.replace("<tool_call>", "").replace("</tool_call>", "")
+    found = read_reply(text)
+    assert found.visible == visible_text(text)
+    if parse_tool_calls(text) or parse_xml_tool_calls(text) or parse_json_calls(text):
+        assert found.writes_call and not rules.answers_once(text)

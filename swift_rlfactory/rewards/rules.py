@@ -25,7 +25,8 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from ..tools.parsing import parse_tool_calls, visible_text
+from ..tools.call_formats import read_reply
+from ..tools.parsing import visible_text
 from ..trajectory import Trajectory
 
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -150,9 +151,11 @@ def parse_failed(call: dict[str, Any]) -> bool:
 
 def answers_once(text: str) -> bool:
     """Whether an assistant turn is a well-formed answer: exactly one non-empty ``<answer>`` block in its
-    visible reply, and no tool call the parser finds, well-formed or not (reasoning may mention both)."""
-    answers = ANSWER_TAG.findall(visible_reply(text))
-    return len(answers) == 1 and bool(answers[0].strip()) and not parse_tool_calls(text)
+    visible reply, and no tool call in any format we read, well-formed or not (reasoning may mention
+    both). One scan of the text (:func:`~swift_rlfactory.tools.call_formats.read_reply`)."""
+    reply = read_reply(text)
+    answers = ANSWER_TAG.findall(reply.visible)
+    return len(answers) == 1 and bool(answers[0].strip()) and not reply.writes_call
 
 
 def format_reward(trajectory: Trajectory) -> float:

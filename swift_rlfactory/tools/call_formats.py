@@ -19,11 +19,20 @@ format the prompt asked for. Only names of ``tools`` count, so JSON in an answer
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from .parsing import ToolCall, parse_json_calls, parse_tool_calls
-from .xml_calls import parse_xml_tool_calls, schema_properties
+from .parsing import (
+    _PYTHON_TAG,
+    ToolCall,
+    _bare_calls,
+    _scan,
+    _unwrapped,
+    parse_json_calls,
+    parse_tool_calls,
+)
+from .xml_calls import BARE_XML_CALL, parse_xml_tool_calls, schema_properties
 
 CallParser = Callable[[str], list[ToolCall]]
 """Model text in, the calls in it out (error calls included); never raises."""
@@ -44,3 +53,32 @@ def call_parser(call_format: str, tools: Sequence[Mapping[str, Any]] | None = No
     if call_format == QWEN3_CODER:
         return partial(parse_xml_tool_calls, properties=properties)
     raise ValueError(f"unknown tool-call format {call_format!r}: use one of {', '.join(CALL_FORMATS)}")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One assistant turn read once for rewards: its ``visible`` text (reasoning and ``<tool_call>``
+    blocks removed, as every parser reads it) and whether it ``writes_call`` in any format we read."""
+
+    visible: str
+    writes_call: bool
+
+
+def read_reply(text: str) -> Reply:
+    """``text`` scanned once, whatever format its prompt asked for (rewards do not know it).
+
+    A turn writes a call when it has a ``<tool_call>`` block outside its reasoning (JSON or XML, readable
+    or not: each parser makes any block a call or an error call), or, without a block, when its visible
+    reply is nothing but call JSON (hermes's and Llama's bare call), starts with ``<function=`` (an XML
+    call without its tags) or holds Llama's ``<|python_tag|>``. Call objects inside prose are not seen:
+    telling them from an answer that quotes JSON takes the names of the tools offered, which the parsers
+    have and a reward does not.
+    """
+    blocks, visible = _scan(text)
+    rest = "".join(visible)
+    if blocks:
+        return Reply(rest, True)
+    bare = (
+        rest.lstrip().startswith(BARE_XML_CALL) or _PYTHON_TAG in rest or bool(_bare_calls(_unwrapped(rest)))
+    )
+    return Reply(rest, bare)

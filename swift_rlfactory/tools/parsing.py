@@ -189,10 +189,16 @@ def parse_json_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCa
     blocks, visible = _scan(text)
     if blocks:
         return _block_calls(text, blocks)
-    rest = "".join(visible).strip().removeprefix(_PYTHON_TAG)
-    for end in _END_OF_MESSAGE:
-        rest = rest.removesuffix(end)
+    rest = _unwrapped("".join(visible))
     return _bare_calls(rest) or json_calls_in_prose(rest, tool_names)
+
+
+def _unwrapped(reply: str) -> str:
+    """A visible reply without Llama's ``<|python_tag|>`` before its call and end of message after it."""
+    reply = reply.strip().removeprefix(_PYTHON_TAG)
+    for end in _END_OF_MESSAGE:
+        reply = reply.removesuffix(end)
+    return reply
 
 
 def json_calls_in_prose(text: str, tool_names: Collection[str]) -> list[ToolCall]:

@@ -68,6 +68,8 @@ _FUNCTION = re.compile(r"\s*<function=([^>\n]*)>")
 _PARAMETER = re.compile(r"\s*<parameter=([^>\n]*)>")
 _FUNCTION_END = re.compile(r"\s*</function>")
 _PARAM_CLOSE = "</parameter>"
+BARE_XML_CALL = "<function="
+"""How a reply that is nothing but XML calls, without ``<tool_call>`` tags, starts."""
 _SPACE = re.compile(r"\s*")
 
 Properties = Mapping[str, Mapping[str, Any]]
@@ -104,7 +106,7 @@ def parse_xml_tool_calls(
     blocks, visible = _scan(text, read)
     if not blocks:
         rest = "".join(visible)
-        if not rest.lstrip().startswith("<function="):
+        if not rest.lstrip().startswith(BARE_XML_CALL):
             return misplaced(json_calls_in_prose(rest, properties.keys()), xml_example)
         blocks = [(0, _read_xml(rest, 0, properties, in_block=False))]
         text = rest
