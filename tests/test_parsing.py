@@ -649,3 +649,135 @@ def test_llama_templates_read_llama_calls(template_type):
     from swift_rlfactory.adapters.swift_template import call_format, template_by_name
 
     assert call_format(template_by_name(template_type)) == "llama3_json"
+
+
+def test_xml_calls_after_prose_without_tags_are_calls_when_they_name_an_offered_tool():
+    """vLLM's reader finds them there too; before, the turn ended as an answer."""
+    parse = call_parser_for("qwen3_coder")
+    call = "<function=search>\n<parameter=query>\nx\n</parameter>\n</function>"
+    assert [(c.name, c.arguments, c.error) for c in parse(f"I will search.\n{call}")] == [
+        ("search", {"query": "x"}, None)
+    ]
+    [after] = parse(f"I will search.\n{call}\nThen answer.")  # text after it would be lost: refused
+    assert "unexpected text after </function>" in after.error
+    assert parse("Tags look like <function=NAME>. <answer>x</answer>") == []  # no tool of that name
+
+
+@pytest.mark.parametrize("text", ['<|python_tag|>search.call(query="x")', "<|python_tag|>"])
+def test_a_python_tag_without_a_json_call_is_an_error_call(text):
+    [call] = call_parser_for("llama3_json")(text)
+    assert '{"name": NAME, "parameters": {...}}' in call.error
+
+
+def call_parser_for(call_format: str):
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    return call_parser(call_format, PROSE_TOOLS)
+
+
+# -- the same cases in every format: what the model wrote reaches the tool unchanged ------------------
+def written(call_format: str, name: str, arguments: dict) -> str:
+    """One call as the format's prompt asks for it."""
+    if call_format == "qwen3_coder":
+        params = "".join(
+            f"<parameter={k}>\n{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}\n</parameter>\n"
+            for k, v in arguments.items()
+        )
+        return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+    if call_format == "llama3_json":
+        return json.dumps({"name": name, "parameters": arguments}, ensure_ascii=False)
+    return (
+        f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}\n</tool_call>"
+    )
+
+
+CASE_TOOLS = [
+    {"name": "search", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}},
+    {"name": "run", "parameters": {"type": "object", "properties": {"code": {"type": "string"},
+                                                                     "opts": {"type": "object"}}}},
+]  # fmt: skip
+FORMATS = ["hermes", "llama3_json", "qwen3_coder"]
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+@pytest.mark.parametrize(
+    "name, arguments",
+    [
+        ("search", {"query": "北京的人口 😀 naïve Ωμέγα"}),  # unicode
+        ("search", {"query": 'a "quoted" \\ back\\slash\ttab\nnewline'}),
+        ("run", {"code": 'print(json.dumps({"a": [1, {"b": "</tool_call>"}]}))'}),  # nested JSON, a tag
+        ("run", {"code": 'x = \'{"name": "search", "arguments": {}}\''}),  # a call inside a string
+        ("run", {"opts": {"deep": {"er": [1, 2.5, None, True]}}, "code": ""}),  # nested object
+    ],
+)
+def test_every_format_reads_its_own_call_back_exactly(call_format, name, arguments):
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    text = f"Let me do that.\n{written(call_format, name, arguments)}"
+    calls = call_parser(call_format, CASE_TOOLS)(text)
+    assert [(c.name, c.arguments, c.error) for c in calls] == [(name, arguments, None)]
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+def test_every_format_reads_several_calls_of_one_turn_in_order(call_format):
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    args = [{"query": q} for q in ("a", "β", "c d")]
+    text = "Three searches:\n" + "\n".join(written(call_format, "search", a) for a in args)
+    calls = call_parser(call_format, CASE_TOOLS)(text)
+    assert [(c.name, c.arguments, c.error) for c in calls] == [("search", a, None) for a in args]
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+def test_every_format_ignores_calls_in_reasoning(call_format):
+    from swift_rlfactory.rollout.episode import plan_turn
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    parse = call_parser(call_format, CASE_TOOLS)
+    thought = written(call_format, "search", {"query": "considered"})
+    assert plan_turn(f"<think>{thought}</think><answer>4</answer>", 1, 4, parse=parse).stop_reason == "answer"
+    assert plan_turn(f"<think>{thought}", 1, 4, parse=parse).stop_reason == "answer"  # never closed
+    [call] = plan_turn(f"<think>{thought}</think>{written(call_format, 'search', {'query': 'q'})}", 1, 4,
+                       parse=parse).calls  # fmt: skip
+    assert call.arguments == {"query": "q"}
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+def test_a_call_cut_at_max_tokens_never_runs(call_format):
+    from swift_rlfactory.rollout.episode import plan_turn
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    parse = call_parser(call_format, CASE_TOOLS)
+    whole = written(call_format, "search", {"query": "capital of France"})
+    for cut in range(1, len(whole)):
+        plan = plan_turn(whole[:cut], 1, 4, finish_reason="length", parse=parse)
+        assert plan.stop_reason == "length" and not plan.calls
+        for call in parse(whole[:cut]):  # read without the finish reason: never a value not written
+            assert call.error is not None or call.arguments in ({}, {"query": "capital of France"}), whole[
+                :cut
+            ]
+
+
+@pytest.mark.parametrize(
+    "text, arguments",
+    [
+        (
+            "{'name': 'search', 'arguments': {'query': 'it\\'s',},}",
+            {"query": "it's"},
+        ),  # single quotes, commas
+        ('{"name": " search\\t", "arguments": {"query": "x"}}', {"query": "x"}),  # name with white space
+        (
+            '{"name": "search", "arguments": "{\\"query\\": \\"{\\\\\\"a\\\\\\": 1}\\"}"}',
+            {"query": '{"a": 1}'},
+        ),
+        ('{"name": "search", "arguments": "{\'query\': \'x\',}"}', {"query": "x"}),  # a near-JSON string
+        ('{"name": "search", "arguments": {"query": "x" /* why */}}', {"query": "x"}),
+    ],
+)
+@pytest.mark.parametrize("where", ["<tool_call>{}</tool_call>", "Looking it up: {}"])
+def test_near_json_calls_are_repaired_in_blocks_and_in_llama_prose(text, arguments, where):
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    call_format = "hermes" if where.startswith("<tool_call>") else "llama3_json"
+    [call] = call_parser(call_format, CASE_TOOLS)(where.format(text))
+    assert (call.name, call.arguments, call.error) == ("search", arguments, None)

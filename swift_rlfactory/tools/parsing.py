@@ -112,7 +112,7 @@ _METADATA = frozenset({"id", "type", "index"})
 # Where a call object may start inside prose: ``{"name": "search"`` (Llama's ``{"type": "function",`` first
 # allowed), single quotes too; the name is captured so that only a known tool's object is read.
 _CALL_START = re.compile(
-    r"""\{\s*(?:["']type["']\s*:\s*["']function["']\s*,\s*)?["']name["']\s*:\s*["']([^"'\\\n]{1,256})["']"""
+    r"""\{\s*(?:["']type["']\s*:\s*["']function["']\s*,\s*)?["']name["']\s*:\s*["']((?:[^"'\\\n]|\\.){1,256})["']"""
 )
 _PYTHON_TAG = "<|python_tag|>"  # Llama 3.1 opens a tool call with it
 _END_OF_MESSAGE = ("<|eom_id|>", "<|eom|>")  # Llama 3's and Llama 4's end of a turn that awaits a tool
@@ -184,13 +184,21 @@ def parse_json_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCa
 
     ``<tool_call>`` blocks and a reply that is nothing but call JSON read as in :func:`parse_tool_calls`;
     otherwise every call object naming one of ``tool_names`` in the visible reply is a call (prose that
-    only mentions JSON, or names no tool offered, stays an answer). Never raises.
+    only mentions JSON, or names no tool offered, stays an answer). ``<|python_tag|>`` with no call after
+    it (Llama 3.1's built-in ``search.call(query=...)`` style) is an error call. Never raises.
     """
     blocks, visible = _scan(text)
     if blocks:
         return _block_calls(text, blocks)
-    rest = _unwrapped("".join(visible))
-    return _bare_calls(rest) or json_calls_in_prose(rest, tool_names)
+    reply = "".join(visible)
+    rest = _unwrapped(reply)
+    calls = _bare_calls(rest) or json_calls_in_prose(rest, tool_names)
+    tag = reply.find(_PYTHON_TAG)
+    if not calls and tag >= 0:  # Llama's own start of a call: never an answer
+        shown = _quote(reply[tag + len(_PYTHON_TAG) :].strip())
+        message = f'after {_PYTHON_TAG} write a call as {{"name": NAME, "parameters": {{...}}}}, got: {shown}'
+        calls = [ToolCall(name="", error=message, raw=reply[tag:])]
+    return calls
 
 
 def _unwrapped(reply: str) -> str:
@@ -212,7 +220,7 @@ def json_calls_in_prose(text: str, tool_names: Collection[str]) -> list[ToolCall
     calls: list[ToolCall] = []
     pos = 0
     while tool_names and (start := _CALL_START.search(text, pos)) is not None:
-        name = start[1].strip()
+        name = _unescaped(start[1]).strip()
         if name not in tool_names:
             pos = start.end()
             continue
@@ -224,6 +232,14 @@ def json_calls_in_prose(text: str, tool_names: Collection[str]) -> list[ToolCall
         calls.extend(_calls(body.values[0], raw))
         pos = body.end
     return calls
+
+
+def _unescaped(name: str) -> str:
+    """A name as written between quotes, its JSON escapes read (``search\\t`` is ``search`` and a tab)."""
+    try:
+        return json.loads(f'"{name}"') if "\\" in name else name
+    except ValueError:
+        return name
 
 
 def misplaced(calls: list[ToolCall], example: Callable[[str], str]) -> list[ToolCall]:

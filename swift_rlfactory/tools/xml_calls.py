@@ -33,8 +33,8 @@ What is refused
     run into the next call); a parameter written twice (one value would be lost); text outside the tags
     of a call, which would be thrown away. ``</function>`` may be missing at the end of a block and
     ``</tool_call>`` at the end of the text (generation stops there). One block may hold several
-    functions. Without any block, a reply that is nothing but ``<function=...>`` calls is those calls, as
-    vLLM falls back to; JSON naming an offered tool (``{"name": "search", ...}``, anywhere in the reply)
+    functions. Without any block, ``<function=...>`` calls are those calls, as vLLM falls back to: at the
+    start of the reply, or after prose when the function is an offered tool (text after them is refused); JSON naming an offered tool (``{"name": "search", ...}``, anywhere in the reply)
     is an error call showing this format, so the model learns it instead of ending on an "answer".
 """
 
@@ -65,6 +65,7 @@ from .parsing import (
 )
 
 _FUNCTION = re.compile(r"\s*<function=([^>\n]*)>")
+_FUNCTION_TAG = re.compile(r"<function=([^>\n]*)>")
 _PARAMETER = re.compile(r"\s*<parameter=([^>\n]*)>")
 _FUNCTION_END = re.compile(r"\s*</function>")
 _PARAM_CLOSE = "</parameter>"
@@ -106,11 +107,25 @@ def parse_xml_tool_calls(
     blocks, visible = _scan(text, read)
     if not blocks:
         rest = "".join(visible)
-        if not rest.lstrip().startswith(BARE_XML_CALL):
+        start = _untagged_start(rest, properties)
+        if start is None:
             return misplaced(json_calls_in_prose(rest, properties.keys()), xml_example)
-        blocks = [(0, _read_xml(rest, 0, properties, in_block=False))]
+        blocks = [(start, _read_xml(rest, start, properties, in_block=False))]
         text = rest
     return _block_calls(text, blocks)
+
+
+def _untagged_start(reply: str, properties: dict[str, Properties]) -> int | None:
+    """Where the ``<function=...>`` calls of a reply without ``<tool_call>`` tags start: at its start (any
+    name), or after prose at the first ``<function=NAME>`` of an offered tool (a tag merely mentioned in
+    prose names none), as vLLM's reader finds them; ``None`` when there are none."""
+    start = len(reply) - len(reply.lstrip())
+    if reply.startswith(BARE_XML_CALL, start):
+        return start
+    for function in _FUNCTION_TAG.finditer(reply):
+        if function[1].strip() in properties:
+            return function.start()
+    return None
 
 
 def xml_example(name: str) -> str:
