@@ -34,8 +34,9 @@ What is refused
     of a call, which would be thrown away. ``</function>`` may be missing at the end of a block and
     ``</tool_call>`` at the end of the text (generation stops there). One block may hold several
     functions. Without any block, ``<function=...>`` calls are those calls, as vLLM falls back to: at the
-    start of the reply, or after prose when the function is an offered tool (text after them is refused); JSON naming an offered tool (``{"name": "search", ...}``, anywhere in the reply)
-    is an error call showing this format, so the model learns it instead of ending on an "answer".
+    start of the reply, or after prose when the function is an offered tool (text after them is
+    refused). JSON naming an offered tool (``{"name": "search", ...}``, anywhere in the reply) is an error
+    call showing this format, so the model learns it instead of ending on an "answer".
 """
 
 from __future__ import annotations

@@ -196,6 +196,30 @@ def test_a_qwen3_5_agent_template_has_its_xml_calls_run(run_state, agent_model):
     assert out["tool_calls"][1]["observation"] == " a\n<b> " and out["stop_reason"] == "answer"
 
 
+@pytest.mark.parametrize("agent_template, runs", [(None, False), ("llama3", True), ("qwen3_5", False)])
+def test_a_call_object_after_prose_runs_or_teaches_the_format_never_ends_as_an_answer(
+    run_state, agent_model, agent_template, runs
+):
+    """Llama's habit, prose then the JSON: the llama3 agent template's own format runs it; hermes and
+    Qwen3.5's XML tell the model how their calls are written (it ended the trajectory as an answer)."""
+    template = qwen3_template(agent_model, agent_template=agent_template)
+    TOOLS.CALLS.clear()
+    prose = 'Let me echo it.\n{"name": "echo", "parameters": {"text": "hi"}}'
+    outputs = run_batch(scheduler(template), template, [request("prose")], {"prose": [prose]}, max_turns=6)
+
+    out = info(outputs["prose"])
+    [record] = out["tool_calls"]
+    assert out["stop_reason"] == "answer" and out["turns"] == 2  # the call's turn did not end it
+    if runs:
+        assert (record["tool"], record["observation"], record["error"]) == ("echo", "hi", None)
+        assert TOOLS.CALLS == ["echo"]
+    else:
+        assert (
+            record["error_kind"] == "parse" and "tool call must be written as <tool_call>" in record["error"]
+        )
+        assert TOOLS.CALLS == []
+
+
 @pytest.mark.parametrize("agent_template", ["mistral", "deepseek_v3_1", "glm4_5"])
 def test_an_agent_template_whose_calls_we_cannot_read_stops_the_scheduler_at_start_up(
     run_state, agent_model, agent_template
