@@ -66,12 +66,15 @@ def test_hidden_tests_reward_scores_the_share_passed_and_resists_tricks():
         cases += [
             trajectory(f"<think>{answer(GOOD)}</think>I could not solve it."),
             trajectory(f"<think>maybe try <tool_call> first</think>{answer(GOOD)}"),
+            # a Qwen3-Coder call without its <tool_call> tags is a call, whose code is no answer
+            trajectory(f"<function=run_python>\n<parameter=code>\n{answer(GOOD)}\n</parameter>\n</function>"),
         ]
         for t in cases:
             t.tool_env = env
         asyncio.run(env.reward.ascore(cases))
     scores = [t.rewards["rewards.py:hidden_tests"] for t in cases]
-    assert scores == [1.0, 0.75, 0.0] + [0.25, 0.25, 0.0, 0.0] + [0.0, 1.0], scores  # tricks pass ("", 3)
+    # the tricks pass ("", 3)
+    assert scores == [1.0, 0.75, 0.0] + [0.25, 0.25, 0.0, 0.0] + [0.0, 1.0, 0.0], scores
     assert env.reward.errors == 0  # failures were scores, not exceptions
 
 

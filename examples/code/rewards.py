@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from swift_rlfactory.rewards.rules import visible_reply
-from swift_rlfactory.tools.parsing import parse_tool_calls
+from swift_rlfactory.tools.call_formats import read_reply
 from swift_rlfactory.trajectory import Trajectory
 
 CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -53,9 +52,10 @@ async def hidden_tests(trajectory: Trajectory, tool: str = "run_python") -> floa
     """Share of the row's hidden tests (``tests``, ``entry_point``) that the final function passes.
 
     The function is the last code block of the final reply's visible text (reasoning is drafts, not the
-    answer); a final reply that is a tool call scores 0."""
-    solution = final_code(visible_reply(trajectory.final_response))
-    if solution is None or parse_tool_calls(trajectory.final_response):
+    answer); a final reply that writes a tool call, in any format, scores 0."""
+    reply = read_reply(trajectory.final_response)
+    solution = final_code(reply.visible)
+    if solution is None or reply.writes_call:
         return 0.0
     row = trajectory.row
     marker = secrets.token_hex(8)
