@@ -378,7 +378,9 @@ class _Session:
         self.witnesses: dict[ClientSession, frozenset[object]] = {}
         self.error: BaseException | None = None
         self.pid: int | None = None
-        self.http_status = ""  # "HTTP 401 Unauthorized" from a failed POST: the SDK's error omits it
+        # "HTTP 401 Unauthorized" for each request whose POST was refused, until its error reply passes:
+        # the SDK's own error ("Server returned an error response") omits the status.
+        self.http_errors: dict[int | str, str] = {}
         self._owner: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
@@ -427,16 +429,15 @@ class _Session:
         failures: list[str] = []
         try:
             for kind in kinds:
-                fallback, self.http_status = kind != kinds[-1], ""
+                fallback = kind != kinds[-1]
+                self.http_errors = {}
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(_transport(self, kind))
-                    read = await stack.enter_async_context(_mended(read))
+                    read = await stack.enter_async_context(_mended(read, self.http_errors))
                     client = await stack.enter_async_context(ClientSession(read, write))
                     try:
                         init = await client.initialize()
                     except MCPError as exc:
-                        if self.http_status and exc.code != CONNECTION_CLOSED:
-                            exc = MCPError(exc.code, f"{exc.error.message} ({self.http_status})")
                         # Per the spec's backwards-compatibility rule, a 4xx to the initialize POST means
                         # "try the old HTTP+SSE transport at the same URL".
                         if not fallback or exc.code == CONNECTION_CLOSED:
@@ -482,7 +483,10 @@ async def _transport(session: _Session, kind: str) -> AsyncIterator[tuple[Any, A
 
         async def note_status(response: httpx2.Response) -> None:
             if response.status_code >= 400 and response.request.method == "POST":
-                session.http_status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+                request_id = _posted_id(response.request)
+                if request_id is not None:  # a notification gets no error reply to name the status in
+                    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+                    session.http_errors[request_id] = status
 
         hooks = {"response": [_cap_json_body(cap, config.max_result_mb), note_status]}
         async with (
@@ -497,15 +501,31 @@ _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link
 _NO_PARAMETERS = {"type": "object", "properties": {}}
 
 
+def _posted_id(request: httpx2.Request) -> int | str | None:
+    """The JSON-RPC id of the request a POST carried (``None`` for a notification or an unreadable body)."""
+    try:
+        message = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return request_id if isinstance(request_id, int | str) else None
+
+
 @asynccontextmanager
-async def _mended(read: Any) -> AsyncIterator[Any]:
-    """The server's messages with the faults fixed that would fail a whole reply in the SDK's validation.
+async def _mended(read: Any, http_errors: dict[int | str, str]) -> AsyncIterator[Any]:
+    """The server's messages with the faults fixed that would fail a whole reply in the SDK's validation,
+    and the HTTP status added to the error replies of refused POSTs.
 
     The SDK validates a reply whole, so one odd part loses all of it. Before it sees them, here (for every
     transport alike) a ``tools/list`` page has a tool without ``inputSchema`` given an empty one and a tool
     without a name dropped, each with a warning naming it; a ``tools/call`` result has a content block of
     a type the specification does not know replaced by a one-line note, so the rest still renders.
     Replies are told apart by shape: only a tool listing has ``tools``, only a call result ``content``.
+
+    A streamable-HTTP POST answered with 401, 403 or 500 comes back from the SDK as an error saying only
+    "Server returned an error response"; the transport notes each refused request's status in
+    ``http_errors`` (by request id), and its error reply here gets it appended, so the model and the logs
+    read "... (HTTP 401 Unauthorized)": the status only, never a header or the body.
     """
     to_session, mended = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
@@ -515,6 +535,8 @@ async def _mended(read: Any) -> AsyncIterator[Any]:
                 async for message in read:
                     if isinstance(message, SessionMessage) and isinstance(message.message, JSONRPCResponse):
                         _mend(message.message.result)
+                    elif isinstance(message, SessionMessage) and isinstance(message.message, JSONRPCError):
+                        message = _with_status(message, http_errors.pop(message.message.id, None))
                     await to_session.send(message)
 
     async with anyio.create_task_group() as tg:
@@ -524,6 +546,15 @@ async def _mended(read: Any) -> AsyncIterator[Any]:
         finally:
             mended.close()
             tg.cancel_scope.cancel()
+
+
+def _with_status(message: SessionMessage, status: str | None) -> SessionMessage:
+    """An error reply with the HTTP status of its refused POST appended to its message (if there was one)."""
+    error = message.message
+    if status is None or not isinstance(error, JSONRPCError) or status in error.error.message:
+        return message
+    mended = error.error.model_copy(update={"message": f"{error.error.message} ({status})"})
+    return SessionMessage(error.model_copy(update={"error": mended}), metadata=message.metadata)
 
 
 def _mend(result: Any) -> None:

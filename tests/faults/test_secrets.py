@@ -171,6 +171,17 @@ TOKEN = "tok-9d2e41-right-one"
 @pytest.fixture(scope="module")
 def auth_url() -> Iterator[str]:
     """The slow server over streamable HTTP, answering 401 to any request without ``Bearer TOKEN``."""
+    yield from serve_auth()
+
+
+@pytest.fixture
+def revocable_url() -> Iterator[str]:
+    """An auth server of its own for one test, which its ``revoke`` tool turns into refusing everything."""
+    yield from serve_auth()
+
+
+def serve_auth() -> Iterator[str]:
+    """Run the auth server in a subprocess; yield its URL once it accepts connections."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(AUTH_SERVER), "--port", str(port), "--token", TOKEN])
     try:
@@ -279,3 +290,25 @@ def test_a_default_token_reaches_the_server_and_a_wrong_one_fails_at_start_with_
     assert "MCP server 'api'" in message and "HTTP 401 Unauthorized" in message
     for value in ("tok-wrong-5550123", TOKEN):
         assert value not in message and value not in logged(caplog)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("status", "reason"), [(401, "Unauthorized"), (403, "Forbidden"), (500, "Internal Server Error")]
+)
+def test_a_server_that_refuses_a_call_later_names_the_http_status_in_the_observation(
+    status: int, reason: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, revocable_url: str
+) -> None:
+    """A server that started fine and later answers a call with 401/403/500 (a token revoked or expired
+    mid-run): the SDK's own error says only "Server returned an error response"; the model and the logs
+    must see the status, and still never the token."""
+    entry = (
+        f"      api: {{type: http, url: '{revocable_url}', headers: {{Authorization: 'Bearer {TOKEN}'}}}}\n"
+    )
+    with ToolExecutor(providers(tmp_path, entry), Limits(call_timeout_s=20, retries=0)) as executor:
+        (revoked,) = executor.execute([ToolCall("revoke", {"status": status})])
+        assert revoked.observation == f"revoked: {status}"
+        (refused,) = executor.execute([ToolCall("echo", {"text": "after"})])
+    assert refused.error is not None and f"HTTP {status} {reason}" in refused.error
+    assert f"HTTP {status} {reason}" in refused.observation
+    assert TOKEN not in refused.observation + refused.error + logged(caplog)
