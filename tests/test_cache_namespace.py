@@ -10,6 +10,8 @@ same file) share their results, which is what the shared file is for.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 from swift_rlfactory.env.environment import Environment
@@ -66,3 +68,51 @@ def test_each_environment_sees_its_own_tools_results_and_budget(tmp_path: Path):
     # cut by a tokenizer (training) or at four characters a token (an eval without one): not the same text
     exact, hit = search(wiki, count_tokens=lambda text: len(text.split()))
     assert not hit and exact != short
+
+
+def test_a_moved_project_keeps_its_cached_results_and_an_edited_tool_does_not(tmp_path: Path):
+    """The digest named the folder's absolute path, so moving a project (or checking it out elsewhere)
+    lost every cached result; the same tools elsewhere are the same tools."""
+    shared = tmp_path / "team-cache.sqlite"
+    before = env_file(tmp_path / "before", "wikipedia", shared)
+    observation, hit = search(before)
+    assert not hit
+    after = tmp_path / "elsewhere" / "after"
+    after.parent.mkdir()
+    shutil.move(before.parent, after)
+    assert search(after / "env.yaml") == (observation, True)
+    (after / "tools.py").write_text(TOOL.replace("{corpus}", "wikipedia-2027"))
+    assert not search(after / "env.yaml")[1]
+
+
+def namespace(env_path: Path) -> str:
+    env = Environment.load(env_path)  # not started: no server runs
+    try:
+        return env.executor.cache_namespace
+    finally:
+        env.close()
+
+
+def test_the_files_an_mcp_config_names_are_part_of_what_the_tools_are(tmp_path: Path):
+    """A server script and the corpus it is given, named in an ``mcp_config`` file: copied elsewhere, the
+    same digest; either edited, another."""
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "server.py").write_text("print('search server')\n")
+    (project / "data" / "corpus.jsonl").write_text('{"text": "aspirin"}\n')
+    servers = {
+        "search": {
+            "command": "python",
+            "args": ["${workspaceFolder}/server.py", "--corpus=data/corpus.jsonl"],
+        }
+    }
+    (project / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    (project / "env.yaml").write_text("tools: {mcp_config: mcp.json}\nreward: [{name: em}]\n")
+    original = namespace(project / "env.yaml")
+
+    copy = Path(shutil.copytree(project, tmp_path / "copy"))
+    assert namespace(copy / "env.yaml") == original
+    (copy / "server.py").write_text("print('search server, faster')\n")
+    edited_server = namespace(copy / "env.yaml")
+    (copy / "data" / "corpus.jsonl").write_text('{"text": "ibuprofen"}\n')
+    assert len({original, edited_server, namespace(copy / "env.yaml")}) == 3

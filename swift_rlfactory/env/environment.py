@@ -18,6 +18,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..tools.builtin import builtin_providers
 from ..tools.cache import ToolCache
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..tools.mcp import mcp_providers
+from ..tools.mcp_config import read_config_file
 from ..tools.parsing import ToolCall
 from ..tools.python_tool import load_python_tools
 from ..tools.toolset import PythonProvider
@@ -176,8 +178,72 @@ def validate_env_files(paths: Iterable[str | Path], start: bool = False) -> list
 
 
 def _tools_digest(config: EnvConfig) -> str:
-    """A digest of where an environment's tools come from (its ``tools`` section and the folder its
-    relative paths resolve against): two environments sharing one cache file, whose ``search`` tools read
-    different corpora, must not replay each other's results; ranks of one run share theirs."""
-    where = json.dumps([config.tools.model_dump(mode="json"), str(config.base_dir.resolve())], sort_keys=True)
-    return hashlib.sha256(where.encode()).hexdigest()[:16]
+    """A digest of what an environment's tools are, for the cache's keys: its ``tools`` section as written,
+    and the content of every file in the environment's folder that the section (or its ``mcp_config`` file)
+    names - a tool module, a server script, a corpus given as an argument.
+
+    Two environments sharing one cache file, whose ``search`` tools differ (or read different corpora
+    named in their configs), must not replay each other's results; ranks of one run share theirs. Files
+    enter by their path relative to the folder, so a project folder that is moved or copied elsewhere
+    keeps its cache, while an edit of a tool changes the digest. What the section does not name (a file a
+    tool opens by a path in its own code, a module it imports) is not looked at.
+    """
+    base = config.base_dir.resolve()
+    section = config.tools.model_dump(mode="json")
+    written: list[Any] = [section]
+    if config.tools.mcp_config:
+        with suppress(OSError, ValueError):  # read and validated by mcp_servers() already
+            written.append(read_config_file(config.resolve(config.tools.mcp_config)))  # its args name files
+    digest = hashlib.sha256(json.dumps(section, sort_keys=True).encode())
+    for path in sorted({path for text in _strings(written) for path in _files_named(text, base)}):
+        digest.update(f"\0{path.relative_to(base).as_posix()}\0".encode())
+        digest.update(_fingerprint(path))
+    return digest.hexdigest()[:16]
+
+
+# Files up to this size count by their content; larger ones (a corpus) by size and modification time, which a
+# move keeps, so that loading an environment never reads gigabytes.
+_HASHED_FILE_MAX = 64 * 2**20
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string in a config's data, dict keys excluded."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _files_named(text: str, base: Path) -> list[Path]:
+    """The files inside ``base`` that ``text`` may name: a path (``tools.py``, ``${workspaceFolder}/s.py``),
+    a Python tool reference (``tools.py:search``, ``pkg.tools:search``) or a ``--flag=path`` argument."""
+    text = text.replace("${workspaceFolder}", str(base))
+    target = text.partition(":")[0] if not Path(text).is_absolute() else text
+    candidates = {text, target, text.partition("=")[2]}
+    if target and all(part.isidentifier() for part in target.split(".")):
+        module = Path(*target.split("."))
+        candidates |= {f"{module}.py", str(module / "__init__.py")}
+    found = []
+    for candidate in filter(None, candidates):
+        try:
+            path = (base / Path(candidate).expanduser()).resolve()
+            if path.is_file() and path.is_relative_to(base):
+                found.append(path)
+        except (OSError, ValueError, RuntimeError):  # no path at all (a NUL, a name too long, a loop)
+            continue
+    return found
+
+
+def _fingerprint(path: Path) -> bytes:
+    """The file's content digest, or its size and modification time when it is over :data:`_HASHED_FILE_MAX`."""
+    try:
+        stat = path.stat()
+        if stat.st_size > _HASHED_FILE_MAX:
+            return f"{stat.st_size}:{stat.st_mtime_ns}".encode()
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError as exc:  # unreadable now: say so in the digest rather than fail a load that got this far
+        return f"unreadable:{exc.errno}".encode()
