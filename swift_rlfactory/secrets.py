@@ -1,5 +1,5 @@
-"""Secrets stay secret: ``${VAR}`` expansion that remembers what it expanded, and redaction of every
-message and log record we write.
+"""Secrets stay secret: ``${VAR}`` (and ``${file:PATH}``) expansion that remembers what it expanded, and
+redaction of every message and log record we write.
 
 Config files name secrets indirectly (``"Authorization": "Bearer ${API_TOKEN}"``, ``?key=${KEY}`` in a URL,
 ``--token ${TOKEN}`` in a stdio server's args). :func:`expand` substitutes them and records each value
@@ -27,14 +27,17 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 MIN_SECRET_LEN = 6
 
-# ${VAR}, VS Code's ${env:VAR}, Claude Code's ${VAR:-default}; opencode's {env:VAR}; a bare $VAR (Gemini CLI).
+# Windsurf's ${file:PATH}; ${VAR}, VS Code's ${env:VAR}, Claude Code's ${VAR:-default}; opencode's {env:VAR};
+# a bare $VAR (Gemini CLI).
 _VAR = re.compile(
-    r"\$\{(?P<env>env:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}"
+    r"\$\{file:(?P<file>[^}]*)\}"
+    r"|\$\{(?P<env>env:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}"
     r"|(?<!\$)\{env:(?P<opencode>[A-Za-z_][A-Za-z0-9_]*)\}"
     r"|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
 )
@@ -48,8 +51,9 @@ _pattern: re.Pattern[str] | None = None
 _factory_installed = False
 
 
-def expand(text: str, plain: Mapping[str, str] | None = None) -> str:
-    """``text`` with environment variables substituted; raises ``ValueError`` naming an unset one.
+def expand(text: str, plain: Mapping[str, str] | None = None, base_dir: Path = Path(".")) -> str:
+    """``text`` with environment variables and files substituted; raises ``ValueError`` naming an unset
+    variable or a file that cannot be read.
 
     ``${VAR}`` and ``${env:VAR}`` (VS Code, Cursor, Windsurf), ``{env:VAR}`` (opencode): the variable's
     value, an error if it is unset. ``${VAR:-default}`` (Claude Code, like the shell): the value, or
@@ -57,10 +61,17 @@ def expand(text: str, plain: Mapping[str, str] | None = None) -> str:
     when unset, since a ``$`` in a literal password is no reference. Every substituted value (a used
     default included) is recorded as a secret shown as ``${VAR}``. ``plain`` answers ``${NAME}`` for
     names that are not secrets (a config's ``${workspaceFolder}``): not recorded, and ahead of the
-    environment except in the ``${env:NAME}`` form. One pass: a value's own ``${...}`` stays as it is.
+    environment except in the ``${env:NAME}`` form. ``${file:PATH}`` (Windsurf): the content of that file,
+    stripped of surrounding whitespace (a key file's trailing newline), recorded as a secret shown as
+    ``${file:PATH}``; ``~`` is the home folder and a relative path is taken from ``base_dir`` (the
+    config's folder). One pass: a value's own ``${...}`` stays as it is, and a path may not hold one.
     """
 
     def substitute(match: re.Match[str]) -> str:
+        if (written := match["file"]) is not None:
+            value = _file_value(written, base_dir)
+            remember(value, f"${{file:{written}}}")
+            return value
         if name := match["bare"]:
             value = os.environ.get(name)
             if value is None:
@@ -80,6 +91,22 @@ def expand(text: str, plain: Mapping[str, str] | None = None) -> str:
         return value
 
     return _VAR.sub(substitute, text)
+
+
+def _file_value(written: str, base_dir: Path) -> str:
+    """The stripped content of the file ``${file:written}`` names; ``ValueError`` saying why not."""
+    if not written.strip() or "$" in written:
+        raise ValueError(
+            f"${{file:{written}}} must name a file by its path (absolute, ~/..., or relative to the "
+            "config's folder), without variables in it"
+        )
+    path = Path(written.strip()).expanduser()
+    path = path if path.is_absolute() else base_dir / path
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a UTF-8 text file"
+        raise ValueError(f"${{file:{written}}}: cannot read {path}: {why}") from None
 
 
 def remember(value: str, shown_as: str = "***") -> None:

@@ -41,12 +41,14 @@ What is accepted, and how it is read:
 packages. ``${VAR}``, Claude Code's ``${VAR:-default}``, VS Code's ``${env:VAR}`` and opencode's
 ``{env:VAR}`` in ``command``, ``args``, ``env``, ``envFile``, ``cwd``, ``url`` and ``headers`` are taken from
 the environment (:func:`~swift_rlfactory.secrets.expand`); an unset one without a default fails at load
-naming the field and the variable, as Claude Code fails to parse such a file. ``${workspaceFolder}`` is
-the config file's folder, and VS Code's other path variables (``${userHome}``, ``${pathSeparator}``,
-``${/}``, ``${workspaceFolderBasename}``) mean what they mean there; ``${input:...}`` (a prompt in the
-editor), ``${command:...}`` and ``${config:...}`` fail at load, since nothing answers them in a training
-run. Expanded values are secrets: errors and logs show ``${VAR}`` instead (see
-:mod:`swift_rlfactory.secrets`).
+naming the field and the variable, as Claude Code fails to parse such a file. Windsurf's ``${file:PATH}``
+there is the file's content, stripped (a key kept in a file: ``"Bearer ${file:~/.keys/search}"``); a
+relative path is taken from the folder ``${workspaceFolder}`` names, and a file that cannot be read fails
+at load naming the field and the path. ``${workspaceFolder}`` is the config file's folder, and VS Code's
+other path variables (``${userHome}``, ``${pathSeparator}``, ``${/}``, ``${workspaceFolderBasename}``)
+mean what they mean there; ``${input:...}`` (a prompt in the editor), ``${command:...}`` and
+``${config:...}`` fail at load, since nothing answers them in a training run. Expanded values are
+secrets: errors and logs show ``${VAR}`` instead (see :mod:`swift_rlfactory.secrets`).
 """
 
 from __future__ import annotations
@@ -207,10 +209,12 @@ class McpServerConfig(BaseModel):
         return None
 
     def resolved(self, base_dir: Path) -> McpServerConfig:
-        """A copy with ``${VAR}`` expanded in every string field (each value recorded as a secret), and a
-        working directory that defaults to ``base_dir`` (the environment file's folder).
+        """A copy with ``${VAR}`` and ``${file:PATH}`` expanded in every string field (each value recorded as
+        a secret; a relative ``PATH`` is taken from ``base_dir``), and a working directory that defaults to
+        ``base_dir`` (the environment file's folder).
 
-        Raises ``ValueError`` naming the field for an unset variable without a default, and for VS Code's
+        Raises ``ValueError`` naming the field for an unset variable without a default, an unreadable
+        ``${file:...}``, and for VS Code's
         ``${input:...}`` (and ``${command:...}``, ``${config:...}``): the editor asks for those, and
         nobody can answer them in a training run.
         """
@@ -229,7 +233,7 @@ class McpServerConfig(BaseModel):
                     "${env:NAME} (or ${NAME}) instead"
                 )
             try:
-                return secrets.expand(text.replace("${/}", os.sep), predefined)
+                return secrets.expand(text.replace("${/}", os.sep), predefined, base_dir)
             except ValueError as exc:
                 raise ValueError(f"{field}: {exc}") from None
 

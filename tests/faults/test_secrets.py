@@ -30,6 +30,7 @@ from tests.test_mcp import SLOW_SERVER, free_port, serve
 
 SECRET = "sk-test-4f9a1c0ffee-5ecret"
 UNRELATED = "parent-only-secret-7731"
+FILE_KEY = "sk-file-kept-key-81f3e07"  # a secret of its own: the first name it is recorded under wins
 
 
 @pytest.fixture(autouse=True)
@@ -312,3 +313,38 @@ def test_a_server_that_refuses_a_call_later_names_the_http_status_in_the_observa
     assert refused.error is not None and f"HTTP {status} {reason}" in refused.error
     assert f"HTTP {status} {reason}" in refused.observation
     assert TOKEN not in refused.observation + refused.error + logged(caplog)
+
+
+def test_windsurf_file_variables_read_the_file_and_an_unreadable_one_fails_at_load(tmp_path: Path) -> None:
+    """Windsurf's ``${file:PATH}``: the file's content, stripped of its trailing newline, a secret like an
+    expanded variable. It was left as written, so a server got the text ``Bearer ${file:...}``."""
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "search.key").write_text(f"{FILE_KEY}\n")
+    absolute = tmp_path / "keys" / "search.key"
+    (tmp_path / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "remote": {"serverUrl": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${file:keys/search.key}"}},
+                    "local": {"command": "python", "args": ["--key", f"${{file:{absolute}}}"], "env": {"K": "${file:keys/search.key}"}},
+                }
+            }
+        )
+    )  # fmt: skip
+    env = tmp_path / "env.yaml"
+    env.write_text("tools:\n  mcp_config: mcp.json\n")
+    servers = load_env_config(env).mcp_servers().mcpServers
+    assert servers["remote"].headers == {"Authorization": f"Bearer {FILE_KEY}"}
+    assert servers["local"].args == ["--key", FILE_KEY] and servers["local"].env == {"K": FILE_KEY}
+    assert redact(f"sent {FILE_KEY}") == "sent ${file:keys/search.key}"
+
+    for written, why in [
+        ("keys/missing.key", "No such file or directory"),
+        ("${workspaceFolder}/k", "without variables"),
+    ]:
+        (tmp_path / "mcp.json").write_text(
+            json.dumps({"mcpServers": {"s1": {"url": "http://127.0.0.1:1/mcp", "headers": {"X-Key": f"${{file:{written}}}"}}}})
+        )  # fmt: skip
+        with pytest.raises(EnvConfigError, match=r"MCP server 's1': headers\.X-Key: ") as failure:
+            load_env_config(env).mcp_servers()
+        assert why in str(failure.value)
