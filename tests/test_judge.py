@@ -355,3 +355,55 @@ def test_rubric_placeholders_and_transcript():
     )
     long = judge_text.transcript([{"role": "tool", "content": "x" * 5000}], 1000)
     assert len(long) < 1100 and "characters cut" in long
+
+
+def _outcome(load, field: str) -> str:
+    """What a config made of a text: ``value: ...``, or the error after the field's name."""
+    try:
+        return f"value: {load()}"
+    except EnvConfigError as exc:
+        return "error: " + str(exc).partition(f"{field}: ")[2].removeprefix("Value error, ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "${RLF_J_SET}", "${env:RLF_J_SET}", "{env:RLF_J_SET}", "$RLF_J_SET", "Bearer ${RLF_J_SET}",
+        "${RLF_J_UNSET:-dflt-judge-key-1}", "${RLF_J_EMPTY:-fallback-key-22}", "$RLF_J_UNSET-literal",
+        "${RLF_J_UNSET}", "${env:RLF_J_UNSET}", "${file:judge.key}", "${file:missing.key}",
+    ],
+)  # fmt: skip
+def test_the_judge_config_expands_variables_exactly_as_mcp_configs_do(
+    text: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rule for variables in every config: the judge had a twin of ``secrets.expand`` of its own, which
+    knew only ``${VAR}`` and ``${VAR:-default}``, so ``${env:KEY}`` reached the endpoint as written."""
+    from swift_rlfactory.env.environment import Environment
+
+    monkeypatch.setenv("RLF_J_SET", "judge-key-from-env-5a5a")
+    monkeypatch.setenv("RLF_J_EMPTY", "")
+    monkeypatch.delenv("RLF_J_UNSET", raising=False)
+    (tmp_path / "judge.key").write_text("judge-key-from-file-6b6b\n")
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(
+        f"tools: {{mcp: {{mcpServers: {{s: {{url: 'http://127.0.0.1:1/mcp', headers: {{X-Key: '{text}'}}}}}}}}}}\n"
+    )
+    reward = tmp_path / "reward.yaml"
+    reward.write_text(
+        f"reward: [{{name: judge, args: {{base_url: 'http://127.0.0.1:1/v1', model: m, api_key: '{text}'}}}}]\n"
+    )
+
+    def judge_key() -> str:
+        env = Environment(load_env_config(reward))
+        try:
+            return env.reward.components[0].fn.config.api_key.get_secret_value()
+        finally:
+            env.close()
+
+    mcp = _outcome(
+        lambda: load_env_config(tools).mcp_servers().mcpServers["s"].headers["X-Key"], "headers.X-Key"
+    )
+    judge = _outcome(judge_key, "args.api_key")
+    assert judge == mcp and mcp.partition(": ")[2]  # the same value, or the same error naming the variable
+    if "UNSET}" in text or "missing" in text:
+        assert mcp.startswith("error: ") and ("RLF_J_UNSET is not set" in mcp or "missing.key" in mcp)

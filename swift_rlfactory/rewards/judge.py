@@ -37,17 +37,16 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import os
-import re
 import statistics
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 from .. import secrets
@@ -65,7 +64,6 @@ DEFAULT_RUBRIC = (
     "Score 1 when the response's final answer means the same as a reference answer, 0 when it is wrong "
     "or missing, and values in between only for a partly correct answer."
 )
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PENDING_LIMIT = 8192  # judgments kept for the reward to pick up; older ones are recomputed (or cached)
 _BACKOFF = wait_exponential(multiplier=0.25, max=2.0)
 
@@ -80,9 +78,11 @@ class JudgeConfig(BaseModel):
     Attributes:
         mode: ``pointwise`` (one request per distinct trajectory) or ``group`` (one request per GRPO group,
             the shared prompt sent once and identical trajectories shown once).
-        base_url: the API root, up to ``/v1``; ``${VAR}`` and ``${VAR:-default}`` are expanded.
+        base_url: the API root, up to ``/v1``; variables are expanded as in MCP configs
+            (:func:`~swift_rlfactory.secrets.expand`: ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}``,
+            ``${file:PATH}``, ...), an unset one without a default failing at load naming the field.
         model: the model name the endpoint serves; expanded the same way.
-        api_key: bearer token, normally ``${VAR}``; held as a secret, never logged.
+        api_key: bearer token, normally ``${VAR}`` or ``${file:PATH}``; held as a secret, never logged.
         rubric: the instructions, with placeholders (see :mod:`~swift_rlfactory.rewards.judge_text`).
         max_score: the top of the rubric's scale (scores are divided by it, then clamped to [0, 1]).
         max_concurrency: requests in flight at once, over the whole run.
@@ -111,14 +111,14 @@ class JudgeConfig(BaseModel):
 
     @field_validator("base_url", "model", mode="before")
     @classmethod
-    def _expand(cls, value: Any) -> Any:
-        return _expand_vars(value) if isinstance(value, str) else value
+    def _expand(cls, value: Any, info: ValidationInfo) -> Any:
+        return _expanded(value, info) if isinstance(value, str) else value
 
     @field_validator("api_key", mode="before")
     @classmethod
-    def _expand_secret(cls, value: Any) -> Any:
+    def _expand_secret(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, str):
-            value = _expand_vars(value)
+            value = _expanded(value, info)
             secrets.remember(value, "<judge api_key>")  # a literal key too (an expanded one is ${VAR})
         return value or None
 
@@ -131,20 +131,11 @@ class JudgeConfig(BaseModel):
         return value.rstrip("/")
 
 
-def _expand_vars(text: str) -> str:
-    """``${VAR}`` (or ``${VAR:-default}``) replaced from the environment; an unset variable without a
-    default is an error naming it (never a value)."""
-
-    def value(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        if os.environ.get(name):
-            secrets.remember(os.environ[name], f"${{{name}}}")
-            return os.environ[name]
-        if default is not None:
-            return default
-        raise ValueError(f"environment variable {name} is not set")
-
-    return _VAR.sub(value, text)
+def _expanded(text: str, info: ValidationInfo) -> str:
+    """``text`` with variables expanded by the rule every config follows (:func:`secrets.expand`, as in
+    MCP configs); a relative ``${file:...}`` is taken from the ``base_dir`` of the validation context."""
+    base_dir = (info.context or {}).get("base_dir", Path("."))
+    return secrets.expand(text, base_dir=base_dir)
 
 
 class _Transient(Exception):
@@ -199,9 +190,12 @@ class Judge:
         self._arrivals: dict[str, int] = {}  # group -> members finished so far (identical ones too)
 
     @classmethod
-    def from_args(cls, args: dict[str, Any], cache: ToolCache | None = None) -> Judge:
-        """Build from a term's ``args``; raises pydantic's ``ValidationError`` naming the bad field."""
-        return cls(JudgeConfig.model_validate(args), cache)
+    def from_args(
+        cls, args: dict[str, Any], cache: ToolCache | None = None, base_dir: Path = Path(".")
+    ) -> Judge:
+        """Build from a term's ``args`` (a relative ``${file:...}`` in them taken from ``base_dir``); raises
+        pydantic's ``ValidationError`` naming the bad field."""
+        return cls(JudgeConfig.model_validate(args, context={"base_dir": base_dir}), cache)
 
     # -- the reward ------------------------------------------------------------------------------
     async def __call__(self, trajectory: Trajectory) -> float:

@@ -93,8 +93,9 @@ class RewardDef:
             ``solution``/``answer``/``answers`` columns that :attr:`Trajectory.golden_answers` reads).
         inline: fast, bounded code of ours that never blocks, called (and awaited) on the caller's event
             loop; user code runs in :class:`~swift_rlfactory.rewards.workers.RewardWorkers` instead.
-        build: for a reward with state (a model judge): ``build(args, cache) -> fn`` makes the scoring
-            callable from the term's ``args`` (validated there) and the environment's cache. The callable
+        build: for a reward with state (a model judge): ``build(args, cache, base_dir) -> fn`` makes the
+            scoring callable from the term's ``args`` (validated there, a relative ``${file:...}`` taken
+            from ``base_dir``, the environment's folder) and the environment's cache. The callable
             may also have ``start(trajectory, group_size)`` (begin scoring a finished trajectory early),
             ``start_batch(trajectories)``, ``drain_metrics() -> dict`` and ``close()``.
     """
@@ -103,7 +104,7 @@ class RewardDef:
     per_turn: bool = False
     requires: tuple[str, ...] = ()
     inline: bool = False
-    build: Callable[[dict[str, Any], ToolCache | None], RewardFn] | None = None
+    build: Callable[[dict[str, Any], ToolCache | None, Path], RewardFn] | None = None
 
 
 _REGISTRY: dict[str, RewardDef] = {
@@ -220,7 +221,7 @@ class RewardSpec:
                 raise ValueError(f"reward[{i}].name ({term.name!r}): {type(exc).__name__}: {exc}") from None
             fn, args = found.fn, dict(term.args)
             if found.build is not None:
-                fn, args = _built(found.build, args, cache, f"reward[{i}].args"), {}
+                fn, args = _built(found.build, args, cache, base_dir, f"reward[{i}].args"), {}
             else:
                 _check_args(found.fn, args, f"reward[{i}].args")
             assert fn is not None
@@ -474,13 +475,14 @@ _SUMMED = {"judge/calls", "judge/errors"}
 
 
 def _built(
-    build: Callable[[dict[str, Any], ToolCache | None], RewardFn],
+    build: Callable[[dict[str, Any], ToolCache | None, Path], RewardFn],
     args: dict[str, Any],
     cache: ToolCache | None,
+    base_dir: Path,
     where: str,
 ) -> RewardFn:
     try:
-        return build(args, cache)
+        return build(args, cache, base_dir)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(part) for part in err["loc"])
