@@ -10,7 +10,16 @@ import time
 
 import pytest
 
-from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor, ToolSpec, TransportError, tool
+from swift_rlfactory.tools import (
+    ExecutorClosed,
+    Limits,
+    ToolCache,
+    ToolCall,
+    ToolExecutor,
+    ToolSpec,
+    TransportError,
+    tool,
+)
 from swift_rlfactory.tools.toolset import PythonProvider
 
 state = {"flaky": 0, "active": 0, "peak": 0, "runs": 0}
@@ -345,3 +354,34 @@ def test_concurrent_first_calls_start_the_providers_once():
         assert provider.starts == 1
     finally:
         ex.close()
+
+
+def test_closing_with_calls_in_flight_ends_them_and_leaves_no_pending_task(caplog: pytest.LogCaptureFixture):
+    """``close()`` stopped the loop under running calls: their caller waited forever, and the calls' tasks
+    (an abandoned one too) were destroyed pending, which asyncio logs as "Task was destroyed but it is
+    pending!". Now close cancels them and waits; a caller learns the executor closed under it."""
+    import gc
+
+    ex = ToolExecutor([PythonProvider([nap, stubborn])], Limits(call_timeout_s=0.3, retries=0)).start()
+    assert "timed out" in ex.execute([ToolCall("stubborn", {"seconds": 20})])[0].error  # abandoned, running
+    ex.limits.call_timeout_s = 30  # the next call is still running when close() comes
+    outcome: list[BaseException] = []
+
+    def caller() -> None:
+        try:
+            ex.execute([ToolCall("nap", {"seconds": 30})])
+        except BaseException as exc:  # noqa: BLE001  (what the caller gets is the point)
+            outcome.append(exc)
+
+    thread = threading.Thread(target=caller, daemon=True)
+    thread.start()
+    time.sleep(0.3)
+    t0 = time.perf_counter()
+    ex.close()
+    thread.join(5)
+    assert not thread.is_alive() and time.perf_counter() - t0 < 5
+    assert isinstance(outcome[0], ExecutorClosed) and "closed while these calls ran" in str(outcome[0])
+    ex = None
+    gc.collect()
+    assert "destroyed but it is pending" not in caplog.text
+    assert "still running when the executor closed" in caplog.text  # the stubborn tool, named

@@ -2,12 +2,13 @@
 
 from .base import Tool, ToolError, ToolProvider, ToolSpec, TransportError
 from .cache import ToolCache
-from .executor import Limits, ToolExecutor, ToolRecord
+from .executor import ExecutorClosed, Limits, ToolExecutor, ToolRecord
 from .mcp import McpProvider, mcp_providers
 from .parsing import ToolCall, parse_tool_calls
 from .python_tool import PythonTool, tool
 
 __all__ = [
+    "ExecutorClosed",
     "Limits",
     "McpProvider",
     "PythonTool",

@@ -110,6 +110,10 @@ def call_cache_key(
     return cache_key(name, arguments, f"{namespace}|{cut}")
 
 
+class ExecutorClosed(RuntimeError):
+    """The executor was closed while the caller's calls ran; they were cancelled."""
+
+
 class _CallFailed(Exception):
     """Internal: a call ended in an error observation (kept out of the cache)."""
 
@@ -152,6 +156,9 @@ class ToolExecutor:
         self._per_tool: dict[str, asyncio.Semaphore] = {}
         self._abandoned: set[asyncio.Task[Any]] = set()
         """Calls given up while still running, referenced here so they are not collected mid-flight."""
+        self._batches: set[asyncio.Task[Any]] = set()
+        """Batches running on the private loop, which :meth:`close` ends before it stops the loop."""
+        self._closing = False
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> ToolExecutor:
@@ -173,14 +180,38 @@ class ToolExecutor:
             self._started = True
 
     def close(self) -> None:
-        """Close providers and the cache, then stop the private loop."""
+        """End the calls still running (their callers get :class:`ExecutorClosed`), close providers and
+        the cache, then stop the private loop."""
         if self._started:
-            self._loop.run(self.toolset.close())
+            self._loop.run(self._close())
             SYNC_POOL.release(self.limits.max_concurrency)
             self._started = False
         if self.cache is not None:
             self.cache.close()
         self._loop.stop()
+
+    async def _close(self) -> None:
+        """Cancel every running batch and abandoned call and wait for them, then close the providers.
+
+        Stopping the loop under them would leave their callers waiting forever and the tasks pending, to be
+        destroyed (and logged by asyncio as "destroyed but it is pending") when collected. A batch ends
+        within :data:`CANCEL_GRACE_S` of its cancellation (its calls are stopped as after a timeout); a
+        tool that ignored the cancellation of its call before is asked once more and, still running after
+        the grace, is dropped with a warning naming it.
+        """
+        self._closing = True
+        running = [*self._batches, *self._abandoned]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=2 * CANCEL_GRACE_S)
+        for task in [task for task in self._abandoned if not task.done()]:
+            logger.warning(
+                "tool %r: a call is still running when the executor closed, ignoring its cancellation; dropped",
+                task.get_name(),
+            )
+            task._log_destroy_pending = False  # said above; asyncio's own line would only repeat it
+        await self.toolset.close()
 
     def __enter__(self) -> ToolExecutor:
         return self.start()
@@ -215,7 +246,17 @@ class ToolExecutor:
 
     async def _execute_batch(self, batch: Sequence[Sequence[ToolCall]]) -> list[list[ToolRecord]]:
         flat = [call for calls in batch for call in calls]
-        records = await asyncio.gather(*(self._execute_one(call) for call in flat))
+        task = asyncio.current_task()
+        assert task is not None
+        self._batches.add(task)
+        try:
+            records = await asyncio.gather(*(self._execute_one(call) for call in flat))
+        except asyncio.CancelledError:
+            if self._closing:  # our close(), not the caller, ended it: say so rather than hang or cancel
+                raise ExecutorClosed("the tool executor was closed while these calls ran") from None
+            raise
+        finally:
+            self._batches.discard(task)
         out: list[list[ToolRecord]] = []
         i = 0
         for calls in batch:
@@ -334,7 +375,7 @@ class ToolExecutor:
         record.attempts += 1
         token = current_call.set(record)
         try:
-            task = asyncio.create_task(tool.call(arguments))
+            task = asyncio.create_task(tool.call(arguments), name=tool.spec.name)
         finally:
             current_call.reset(token)
         try:
