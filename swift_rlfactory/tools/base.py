@@ -37,6 +37,13 @@ def cancelled_by_caller() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+def stray_cancellation(name: str) -> ToolError:
+    """The error a call of tool ``name`` ends in when the tool raised CancelledError of its own (see
+    :func:`cancelled_by_caller`). :meth:`PythonTool.call <.python_tool.PythonTool.call>` raises it, and
+    the executor for any other backend, so the model reads the same words whatever the backend."""
+    return ToolError(f"CancelledError: tool {name!r} awaited something that was cancelled; the call was not")
+
+
 class TransportError(Exception):
     """The tool could not be reached; the executor retries these."""
 

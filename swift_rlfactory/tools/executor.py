@@ -35,7 +35,7 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from ..secrets import redact_recorded
-from .base import Tool, ToolError, ToolProvider, TransportError, current_call
+from .base import Tool, ToolError, ToolProvider, TransportError, current_call, stray_cancellation
 from .cache import ToolCache, cache_key
 from .loop import LoopThread
 from .observation import CUT_RULE, cut, error_text, measure, render_bounded
@@ -387,7 +387,7 @@ class ToolExecutor:
             await self._stop(task, tool.spec.name)
             raise TimeoutError
         if task.cancelled():  # nobody cancelled it: the tool raised CancelledError itself
-            raise ToolError(f"{tool.spec.name} raised CancelledError without being cancelled")
+            raise stray_cancellation(tool.spec.name)
         return task.result()
 
     async def _stop(self, task: asyncio.Task[Any], name: str) -> None:

@@ -33,7 +33,7 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..loading import import_target
-from .base import Tool, ToolError, ToolSpec, TransportError, cancelled_by_caller
+from .base import Tool, ToolError, ToolSpec, TransportError, cancelled_by_caller, stray_cancellation
 from .isolation import call_in_process, check_isolatable
 from .sync_pool import SYNC_POOL
 
@@ -93,9 +93,9 @@ class PythonTool:
         except (SystemExit, KeyboardInterrupt) as exc:  # an async tool's sys.exit(): on the event loop
             raise ToolError(f"{type(exc).__name__}: {exc}") from None  # it would stop it for good
         except asyncio.CancelledError:
-            if cancelled_by_caller():
+            if cancelled_by_caller():  # a timeout or a caller that gave up: the call must end
                 raise
-            raise ToolError("CancelledError: the tool awaited something that was cancelled") from None
+            raise stray_cancellation(self.spec.name) from None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Decorated functions stay callable as plain functions."""
