@@ -676,12 +676,9 @@ async def _sse_transport(session: _Session, cap: int) -> AsyncIterator[tuple[Any
             response.raise_for_status()
             return
         except httpx2.HTTPStatusError as exc:
-            status = exc.response.status_code
-            gone = "session not found: " if status == 404 else ""
-            reason, code = (
-                f"{gone}HTTP {status} to the message POST: {exc.response.text[:200]}",
-                INTERNAL_ERROR,
-            )
+            status = f"HTTP {exc.response.status_code} {exc.response.reason_phrase}".strip()
+            gone = "session not found: " if exc.response.status_code == 404 else ""
+            reason, code = f"{gone}{status} to the message POST: {exc.response.text[:200]}", INTERNAL_ERROR
         except httpx2.TransportError as exc:
             reason, code = f"the message POST failed: {_describe(exc)}", CONNECTION_CLOSED
         except ValueError as exc:  # unserialisable: fail this request, not the session

@@ -176,15 +176,17 @@ def auth_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def revocable_url() -> Iterator[str]:
-    """An auth server of its own for one test, which its ``revoke`` tool turns into refusing everything."""
-    yield from serve_auth()
+def revocable_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """An auth server of its own for one test (over the transport the test names), which its ``revoke``
+    tool turns into refusing everything."""
+    yield from serve_auth(request.param)
 
 
-def serve_auth() -> Iterator[str]:
+def serve_auth(transport: str = "streamable-http") -> Iterator[str]:
     """Run the auth server in a subprocess; yield its URL once it accepts connections."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(AUTH_SERVER), "--port", str(port), "--token", TOKEN])
+    args = ["--port", str(port), "--token", TOKEN, "--transport", transport]
+    proc = subprocess.Popen([sys.executable, str(AUTH_SERVER), *args])
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -195,7 +197,7 @@ def serve_auth() -> Iterator[str]:
             except OSError:
                 assert time.monotonic() < deadline, "auth server did not listen"
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -295,16 +297,24 @@ def test_a_default_token_reaches_the_server_and_a_wrong_one_fails_at_start_with_
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
-    ("status", "reason"), [(401, "Unauthorized"), (403, "Forbidden"), (500, "Internal Server Error")]
+    ("revocable_url", "status", "reason"),
+    [
+        ("streamable-http", 401, "Unauthorized"),
+        ("streamable-http", 403, "Forbidden"),
+        ("streamable-http", 500, "Internal Server Error"),
+        ("sse", 401, "Unauthorized"),
+    ],
+    indirect=["revocable_url"],
 )
 def test_a_server_that_refuses_a_call_later_names_the_http_status_in_the_observation(
     status: int, reason: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, revocable_url: str
 ) -> None:
     """A server that started fine and later answers a call with 401/403/500 (a token revoked or expired
-    mid-run): the SDK's own error says only "Server returned an error response"; the model and the logs
-    must see the status, and still never the token."""
+    mid-run): the SDK's own error says only "Server returned an error response" (the SSE transport's, the
+    code without its reason); the model and the logs must see the status, and still never the token."""
+    kind = "sse" if revocable_url.endswith("/sse") else "http"
     entry = (
-        f"      api: {{type: http, url: '{revocable_url}', headers: {{Authorization: 'Bearer {TOKEN}'}}}}\n"
+        f"      api: {{type: {kind}, url: '{revocable_url}', headers: {{Authorization: 'Bearer {TOKEN}'}}}}\n"
     )
     with ToolExecutor(providers(tmp_path, entry), Limits(call_timeout_s=20, retries=0)) as executor:
         (revoked,) = executor.execute([ToolCall("revoke", {"status": status})])

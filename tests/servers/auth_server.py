@@ -5,7 +5,8 @@ that is no JSON-RPC message (``{"error": "invalid_token"}``), the way an OAuth-p
 The ``revoke`` tool makes the server answer every later request with the status it is given, as a server
 does whose token expired or was revoked mid-run (401/403), or whose backend broke (500)::
 
-    python auth_server.py --port 8933 --token s3cret-token   # http://127.0.0.1:8933/mcp
+    python auth_server.py --port 8933 --token s3cret-token                   # http://127.0.0.1:8933/mcp
+    python auth_server.py --port 8934 --token s3cret-token --transport sse   # http://127.0.0.1:8934/sse
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--token", required=True)
+    parser.add_argument("--transport", choices=["streamable-http", "sse"], default="streamable-http")
     args = parser.parse_args()
-    app = require_token(mcp.streamable_http_app(), args.token)
+    app = require_token(mcp.sse_app() if args.transport == "sse" else mcp.streamable_http_app(), args.token)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
