@@ -157,11 +157,26 @@ def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text)
     )
 
 
+def trajectory_number(value: Any) -> int | None:
+    """The trajectory # typed or picked (``"3"``, ``" #3 "``); ``None`` for an empty field. Raises
+    ``ValueError`` naming what was typed when it is not a number."""
+    text = "" if value is None else str(value).strip().lstrip("#").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a trajectory number: type the # of a table row") from None
+
+
 def _show(folder: str, number) -> str:
-    if not folder or number in (None, ""):
+    try:
+        n = trajectory_number(number)
+    except ValueError as exc:
+        return f"<p>{html.escape(str(exc))}</p>"
+    if not folder or n is None:
         return ""
     index = RUNS.open(folder).trajectories
-    n = int(number)
     if not 0 <= n < len(index.entries):
         return f"<p>no trajectory #{n} (the log has {len(index.entries)})</p>"
     try:
@@ -171,12 +186,12 @@ def _show(folder: str, number) -> str:
     return trajectory_html(record, title=f"trajectory #{n}")
 
 
-def _pick(table: pd.DataFrame, evt: gr.SelectData):
+def _pick(table: pd.DataFrame, evt: gr.SelectData) -> str:
     row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
-    return int(table.iloc[row]["#"])
+    return str(table.iloc[row]["#"])
 
 
-def _trajectory_panel(folder: gr.Textbox) -> gr.Number:
+def _trajectory_panel(folder: gr.Textbox) -> gr.Textbox:
     with gr.Row():
         step = gr.Dropdown(
             choices=["all"], value="all", label="step", elem_id="rlf-step", allow_custom_value=True
@@ -193,9 +208,21 @@ def _trajectory_panel(folder: gr.Textbox) -> gr.Number:
     table = gr.Dataframe(
         headers=TABLE_COLUMNS, interactive=False, elem_id="rlf-table", wrap=True, max_height=360
     )
+    # text fields, not gr.Number: gradio shows an empty Number as "0", which read as trajectory #0 picked,
+    # and typing 0 into it changed nothing, so #0 never opened from the keyboard
     with gr.Row():
-        left = gr.Number(None, label="trajectory (click a row)", precision=0, elem_id="rlf-left")
-        right = gr.Number(None, label="side by side with", precision=0, elem_id="rlf-right")
+        left = gr.Textbox(
+            label="trajectory # (click a row, or type one and press Enter)",
+            placeholder="click a row",
+            elem_id="rlf-left",
+            interactive=True,
+        )
+        right = gr.Textbox(
+            label="side by side with trajectory #",
+            placeholder="type a # and press Enter",
+            elem_id="rlf-right",
+            interactive=True,
+        )
     with gr.Row(equal_height=False):
         left_html = gr.HTML(elem_id="rlf-traj-left")
         right_html = gr.HTML(elem_id="rlf-traj-right")
@@ -207,8 +234,8 @@ def _trajectory_panel(folder: gr.Textbox) -> gr.Number:
     for box in (text, reward_min, reward_max):
         box.submit(_table, inputs, outputs)
     table.select(_pick, [table], [left]).then(_show, [folder, left], [left_html])
-    left.change(_show, [folder, left], [left_html])
-    right.change(_show, [folder, right], [right_html])
+    left.submit(_show, [folder, left], [left_html])
+    right.submit(_show, [folder, right], [right_html])
     return left
 
 
@@ -222,7 +249,7 @@ def run_box(folder: str = "") -> gr.Textbox:
     )
 
 
-def build_viewer(run: gr.Textbox) -> gr.Number:
+def build_viewer(run: gr.Textbox) -> gr.Textbox:
     """The Live metrics and Trajectories tabs over ``run`` (for ``view`` and the Agent RL tab); returns the
     picked trajectory's number field."""
     with gr.Tab(label="Live metrics", elem_id="rlf-tab-metrics"):
@@ -265,8 +292,8 @@ def _score(path: str, folder: str, number, pasted: str):
     try:
         if pasted and pasted.strip():
             record = json.loads(pasted)
-        elif folder and number not in (None, ""):
-            record = RUNS.open(folder).trajectories.read(int(number))
+        elif folder and (n := trajectory_number(number)) is not None:
+            record = RUNS.open(folder).trajectories.read(n)
         else:
             return "<p>pick a trajectory in the Trajectories tab, or paste one</p>"
         scored, seconds = actions.score(ENVS, path, record)

@@ -38,6 +38,14 @@ def test_view_shows_a_recorded_runs_metrics_and_trajectories_and_nothing_that_ru
         expect(page.locator("#rlf-table-note")).to_contain_text("8 shown of 8 trajectories")
         page.locator("#rlf-table").get_by_text("What is").filter(visible=True).first.click()
         expect(page.locator("#rlf-traj-left")).to_contain_text("call add")
+        side = page.locator("#rlf-right input, #rlf-right textarea")  # as the page renders it
+        expect(side).to_have_value("")  # nothing picked yet: an empty field, not a "0" that opened nothing
+        side.fill("0")  # trajectory #0 opens from the keyboard too
+        side.press("Enter")
+        expect(page.locator("#rlf-traj-right")).to_contain_text("trajectory #0")
+        side.fill("zero")
+        side.press("Enter")
+        expect(page.locator("#rlf-traj-right")).to_contain_text("'zero' is not a trajectory number")
         assert not foreign, f"the page fetched from other hosts: {foreign[:5]}"
     finally:
         context.close()

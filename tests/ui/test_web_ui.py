@@ -122,8 +122,8 @@ def test_recorded_run_plots_and_trajectory(page, screenshots: Path):
     expect(left).to_contain_text("call add")  # the tool call, its arguments and observation
     expect(left).to_contain_text('"a": ')
     expect(left).to_contain_text("total")
-    page.locator("#rlf-right input").fill("1")
-    page.locator("#rlf-right input").press("Enter")
+    textbox(page, "rlf-right").fill("1")
+    textbox(page, "rlf-right").press("Enter")
     expect(page.locator("#rlf-traj-right")).to_contain_text("trajectory #1")
     page.screenshot(path=screenshots / "trajectories.png", full_page=True)
 
@@ -243,8 +243,8 @@ def test_a_failed_eval_episode_shows_its_error_and_question(page, screenshots: P
     expect(left).to_contain_text("What is 2 + 5?")
     expect(left.locator("b", has_text="maximum context")).to_have_count(0)  # shown as text, never markup
     page.screenshot(path=screenshots / "failed-eval-episode.png", full_page=True)
-    page.locator("#rlf-right input").fill("4")
-    page.locator("#rlf-right input").press("Enter")
+    textbox(page, "rlf-right").fill("4")
+    textbox(page, "rlf-right").press("Enter")
     right = page.locator("#rlf-traj-right")
     expect(right).to_contain_text(f"({100_000 - 20_000} more characters in the log)")
     assert (right.bounding_box() or {}).get("height", 0) < 1000  # the huge error scrolls in its box
