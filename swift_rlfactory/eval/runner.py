@@ -204,7 +204,7 @@ class EvalLog:
                 continue
             try:
                 record = json.loads(line)
-                done[(int(record["index"]), int(record["sample"]))] = record
+                done[episode_key(record)] = record
             except (ValueError, KeyError, TypeError) as exc:
                 raise ValueError(f"{self.path}:{number}: not an evaluation record ({exc})") from None
         return done
@@ -219,6 +219,13 @@ class EvalLog:
         kept = {"question", "row"}
         record = {k: v if k in kept else secrets.redact_data(v) for k, v in record.items()}
         append_lines(self.path, json.dumps(record, ensure_ascii=False, default=str) + "\n")
+
+
+def episode_key(record: dict[str, Any]) -> tuple[int, int]:
+    """The ``(question index, sample)`` episode a log record is of: of several lines with one key, the last
+    is the one that counts (:meth:`EvalLog.load`, and the viewer's index). Raises ``KeyError``,
+    ``ValueError`` or ``TypeError`` for a record without them."""
+    return int(record["index"]), int(record["sample"])
 
 
 def check_same_dataset(

@@ -9,8 +9,12 @@ answers in milliseconds; text search scans the raw bytes once per query.
 Both a training run's log (``step`` per line) and an eval output's (``index``/``sample`` per line) are read:
 a *group* is the trajectories of one prompt in one step (GRPO's group) or the samples of one eval question.
 An eval episode that failed on every attempt is a line with ``failed: true`` and its ``error`` instead of a
-trajectory: its stop reason here is :data:`FAILED`, so the stop-reason filter finds it. A line is whatever
-was written: fields of the wrong type count as missing, and a line that is not a JSON object is skipped.
+trajectory: its stop reason here is :data:`FAILED`, so the stop-reason filter finds it. The next eval run
+with the same ``--output`` tries it again and appends the new line, so an eval log can hold several lines of
+one ``(index, sample)`` episode: as for ``eval`` itself (:meth:`~swift_rlfactory.eval.runner.EvalLog.load`),
+the last one counts. The table, the filters and the counts show that one only (it knows its earlier
+attempts, :attr:`Entry.earlier`); an earlier line is still read by its number. A line is whatever was
+written: fields of the wrong type count as missing, and a line that is not a JSON object is skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..eval.runner import is_failed
+from ..eval.runner import episode_key, is_failed
 
 FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt
 ERROR_CHARS = 200  # of an episode's error kept in the index (the table shows the start; the viewer all)
@@ -44,6 +48,8 @@ class Entry:
     tool_errors: int
     turns: int
     error: str = ""  # the episode's error (a failed eval episode, a training stop reason ``error``), cut
+    episode: tuple[int, int] | None = None  # an eval line's (index, sample); a training line has none
+    earlier: tuple[int, ...] = ()  # numbers of the earlier lines of the same eval episode, oldest first
 
 
 @dataclass(frozen=True)
@@ -90,8 +96,16 @@ def error_of(record: dict[str, Any]) -> str:
     return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False, default=str)
 
 
-def summarize(number: int, offset: int, record: dict[str, Any]) -> Entry:
-    """The index entry of one parsed line."""
+def eval_episode(record: dict[str, Any]) -> tuple[int, int] | None:
+    """An eval line's ``(index, sample)``; ``None`` for a training line (or an eval line without them)."""
+    try:
+        return episode_key(record)
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def summarize(number: int, offset: int, record: dict[str, Any], earlier: tuple[int, ...] = ()) -> Entry:
+    """The index entry of one parsed line; ``earlier`` are the lines of the same eval episode before it."""
     calls = items(record, "tool_calls")
     prompt = prompt_of(record)
     step = record.get("step")
@@ -115,11 +129,18 @@ def summarize(number: int, offset: int, record: dict[str, Any]) -> Entry:
         tool_errors=sum(1 for c in calls if c.get("error")),
         turns=turns if isinstance(turns, int) and not isinstance(turns, bool) else 0,
         error=error_of(record)[:ERROR_CHARS],
+        episode=eval_episode(record),
+        earlier=earlier,
     )
 
 
 class TrajectoryIndex:
-    """Line offsets and summaries of one ``trajectories.jsonl``, refreshed incrementally."""
+    """Line offsets and summaries of one ``trajectories.jsonl``, refreshed incrementally.
+
+    :attr:`entries` holds every line (its number is its place there); the queries (:meth:`select`,
+    :meth:`steps`, :meth:`groups`, :meth:`stop_reasons`, :meth:`count`) see only the lines that count, an
+    eval episode's earlier attempts left out (:meth:`counts`).
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -127,6 +148,7 @@ class TrajectoryIndex:
         self._end = 0  # bytes indexed so far (always at a line boundary)
         self._lock = threading.Lock()
         self.skipped = 0  # lines that are not a JSON object (a torn last line is retried on the next refresh)
+        self._last: dict[tuple[int, int], int] = {}  # eval episode -> number of its last line
 
     def refresh(self) -> int:
         """Index lines appended since the last call; returns how many were added."""
@@ -134,7 +156,7 @@ class TrajectoryIndex:
             if not self.path.exists():
                 return 0
             if self.path.stat().st_size < self._end:  # the file was replaced: start over
-                self.entries, self._end, self.skipped = [], 0, 0
+                self.entries, self._end, self.skipped, self._last = [], 0, 0, {}
             added = 0
             with open(self.path, "rb") as f:
                 f.seek(self._end)
@@ -153,9 +175,40 @@ class TrajectoryIndex:
                     if not isinstance(record, dict):
                         self.skipped += 1
                         continue
-                    self.entries.append(summarize(len(self.entries), offset, record))
+                    self._add(offset, record)
                     added += 1
             return added
+
+    def _add(self, offset: int, record: dict[str, Any]) -> None:
+        number = len(self.entries)
+        episode = eval_episode(record)
+        earlier: tuple[int, ...] = ()
+        if episode is not None:
+            if episode in self._last:
+                last = self.entries[self._last[episode]]
+                earlier = (*last.earlier, last.number)
+            self._last[episode] = number
+        self.entries.append(summarize(number, offset, record, earlier))
+
+    def counts(self, entry: Entry) -> bool:
+        """Whether ``entry`` is a line that counts: not an eval episode's attempt that a later line replaced."""
+        return entry.episode is None or self._last.get(entry.episode) == entry.number
+
+    def latest(self, entry: Entry) -> Entry:
+        """The line that counts for ``entry``'s episode (``entry`` itself unless a later attempt replaced it)."""
+        return entry if entry.episode is None else self.entries[self._last[entry.episode]]
+
+    def current(self) -> list[Entry]:
+        """The entries that count, in log order."""
+        return [e for e in self.entries if self.counts(e)]
+
+    def replaced(self) -> int:
+        """How many lines are earlier attempts of an eval episode that a later line replaced."""
+        return sum(len(self.entries[n].earlier) for n in self._last.values())
+
+    def count(self) -> int:
+        """How many trajectories the log holds, an episode retried or re-run counted once."""
+        return len(self.entries) - self.replaced()
 
     def read(self, number: int) -> dict[str, Any]:
         """The whole record of entry ``number`` (one seek, one line)."""
@@ -166,16 +219,16 @@ class TrajectoryIndex:
 
     def steps(self) -> list[int]:
         """Distinct steps, in order."""
-        return sorted({e.step for e in self.entries if e.step is not None})
+        return sorted({e.step for e in self.current() if e.step is not None})
 
     def stop_reasons(self) -> list[str]:
         """Distinct stop reasons."""
-        return sorted({e.stop_reason for e in self.entries if e.stop_reason})
+        return sorted({e.stop_reason for e in self.current() if e.stop_reason})
 
     def groups(self, step: int | None = None) -> OrderedDict[str, list[Entry]]:
         """Entries of ``step`` (or all) by group, in order of first appearance."""
         out: OrderedDict[str, list[Entry]] = OrderedDict()
-        for entry in self.entries:
+        for entry in self.current():
             if step is None or entry.step == step:
                 out.setdefault(entry.group, []).append(entry)
         return out
@@ -185,7 +238,7 @@ class TrajectoryIndex:
         needle = filters.text.strip().casefold()
         matches = self._text_matches(needle) if needle else None
         out = []
-        for entry in self.entries:
+        for entry in self.current():
             if filters.step is not None and entry.step != filters.step:
                 continue
             if filters.group and entry.group != filters.group:

@@ -23,7 +23,7 @@ from . import actions  # noqa: E402
 from .charts import line_chart  # noqa: E402
 from .index import Filters  # noqa: E402
 from .launch import MODES, GRPOForm, Job, shell_line  # noqa: E402
-from .render import STYLE, rewards_table, trajectory_html  # noqa: E402
+from .render import STYLE, attempts_html, rewards_table, trajectory_html  # noqa: E402
 from .runs import PLOTS, RunCache  # noqa: E402
 
 
@@ -139,9 +139,14 @@ def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text)
     steps = ["all", *map(str, index.steps())]
     groups = ["all", *index.groups(filters.step)]
     stops = ["all", *index.stop_reasons()]
-    note = f"{len(rows)} shown of {len(index.entries)} trajectories" + (
+    note = f"{len(rows)} shown of {index.count()} trajectories" + (
         " (first 200)" if len(rows) >= PAGE else ""
     )
+    if replaced := index.replaced():
+        note += (
+            f"; {replaced} earlier attempt{'' if replaced == 1 else 's'} of retried eval episodes "
+            f"{'is' if replaced == 1 else 'are'} left out (each episode's last line counts, as in eval)"
+        )
     if index.skipped:
         note += (
             "; 1 line of the log is not a JSON object and is left out"
@@ -183,7 +188,9 @@ def _show(folder: str, number) -> str:
         record = index.read(n)
     except (OSError, ValueError) as exc:  # the log was replaced since it was indexed
         return f"<p>cannot read trajectory #{n}: {html.escape(str(exc))}; refresh the table</p>"
-    return trajectory_html(record, title=f"trajectory #{n}")
+    entry = index.entries[n]
+    attempts = attempts_html(entry, index.latest(entry), [index.entries[k] for k in entry.earlier])
+    return trajectory_html(record, title=f"trajectory #{n}", attempts=attempts)
 
 
 def _pick(table: pd.DataFrame, evt: gr.SelectData) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..eval.runner import is_failed
 from ..trajectory import history_turns
-from .index import as_number, error_of, items
+from .index import Entry, as_number, error_of, items
 
 # Keys a tool call may carry with the whole result when the observation was cut to the token budget
 UNTRUNCATED_KEYS = ("untruncated", "full_observation", "raw_observation")
@@ -35,6 +35,8 @@ STYLE = """
   background: #fff5f6}
 .rlf-failed pre {max-height: 16em; overflow: auto}
 .rlf-meta {color: #5f6b7a; font-size: 12px}
+.rlf-attempts {border: 1px solid #c9a227; border-radius: 6px; padding: 4px 10px; margin: 8px 0;
+  background: #fffbea; font-size: 13px}
 .rlf-rewards td, .rlf-rewards th {padding: 2px 10px; text-align: left}
 </style>
 """
@@ -127,8 +129,30 @@ def episode_error_html(record: dict[str, Any]) -> str:
     return ""
 
 
-def trajectory_html(record: dict[str, Any], title: str = "") -> str:
-    """The whole trajectory: its error if it has one, prompt, each assistant turn with its calls, the
+def attempts_html(entry: Entry, latest: Entry, earlier: list[Entry]) -> str:
+    """Where a line stands among the attempts of its eval episode: replaced by a later line (which is the
+    one that counts, in the table and in ``metrics.json``), or the latest of several, with how the earlier
+    ones ended. Empty for an episode tried once and for a training line."""
+    if entry.episode is None:
+        return ""
+    index, sample = entry.episode
+    if latest.number != entry.number:
+        return (
+            f'<div class="rlf-attempts">an earlier attempt of question {index} · sample {sample}: trajectory '
+            f"#{latest.number} replaced it and is the one that counts</div>"
+        )
+    if not earlier:
+        return ""
+    before = ", ".join(f"#{e.number} ({escape(e.stop_reason or '?')})" for e in earlier)
+    return (
+        f'<div class="rlf-attempts">attempt {len(earlier) + 1} of question {index} · sample {sample}; '
+        f"earlier attempts: {before}</div>"
+    )
+
+
+def trajectory_html(record: dict[str, Any], title: str = "", attempts: str = "") -> str:
+    """The whole trajectory: where it stands among its episode's attempts (``attempts``, from
+    :func:`attempts_html`), its error if it has one, prompt, each assistant turn with its calls, the
     rewards."""
     calls_by_turn: dict[int, list[dict[str, Any]]] = {}
     for call in items(record, "tool_calls"):
@@ -152,6 +176,7 @@ def trajectory_html(record: dict[str, Any], title: str = "") -> str:
     if title:
         parts.append(f"<h4>{escape(title)}</h4>")
     parts.append(f'<div class="rlf-meta">{escape(head)}</div>')
+    parts.append(attempts)
     parts.append(episode_error_html(record))
     messages = items(record, "messages")
     history = history_turns(messages, turns)

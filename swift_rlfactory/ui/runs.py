@@ -131,7 +131,7 @@ class Run:
 
     def describe(self) -> str:
         """One line for the page: where, how many steps and trajectories."""
-        steps, trajectories = len(self.metrics.rows), len(self.trajectories.entries)
+        steps, trajectories = len(self.metrics.rows), self.trajectories.count()
         return (
             f"{self.folder}: {steps} logged step{'' if steps == 1 else 's'}, "
             f"{trajectories} trajector{'y' if trajectories == 1 else 'ies'}"

@@ -12,7 +12,7 @@ import pytest
 
 from swift_rlfactory.adapters.swift_timeline import StepTimeline
 from swift_rlfactory.ui.index import ERROR_CHARS, Filters, TrajectoryIndex
-from swift_rlfactory.ui.render import SHOWN_CHARS, trajectory_html
+from swift_rlfactory.ui.render import SHOWN_CHARS, attempts_html, trajectory_html
 from swift_rlfactory.ui.runs import Run
 
 from .conftest import RECORDED_RUN
@@ -159,6 +159,37 @@ def test_a_failed_eval_episode_is_an_entry_with_its_error_found_by_stop_reason_a
     assert "What is &lt;i&gt;2&lt;/i&gt; + 5?" in html
     assert "<b>maximum" not in html and "<i>2" not in html
     assert '<table class="rlf-rewards"' not in html  # never scored: no empty rewards table
+
+
+def test_an_eval_episode_retried_counts_once_as_its_last_line(tmp_path: Path):
+    """An eval run writes a failed episode's line, the next run with the same --output appends its retry:
+    the index counts each (index, sample) once, as its last line (what eval's metrics.json counts), and
+    the earlier attempts stay readable by number."""
+    answered = {**FAILED_EVAL, "failed": False, "error": None, "stop_reason": "answer", "turns": 1}
+    answered["rewards"] = {"em": 1.0, "total": 1.0}
+    still = {**FAILED_EVAL, "index": 4, "question": "still refused", "error": "second refusal"}
+    path = tmp_path / "trajectories.jsonl"
+    lines = [FAILED_EVAL, {**still, "error": "first refusal"}, answered, still]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines) + line(1, "a training line", 0.5))
+    index = TrajectoryIndex(path)
+    assert index.refresh() == 5 and (index.count(), index.replaced()) == (3, 2)
+    assert [e.number for e in index.select(Filters())] == [2, 3, 4]
+    assert [e.number for e in index.select(Filters(stop_reason="failed"))] == [3]
+    assert [e.number for e in index.select(Filters(text="first refusal"))] == []  # a replaced line
+    assert [e.number for e in index.groups()["q3"]] == [2] and index.stop_reasons() == ["answer", "failed"]
+    retried, replaced = index.entries[2], index.entries[0]
+    assert retried.earlier == (0,) and index.latest(replaced) is retried and index.read(0)["failed"] is True
+
+    shown = trajectory_html(index.read(2), attempts=attempts_html(retried, retried, [replaced]))
+    assert "attempt 2 of question 3 · sample 1; earlier attempts: #0 (failed)" in shown
+    assert "episode failed" not in shown
+    old = attempts_html(replaced, index.latest(replaced), [])
+    assert "trajectory #2 replaced it and is the one that counts" in old
+
+    with open(path, "a") as f:  # a third run answers question 4: its failures are replaced too
+        f.write(json.dumps({**answered, "index": 4, "question": "still refused"}) + "\n")
+    assert index.refresh() == 1 and index.count() == 3 and index.entries[5].earlier == (1, 3)
+    assert index.select(Filters(stop_reason="failed")) == [] and index.stop_reasons() == ["answer"]
 
 
 def test_a_training_trajectory_that_stopped_with_an_error_shows_it(tmp_path: Path):

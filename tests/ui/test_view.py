@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from ..conftest import ScriptedChat
 from .conftest import RECORDED_RUN, Server
 
 expect = pytest.importorskip("playwright.sync_api", reason="the ui extra is not installed").expect
@@ -50,3 +54,102 @@ def test_view_shows_a_recorded_runs_metrics_and_trajectories_and_nothing_that_ru
     finally:
         context.close()
         server.stop()
+
+
+REFUSAL = (
+    "maximum context length is 4096 tokens; however, you requested 5210 tokens (4810 in the messages, 400 "
+    "in the completion). Please reduce the length of the messages or the completion. "
+)
+
+
+@pytest.fixture(scope="module")
+def retried_eval(tmp_path_factory) -> Path:
+    """An eval output folder as two real ``swift-rlfactory eval`` runs leave it: the first answers
+    question 0 and is refused (HTTP 400, a long error) on questions 1 and 2; the second, with the same
+    --output, retries those two: question 1 is answered now, question 2 is refused again."""
+    from starlette.responses import JSONResponse
+
+    from swift_rlfactory.cli import main
+
+    tmp = tmp_path_factory.mktemp("retried-eval")
+    refused = {"What is 2 + 5?", "What is 1 + 6?"}
+
+    def reply(body: dict) -> object:
+        if body["messages"][-1]["content"] in refused:
+            return JSONResponse({"error": REFUSAL * 3}, status_code=400)
+        return "<answer>7</answer>"
+
+    dataset = tmp / "test.jsonl"
+    dataset.write_text(
+        "".join(
+            json.dumps({"messages": [{"role": "user", "content": f"What is {a} + {b}?"}], "solution": "7"})
+            + "\n"
+            for a, b in [(3, 4), (2, 5), (1, 6)]
+        )
+    )
+    env = tmp / "env.yaml"
+    env.write_text("name: plain\nreward:\n  - {name: em}\n")
+    out = tmp / "out"
+    with ScriptedChat(reply) as server, ThreadPoolExecutor(1) as pool:  # eval runs its own event loop
+        argv = ["eval", "--env", str(env), "--base-url", f"http://127.0.0.1:{server.port}/v1"]
+        argv += ["--served-model", "m", "--dataset", str(dataset), "--output", str(out)]
+        assert pool.submit(main, argv).result() == 1  # two episodes failed
+        refused.discard("What is 2 + 5?")
+        assert pool.submit(main, argv).result() == 1  # one of them failed again
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == 5
+    assert json.loads((out / "metrics.json").read_text())["failed_episodes"] == 1
+    return out
+
+
+@pytest.fixture
+def view_page(browser, retried_eval: Path, tmp_path: Path) -> Iterator:
+    """``swift-rlfactory view`` of :func:`retried_eval`, its Trajectories tab open and the table shown."""
+    server = Server(["view", str(retried_eval)], cwd=tmp_path)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(server.url)
+        page.get_by_role("tab", name="Trajectories", exact=True).click()
+        page.locator("#rlf-show").click()
+        expect(page.locator("#rlf-table-note")).to_contain_text("shown of")
+        yield page
+    finally:
+        context.close()
+        server.stop()
+
+
+def row_of(page, text: str):
+    """The table row (a virtual row of gradio's dataframe) holding ``text``."""
+    return page.locator("#rlf-table [role=row]", has=page.get_by_text(text, exact=True))
+
+
+def test_a_retried_eval_episode_is_listed_once_as_its_last_attempt(view_page, screenshots: Path):
+    page = view_page
+    note = page.locator("#rlf-table-note")
+    expect(note).to_contain_text("3 shown of 3 trajectories; 2 earlier attempts of retried eval episodes")
+    answered = row_of(page, "What is 2 + 5?")
+    expect(answered).to_have_count(1)  # its failed first attempt is not listed
+    expect(answered.get_by_text("answer", exact=True)).to_have_count(1)
+    expect(row_of(page, "What is 1 + 6?").get_by_text("failed", exact=True)).to_have_count(1)
+    page.screenshot(path=screenshots / "retried-eval.png", full_page=True)
+
+    answered.get_by_text("What is 2 + 5?").click()
+    left = page.locator("#rlf-traj-left")
+    expect(left).to_contain_text("attempt 2 of question 1 · sample 0; earlier attempts: #")
+    expect(left).not_to_contain_text("episode failed")
+    first = int(left.locator(".rlf-attempts").inner_text().split("#")[1].split(" ")[0])
+    side = page.locator("#rlf-right").get_by_role("textbox")
+    side.fill(str(first))  # the replaced line, opened by its number
+    side.press("Enter")
+    right = page.locator("#rlf-traj-right")
+    expect(right).to_contain_text("an earlier attempt of question 1 · sample 0")
+    expect(right).to_contain_text("episode failed on every attempt")
+
+    page.locator("#rlf-stop input").click()
+    page.get_by_role("option", name="failed", exact=True).click()
+    expect(note).to_contain_text("1 shown of 3")  # the question still refused, once
+    row_of(page, "What is 1 + 6?").get_by_text("What is 1 + 6?").click()
+    expect(left).to_contain_text("episode failed on every attempt")
+    expect(left).to_contain_text("attempt 2 of question 2 · sample 0; earlier attempts: #")
+    expect(left).to_contain_text("answered 400")
