@@ -39,18 +39,24 @@ def serve_options(host: str, port: int, auth: tuple[str, str] | None) -> dict[st
 RUNS = RunCache()
 ENVS = actions.Environments()
 JOBS: dict[str, Job] = {}  # the job started from this server, by output folder
-TABLE_COLUMNS = [
-    "#",
-    "step",
-    "group",
-    "reward",
-    "stop",
-    "calls",
-    "errors",
-    "turns",
-    "prompt",
-    "episode error",
-]
+# The table's columns and their widths: each short column is as wide as its header and its values
+# ("max_turns", a reward like "0.3333"), so neither breaks inside a word; the two text columns share what is
+# left and wrap within themselves. (Left to gradio, widths follow the longest cell, and a long episode
+# error squeezed the short columns until "step" stood one letter a line.)
+COLUMNS: dict[str, str] = {
+    "#": "56px",
+    "step": "64px",
+    "group": "96px",
+    "reward": "80px",
+    "stop": "104px",
+    "calls": "64px",
+    "errors": "72px",
+    "turns": "64px",
+    "prompt": "22%",
+    "episode error": "28%",
+}
+TABLE_COLUMNS = list(COLUMNS)
+CELL_CHARS = 80  # of a prompt or an error in the table; the trajectory below it shows the whole text
 PAGE = 200  # rows of the trajectory table at most
 
 
@@ -113,6 +119,11 @@ def _filters(step, group, reward_min, reward_max, stop, errors_only, text) -> Fi
     )
 
 
+def cell(text: str) -> str:
+    """``text`` cut to :data:`CELL_CHARS` for a table cell, ending in "…" when something was cut."""
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
+
+
 def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text):
     if not folder:
         return pd.DataFrame(columns=TABLE_COLUMNS), gr.update(), gr.update(), gr.update(), ""
@@ -131,8 +142,8 @@ def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text)
             e.tool_calls,
             e.tool_errors,
             e.turns,
-            e.prompt[:80],
-            e.error[:80],
+            cell(e.prompt),
+            cell(e.error),
         ]
         for e in index.select(filters, limit=PAGE)
     ]
@@ -213,7 +224,12 @@ def _trajectory_panel(folder: gr.Textbox) -> gr.Textbox:
         apply = gr.Button(value="Show trajectories", elem_id="rlf-show", variant="primary")
     note = gr.Markdown(elem_id="rlf-table-note")
     table = gr.Dataframe(
-        headers=TABLE_COLUMNS, interactive=False, elem_id="rlf-table", wrap=True, max_height=360
+        headers=TABLE_COLUMNS,
+        column_widths=list(COLUMNS.values()),
+        interactive=False,
+        elem_id="rlf-table",
+        wrap=True,
+        max_height=360,
     )
     # text fields, not gr.Number: gradio shows an empty Number as "0", which read as trajectory #0 picked,
     # and typing 0 into it changed nothing, so #0 never opened from the keyboard

@@ -153,3 +153,39 @@ def test_a_retried_eval_episode_is_listed_once_as_its_last_attempt(view_page, sc
     expect(left).to_contain_text("episode failed on every attempt")
     expect(left).to_contain_text("attempt 2 of question 2 · sample 0; earlier attempts: #")
     expect(left).to_contain_text("answered 400")
+
+
+def test_a_long_error_wraps_in_its_own_column_and_the_short_columns_stay_one_line(
+    view_page, screenshots: Path
+):
+    """Left to gradio, column widths followed the longest cell: a long episode error squeezed the short
+    columns until their headers broke one letter a line ("s/t/e/p"). Each short column now fits its header
+    on one line, the error column keeps a quarter of the table in view, and its text wraps inside it."""
+    page = view_page
+    table = page.locator("#rlf-table [role=grid]")
+    cells = page.locator("#rlf-table th").all()
+    headers = {h.inner_text().strip(): h.bounding_box() for h in cells}
+    assert list(headers) == ["#", "step", "group", "reward", "stop", "calls", "errors", "turns", "prompt",
+                             "episode error"]  # fmt: skip
+    texts = {h.inner_text().strip(): h.locator(".header").bounding_box() for h in cells}  # the words
+    one_line = texts["prompt"]["height"]
+    for name in ("#", "step", "group", "reward", "stop", "calls", "errors", "turns"):
+        assert texts[name]["height"] <= one_line, f"{name!r} header wraps: {texts[name]}"
+        span = page.locator("#rlf-table th .header", has_text=name).first
+        assert span.evaluate("e => e.scrollWidth <= e.clientWidth"), f"{name!r} header is cut"
+    grid = table.bounding_box()
+    error = headers["episode error"]
+    assert error["x"] + error["width"] <= grid["x"] + grid["width"] + 1  # in view, no sideways scroll
+    assert error["width"] >= grid["width"] / 4
+    answered = row_of(page, "What is 3 + 4?").bounding_box()
+    refused = row_of(page, "What is 1 + 6?")
+    assert answered["height"] < 3 * one_line  # a row without an error stays one line high
+    assert refused.bounding_box()["height"] < 6 * one_line  # the cut error wraps in a few lines
+    cell = refused.locator("[data-col='9']")
+    expect(cell).to_contain_text("answered 400")
+    assert cell.inner_text().strip().endswith("…")  # cut for the table, said so
+    page.screenshot(path=screenshots / "eval-table-long-error.png", full_page=True)
+
+    cell.click()  # the whole error is in the trajectory the row opens
+    assert "Please reduce" not in cell.inner_text()
+    expect(page.locator("#rlf-traj-left")).to_contain_text(f'answered 400: {{"error":"{REFUSAL}')
