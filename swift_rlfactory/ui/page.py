@@ -24,7 +24,7 @@ from .charts import line_chart  # noqa: E402
 from .index import Filters  # noqa: E402
 from .launch import MODES, GRPOForm, Job, shell_line  # noqa: E402
 from .render import STYLE, attempts_html, rewards_table, trajectory_html  # noqa: E402
-from .runs import PLOTS, RunCache  # noqa: E402
+from .runs import PLOTS, TRAJECTORIES, RunCache  # noqa: E402
 
 
 def serve_options(host: str, port: int, auth: tuple[str, str] | None) -> dict[str, Any]:
@@ -124,10 +124,22 @@ def cell(text: str) -> str:
     return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
 
 
+def _no_table(note: str) -> tuple[Any, ...]:
+    """An empty table, the filters as they are, and why there is nothing to show."""
+    return pd.DataFrame(columns=TABLE_COLUMNS), gr.update(), gr.update(), gr.update(), note
+
+
 def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text):
     if not folder:
-        return pd.DataFrame(columns=TABLE_COLUMNS), gr.update(), gr.update(), gr.update(), ""
+        return _no_table("open a run or eval folder")
+    if not Path(folder).expanduser().is_dir():  # as the metrics tab says it, not "0 shown of 0"
+        return _no_table(f"no such folder: `{folder}`")
     index = RUNS.open(folder).trajectories
+    if not index.path.exists():  # a run that has not finished a trajectory yet, or not a run folder
+        return _no_table(
+            f"no {TRAJECTORIES} in `{index.path.parent}` yet: training writes it as its first trajectories "
+            "finish, eval as its first episodes end"
+        )
     try:
         filters = _filters(step, group, reward_min, reward_max, stop, errors_only, text)
     except ValueError as exc:

@@ -74,6 +74,7 @@ class MetricLog:
 
     path: Path
     rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0  # lines that are not JSON (a torn last line is not one: it is read once whole)
     _end: int = 0
 
     def refresh(self) -> int:
@@ -81,7 +82,7 @@ class MetricLog:
         if not self.path.exists():
             return 0
         if self.path.stat().st_size < self._end:
-            self.rows, self._end = [], 0
+            self.rows, self._end, self.skipped = [], 0, 0
         added = 0
         with open(self.path, "rb") as f:
             f.seek(self._end)
@@ -89,9 +90,12 @@ class MetricLog:
                 if not line.endswith(b"\n"):
                     break
                 self._end += len(line)
+                if not line.strip():
+                    continue
                 try:
                     entry = json.loads(line)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    self.skipped += 1
                     continue
                 if isinstance(entry, dict) and ("loss" in entry or "reward" in entry):  # a training step
                     entry["_step"] = step_of(entry, len(self.rows))
@@ -132,10 +136,16 @@ class Run:
     def describe(self) -> str:
         """One line for the page: where, how many steps and trajectories."""
         steps, trajectories = len(self.metrics.rows), self.trajectories.count()
-        return (
+        line = (
             f"{self.folder}: {steps} logged step{'' if steps == 1 else 's'}, "
             f"{trajectories} trajector{'y' if trajectories == 1 else 'ies'}"
         )
+        if skipped := self.metrics.skipped:  # said, so a step missing from the charts is not a mystery
+            line += (
+                f"; {skipped} line{'' if skipped == 1 else 's'} of {LOGGING} "
+                f"{'is' if skipped == 1 else 'are'} not JSON and left out"
+            )
+        return line
 
 
 class RunCache:

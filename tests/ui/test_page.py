@@ -88,3 +88,32 @@ def test_start_again_stops_the_old_trainer_before_the_new_one_starts(
     # one trainer per output folder at any time, so the new one's log is not written by two
     assert fake_swift.lines() == ["start", str(first), "exit", str(first), "start", str(second)]
     assert page._stop(str(tmp_path / "out")) == "stopped"
+
+
+def table_note(folder: str) -> str:
+    """The note the Trajectories tab shows over its table for ``folder``, no filter set."""
+    return page._table(folder, "all", "all", "", "", "all", False, "")[-1]
+
+
+def test_the_trajectory_table_says_why_it_is_empty(tmp_path: Path):
+    """A mistyped folder, a run that has not finished a trajectory yet, and no folder at all each say so,
+    where the table said "0 shown of 0 trajectories" for all three."""
+    assert table_note(str(tmp_path / "typo")) == f"no such folder: `{tmp_path / 'typo'}`"
+    starting = tmp_path / "run"
+    starting.mkdir()
+    (starting / "logging.jsonl").write_text('{"model_info": "the trainer has only just started"}\n')
+    assert table_note(str(starting)).startswith(f"no trajectories.jsonl in `{starting}` yet")
+    assert table_note("") == "open a run or eval folder"
+    (starting / "trajectories.jsonl").write_text("")  # created: an honest count from now on
+    assert table_note(str(starting)) == "0 shown of 0 trajectories"
+
+
+def test_lines_of_logging_jsonl_that_are_not_json_are_counted_on_the_metrics_tab(tmp_path: Path):
+    step = '{"loss": 1.0, "reward": 0.5, "global_step/max_steps": "%d/9"}\n'
+    (tmp_path / "logging.jsonl").write_bytes(
+        b"not json\n\n\xff\xfe\n" + (step % 1).encode() + (step % 2).encode() + b'{"loss": 0.5, "rew'
+    )
+    status = page._plots(str(tmp_path))[-1]
+    assert status.endswith(
+        "2 logged steps, 0 trajectories; 2 lines of logging.jsonl are not JSON and left out"
+    )
