@@ -102,11 +102,10 @@ def groups_table(groups: dict[str, dict[str, Any]], column: str) -> Table:
     return table
 
 
-def metrics_table(metrics: dict[str, Any], title: str = "evaluation") -> Table:
-    """The metrics as a two-column rich table, headline numbers first."""
-    table = Table(title=title, show_header=True, header_style="bold")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
+def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """The metrics as ``(label, value, headline)`` rows, headline numbers first, values formatted: what
+    :func:`metrics_table` prints and the web UI shows for an eval folder. Nested values (``metrics.json``'s
+    ``config`` and per-group tables) are not rows."""
     k = metrics.get("samples", 1)
     headline = [
         ("questions", "questions"),
@@ -119,14 +118,23 @@ def metrics_table(metrics: dict[str, Any], title: str = "evaluation") -> Table:
         (f"pass@{k}", f"pass@{k}"),
         ("pass@1", "pass@1 (mean EM over samples)"),
     ]
-    shown = set()
-    for key, label in headline:
-        if key in metrics:
-            table.add_row(label, _format(metrics[key]))
-            shown.add(key)
-    for key, value in metrics.items():
-        if key not in shown and key != "samples":
-            table.add_row(key, _format(value), style="dim")
+    rows = [(label, _format(metrics[key]), True) for key, label in headline if key in metrics]
+    shown = {key for key, _ in headline}
+    rows += [
+        (key, _format(value), False)
+        for key, value in metrics.items()
+        if key not in shown and key != "samples" and not isinstance(value, dict | list)
+    ]
+    return rows
+
+
+def metrics_table(metrics: dict[str, Any], title: str = "evaluation") -> Table:
+    """The metrics as a two-column rich table, headline numbers first."""
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for label, value, headline in metrics_rows(metrics):
+        table.add_row(label, value, style=None if headline else "dim")
     return table
 
 

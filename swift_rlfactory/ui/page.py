@@ -19,6 +19,7 @@ import gradio as gr  # noqa: E402
 import pandas as pd  # noqa: E402
 from gradio.components.plot import AltairPlotData  # noqa: E402  (a Vega-Lite spec for gr.Plot, as JSON)
 
+from ..eval.metrics import metrics_rows  # noqa: E402
 from . import actions  # noqa: E402
 from .charts import line_chart  # noqa: E402
 from .index import Filters  # noqa: E402
@@ -79,9 +80,24 @@ def _plots(folder: str) -> list[Any]:
     run = RUNS.open(folder)
     charts = [_chart(name, run.metrics.series(patterns)) for name, patterns in PLOTS.items()]
     status = run.describe()
-    if not run.metrics.rows:
+    if run.summary:  # an eval folder: its results, where a training run's charts would be
+        status += "\n\n" + eval_results(run.summary)
+    elif not run.metrics.rows:
         status += f" · {NO_STEPS}"
     return charts + [status]
+
+
+def eval_results(summary: dict[str, Any]) -> str:
+    """An eval's ``metrics.json`` as a markdown table, as ``swift-rlfactory eval`` prints it."""
+    rows = "".join(
+        f"| {'**' + label + '**' if headline else label} | {value} |\n"
+        for label, value, headline in metrics_rows(summary)
+        if label != "time"  # when it was written: no result
+    )
+    return (
+        "**eval results** (`metrics.json`; the charts are for training runs)\n\n| metric | value |\n"
+        f"|---|---:|\n{rows}"
+    )
 
 
 def _metrics_panel(folder: gr.Textbox) -> None:

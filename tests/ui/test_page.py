@@ -3,6 +3,7 @@ bad input."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,22 @@ def test_lines_of_logging_jsonl_that_are_not_json_are_counted_on_the_metrics_tab
     assert status.endswith(
         "2 logged steps, 0 trajectories; 2 lines of logging.jsonl are not JSON and left out"
     )
+
+
+def test_an_eval_folder_shows_its_results_on_the_metrics_tab(tmp_path: Path):
+    """An eval logs no training steps: its metrics.json is shown where "no steps logged yet: ... when the
+    trainer logs its first step" was, which told an eval's reader to wait for a trainer."""
+    metrics = {
+        "questions": 3,
+        "episodes": 3,
+        "em": 2 / 3,
+        "samples": 1,
+        "pass@1": 2 / 3,
+        "failed_episodes": 1,
+    }
+    (tmp_path / "metrics.json").write_text(json.dumps({**metrics, "config": {"env": "e.yaml"}, "time": 1.5}))
+    (tmp_path / "trajectories.jsonl").write_text("")
+    status = page._plots(str(tmp_path))[-1]
+    assert "no steps logged yet" not in status and "eval results" in status
+    assert "| **EM** | 0.6667 |" in status and "| failed_episodes | 1 |" in status
+    assert "config" not in status and "time" not in status
