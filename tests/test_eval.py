@@ -328,6 +328,34 @@ def test_local_prompts_match_training_token_for_token(agent_model: Path):
 
 
 # -- a served model ------------------------------------------------------------------------------------
+def test_an_over_long_question_fails_its_own_episode_only_in_the_transformers_engine(
+    agent_model: Path, tmp_path: Path
+):
+    """The transformers engine answers the episodes in flight as one batch: a prompt past the model's
+    max length fails that episode with the template's error, and its neighbours in the batch still run."""
+    import asyncio
+
+    from swift_rlfactory.adapters.swift_infer import SwiftPolicy
+    from swift_rlfactory.env.environment import Environment
+    from swift_rlfactory.eval.runner import EvalTask, evaluate
+
+    policy = SwiftPolicy.load(
+        str(agent_model), model_type="qwen3", template="qwen3", max_tokens=16, concurrency=4
+    )
+    questions = ["What is 3 + 4?", "What is " + "very " * 5000 + "big?", "What is 2 + 5?", "What is 6 + 1?"]
+    rows = [{"messages": [{"role": "user", "content": q}], "solution": "7"} for q in questions]
+    tasks = [EvalTask(i, 0, row) for i, row in enumerate(rows)]
+    log = EvalLog(tmp_path / "trajectories.jsonl")
+    with Environment.load(AGENT_ENV) as env:
+        run = asyncio.run(evaluate(tasks, policy, env, log, max_turns=1, concurrency=4))
+    [failure] = run.failures
+    assert failure["index"] == 1 and "MaxLengthError" in failure["error"] and "max_length" in failure["error"]
+    assert run.ran == 3
+    finished = [r for r in log.load().values() if not r.get("failed")]
+    assert sorted(r["index"] for r in finished) == [0, 2, 3]
+    assert all(r["turns"] == 1 and r["messages"][-1]["role"] == "assistant" for r in finished)
+
+
 def add_then_answer(body: dict[str, Any]) -> str:
     """A served model's reply: a tool call with the two numbers of the question, then the observation as
     the answer."""

@@ -123,6 +123,11 @@ class SwiftPolicy:
                 adapters=lora,
                 max_batch_size=concurrency if len(folders) < 2 else 1,
             )
+            # A request the template cannot encode (a prompt past max_length: MaxLengthError) fails its own
+            # episode, not the batch: strict, ms-swift's default, raises its error to every request of the
+            # batch; without it the engine hands that request its exception and answers the others (as
+            # ms-swift's own samplers run it).
+            infer_engine.strict = False
         config = RequestConfig(max_tokens=max_tokens, temperature=temperature, top_p=top_p)
         return cls(infer_engine, config, max_length=max_length)
 
