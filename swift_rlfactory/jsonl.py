@@ -1,4 +1,4 @@
-"""Lines of a JSON Lines file, split where JSON Lines splits them.
+"""Lines of a JSON Lines file, split where JSON Lines splits them, and a dataset file's text as it was saved.
 
 JSON Lines ends a record at ``\\n`` (a ``\\r`` before it is JSON whitespace) and nowhere else. Python's
 ``str.splitlines`` also breaks at U+2028 and U+2029 (line and paragraph separators), U+0085, form and
@@ -6,9 +6,26 @@ vertical feeds, and ``json.dumps(..., ensure_ascii=False)`` writes those charact
 strings. A model that writes a line separator into its answer, or a dataset whose text holds one, then
 becomes a record that ``splitlines`` cuts in two, with neither half JSON. Every reader of our JSONL files
 (datasets, eval logs, recorded trajectories) splits them with :func:`lines`.
+
+Dataset files come from every editor and tool: :func:`read_text` reads them as UTF-8 with or without the
+byte order mark Windows tools write (what Python calls ``utf-8-sig``), and names the file and line of
+anything that is not UTF-8 text, so a user knows which file to save again.
 """
 
 from __future__ import annotations
+
+import codecs
+import json
+from pathlib import Path
+from typing import Any
+
+# UTF-32's little-endian mark begins with UTF-16's: the longer ones are looked for first.
+_OTHER_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
 
 
 def lines(text: str) -> list[str]:
@@ -23,3 +40,59 @@ def lines(text: str) -> list[str]:
     if parts[-1] == "":
         parts.pop()
     return parts
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of ``path``, without the byte order mark it may start with.
+
+    Raises ``ValueError`` naming the file (and the line and byte, when there is one) for a file in
+    another encoding: UTF-16 or UTF-32 (by their byte order mark, or by the NUL bytes no JSON text
+    holds), Latin-1 and other legacy encodings (by bytes that are not UTF-8). ``OSError`` (a missing
+    file, a folder) is the caller's to word.
+    """
+    data = path.read_bytes()
+    for bom, name in _OTHER_BOMS:
+        if data.startswith(bom):
+            raise ValueError(f"{path}: the file is {name} text (by its byte order mark); save it as UTF-8")
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path}: {_where(data, exc.start)}: byte 0x{data[exc.start]:02x} is not UTF-8 "
+            "(a Latin-1 or other legacy encoding?); save the file as UTF-8"
+        ) from None
+    if "\x00" in text:
+        raise ValueError(
+            f"{path}: {_where(data, data.index(0))}: a NUL byte, which no JSON text holds (a "
+            "UTF-16 file without a byte order mark, or not text at all?); save it as UTF-8"
+        )
+    return text
+
+
+def records(path: Path) -> list[tuple[int, Any]]:
+    """``(line number, value)`` of each line of the JSON Lines file ``path`` that is not blank.
+
+    The text is :func:`read_text`'s, so a leading byte order mark and ``\\r\\n`` line ends are read as
+    well as plain ``\\n``; the last line may lack its ``\\n``. ``ValueError`` names the file and line of a
+    line that is not JSON."""
+    found = []
+    for number, line in enumerate(lines(read_text(path)), start=1):
+        # A byte order mark may also open a later line, where `cat` joined files that each had one.
+        line = line.removeprefix("\ufeff")
+        if not line.strip():
+            continue
+        try:
+            found.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{path}: line {number}: not valid JSON ({exc.msg}, column {exc.colno}): {line[:80]!r}"
+            ) from None
+    return found
+
+
+def _where(data: bytes, offset: int) -> str:
+    """``line N, column M`` of byte ``offset`` of ``data`` (the column counted in bytes, from 1)."""
+    line = data.count(b"\n", 0, offset) + 1
+    start = data.rfind(b"\n", 0, offset) + 1
+    return f"line {line}, column {offset - start + 1}"

@@ -658,8 +658,8 @@ def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
             '{"question": "a", "golden_answers": ["x"]}\n\n{"question": "b", golden',
             r"line 3: not valid JSON",
         ),
-        ("list.jsonl", "[1, 2]\n", r"record 1: a record is a JSON object, got list"),
-        ("messages.jsonl", '{"messages": "hi"}\n', r"record 1: 'messages' must be a list"),
+        ("list.jsonl", "[1, 2]\n", r"line 1: a record is a JSON object, got list"),
+        ("messages.jsonl", '{"messages": "hi"}\n', r"line 1: 'messages' must be a list"),
         ("dict.json", '{"question": "a"}', r"a \.json dataset is a list of records, got dict"),
         ("number.jsonl", '{"question": "a", "golden_answers": 7}\n', None),  # a number is an answer
         ("folder.jsonl", None, r"cannot read the dataset: Is a directory"),

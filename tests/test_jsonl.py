@@ -59,3 +59,89 @@ def test_recorded_trajectories_with_a_separator_are_rescored(tmp_path: Path):
 def test_lines_splits_at_newlines_only():
     assert jsonl.lines("a\u2028b\r\nc\n") == ["a\u2028b\r", "c"]
     assert jsonl.lines("") == [] and jsonl.lines("\n") == [""] and jsonl.lines("a") == ["a"]
+
+
+# -- encodings and line ends: a dataset is read as its editor saved it, or refused naming file and line ----
+ROWS = [
+    {"question": "who wrote hamlet", "golden_answers": ["Shakespeare"]},
+    {"question": "q2", "answer": "a"},
+]
+BOM = b"\xef\xbb\xbf"
+
+
+def lines_of(rows: list[dict], end: bytes = b"\n") -> list[bytes]:
+    return [json.dumps(r, ensure_ascii=False).encode() + end for r in rows]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        BOM + b"".join(lines_of(ROWS)),  # Notepad's "UTF-8 with BOM", PowerShell's Out-File
+        BOM + b"".join(lines_of(ROWS, b"\r\n")),  # ... with Windows line ends
+        b"\r\n".join(lines_of(ROWS, b"")),  # CRLF, the last line without its line end
+        b"\n\n" + b"\r\n\r\n".join(lines_of(ROWS, b"")) + b"\n\n",  # blank lines around and between
+        BOM + lines_of(ROWS)[0] + BOM + lines_of(ROWS)[1],  # `cat a.jsonl b.jsonl` of two BOM files
+    ],
+    ids=["bom", "bom-crlf", "crlf-no-final-newline", "blank-lines", "cat-of-bom-files"],
+)
+def test_a_utf8_dataset_loads_with_a_bom_crlf_and_blank_lines(tmp_path: Path, data: bytes):
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(data)
+    assert [r["messages"][0]["content"] for r in load_rows(path)] == ["who wrote hamlet?", "q2?"]
+    assert [r["golden_answers"] for r in load_qa(path)] == [["Shakespeare"], ["a"]]
+
+
+def test_a_json_dataset_with_a_bom_loads(tmp_path: Path):
+    path = tmp_path / "data.json"
+    path.write_bytes(BOM + json.dumps(ROWS).encode())
+    assert (
+        [r["solution"] for r in load_rows(path)]
+        == ["Shakespeare", "a"]
+        == [r["solution"] for r in load_qa(path)]
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (lines_of(ROWS)[0] + '{"question": "café", "answer": "x"}\n'.encode("latin-1"),
+         r"data\.jsonl: line 2, column 18: byte 0xe9 is not UTF-8 .*save the file as UTF-8"),
+        ("".join(json.dumps(r) + "\n" for r in ROWS).encode("utf-16"),  # Python's utf-16 writes the BOM
+         r"data\.jsonl: the file is UTF-16 text \(by its byte order mark\); save it as UTF-8"),
+        ("".join(json.dumps(r) + "\n" for r in ROWS).encode("utf-16-le"),
+         r"data\.jsonl: line 1, column 2: a NUL byte.*UTF-16 file without a byte order mark"),
+    ],
+    ids=["latin-1", "utf-16-bom", "utf-16-no-bom"],
+)  # fmt: skip
+def test_a_dataset_in_another_encoding_is_refused_naming_file_and_line(tmp_path: Path, data, message):
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(data)
+    for load in (load_rows, load_qa):
+        with pytest.raises(ValueError, match=message):
+            load(path)
+
+
+def test_a_bad_json_line_is_named_by_file_and_line_in_every_loader(tmp_path: Path):
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps(ROWS[0]) + "\r\n\r\n" + '{"question": "q2", answer}\r\n')
+    for load in (load_rows, load_qa):
+        with pytest.raises(ValueError, match=r"data\.jsonl: line 3: not valid JSON"):
+            load(path)
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("who got the first nobel prize in physics", "who got the first nobel prize in physics?"),
+        ("Capital of France?", "Capital of France?"),
+        ("法国的首都是哪里？", "法国的首都是哪里？"),  # full-width question mark
+        ("ما هي عاصمة فرنسا؟", "ما هي عاصمة فرنسا؟"),  # Arabic question mark
+        ("フランスの首都は「どこ？」", "フランスの首都は「どこ？」"),  # before a closing bracket
+        ('Who said "why?"', 'Who said "why?"'),  # before a closing quote
+        ("what ⁇", "what ⁇"),
+        ("  padded question?  ", "padded question?"),
+    ],
+)
+def test_a_question_gets_a_question_mark_only_when_it_has_none(tmp_path: Path, question: str, asked: str):
+    path = write(tmp_path / "data.jsonl", [{"question": question, "golden_answers": ["x"]}])
+    assert load_rows(path)[0]["messages"][0]["content"] == asked

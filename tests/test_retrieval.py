@@ -530,7 +530,7 @@ def test_qa_loader_converts_flashrag_and_search_r1_rows(tmp_path: Path) -> None:
     ).to_parquet(parquet)
     assert load_qa(parquet)[0]["golden_answers"] == ["Paris"]
     flashrag.write_text(json.dumps({"question": "no answer here"}) + "\n")
-    with pytest.raises(ValueError, match="record 1"):
+    with pytest.raises(ValueError, match=r"nq\.jsonl: line 1: record without"):
         load_qa(flashrag)
 
 
@@ -552,10 +552,10 @@ def test_qa_loader_drops_missing_answers_instead_of_training_on_none_and_nan(tmp
     ]
     for record in [{"question": "q", "answer": nan}, {"question": "q", "golden_answers": [None, nan]}]:
         path.write_text(json.dumps(records[0]) + "\n" + json.dumps(record) + "\n")
-        with pytest.raises(ValueError, match=r"qa\.jsonl: record 2: record without 'golden_answers'"):
+        with pytest.raises(ValueError, match=r"qa\.jsonl: line 2: record without 'golden_answers'"):
             load_qa(path)
     path.write_text(json.dumps({"question": nan, "answer": "x"}) + "\n")
-    with pytest.raises(ValueError, match="record 1: record without a 'question'"):
+    with pytest.raises(ValueError, match="line 1: record without a 'question'"):
         load_qa(path)
 
 
@@ -578,7 +578,7 @@ def test_qa_loader_reads_past_empty_columns_and_flattens_nested_answers(tmp_path
     ]
     for bad in [[{"start": 3}], [["Paris", {"span": [0, 5]}]], {"start": 3}]:
         path.write_text(json.dumps({"question": "q", "golden_answers": bad, "answer": "x"}) + "\n")
-        with pytest.raises(ValueError, match=r"record 1: column 'golden_answers': .*'text' or 'answer'"):
+        with pytest.raises(ValueError, match=r"line 1: column 'golden_answers': .*'text' or 'answer'"):
             load_qa(path)
 
 

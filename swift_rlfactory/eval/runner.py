@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from .. import jsonl, secrets
 from ..env.environment import Environment
-from ..retrieval.qa_data import convert_qa_record, load_qa
+from ..retrieval.qa_data import convert_qa_record, read_records
 from ..rewards import rules
 from ..rollout.episode import Generation, Messages, run_episode
 from ..rollout.log import append_lines
@@ -92,47 +92,22 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
 
     A row with ``messages`` is used as is (``solution`` / ``golden_answers`` hold the reference); a
     FlashRAG / Search-R1 record ``{question, golden_answers}`` is converted by
-    :func:`~swift_rlfactory.retrieval.qa_data.convert_qa_record`.
+    :func:`~swift_rlfactory.retrieval.qa_data.convert_qa_record`. Files are read by
+    :func:`~swift_rlfactory.retrieval.qa_data.read_records` (UTF-8 with or without a byte order mark,
+    ``\\r\\n`` or ``\\n`` line ends); every error names the file and the line (``.jsonl``) or record.
     """
     path = Path(path).expanduser()
-    if path.suffix == ".parquet":
-        rows = load_qa(path)
-    else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:  # missing, a folder, no permission
-            raise ValueError(f"{path}: cannot read the dataset: {exc.strerror or exc}") from None
-        try:
-            records = (
-                json.loads(text)
-                if path.suffix == ".json"
-                else [_json_line(x, n) for n, x in enumerate(jsonl.lines(text), 1)]
-            )
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
-        if not isinstance(records, list):
-            raise ValueError(f"{path}: a .json dataset is a list of records, got {type(records).__name__}")
-        rows = []
-        for number, record in enumerate(records, start=1):
-            if record is None:  # a blank line of a .jsonl file
-                continue
-            try:
-                rows.append(_row(record))
-            except ValueError as exc:
-                raise ValueError(f"{path}: record {number}: {exc}") from None
-    return rows[:limit] if limit is not None else rows
-
-
-def _json_line(line: str, number: int) -> Any:
-    """Line ``number`` of a ``.jsonl`` file (``None`` when blank), its error saying where it broke."""
-    if not line.strip():
-        return None
     try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"line {number}: not valid JSON ({exc.msg}, column {exc.colno}): {line[:80]!r}"
-        ) from None
+        records = read_records(path)
+    except OSError as exc:  # missing, a folder, no permission
+        raise ValueError(f"{path}: cannot read the dataset: {exc.strerror or exc}") from None
+    rows = []
+    for where, record in records:
+        try:
+            rows.append(_row(record))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {where}: {exc}") from None
+    return rows[:limit] if limit is not None else rows
 
 
 def _row(record: Any) -> dict[str, Any]:

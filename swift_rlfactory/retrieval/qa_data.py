@@ -14,7 +14,8 @@ Each becomes the row our GRPO runs train on::
 
 ``golden_answers`` feeds the ``em``/``f1`` rewards (best match over all answers); ``solution`` is the
 first answer, for tools that expect a single reference. The question gets a trailing ``?`` when it has
-none, as Search-R1 does, because NQ questions are lower-case fragments without one. The environment's
+none, as Search-R1 does, because NQ questions are lower-case fragments without one (:func:`as_question`:
+a question mark of any script, ``？`` or ``؟``, is one). The environment's
 system prompt is not baked in: it comes from ``env.yaml`` at training time.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,14 +41,31 @@ def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
     golden = answers_of(list(answers), strict=True)
     if not golden:
         raise ValueError(f"question without an answer: {question!r}")
-    question = question.strip()
-    if not question.endswith("?"):
-        question += "?"
+    question = as_question(question)
     return {
         "messages": [{"role": "user", "content": question}],
         "golden_answers": golden,
         "solution": golden[0],
     }
+
+
+def as_question(text: str) -> str:
+    """``text`` stripped, with a ``?`` after it unless it already ends in a question mark.
+
+    A question mark of any script counts (every character Unicode names one: ``?``, the full-width ``？``
+    of Chinese and Japanese, the Arabic ``؟``, ``⁇`` ...; and ``‽``), as does one before closing quotes or
+    brackets (``Who said "why?"``), so no question ends in two of them.
+
+    >>> as_question("who got the first nobel prize in physics")
+    'who got the first nobel prize in physics?'
+    >>> as_question("法国的首都是哪里？")
+    '法国的首都是哪里？'
+    """
+    text = text.strip()
+    last = text.rstrip("\"'”’»›」』）)]】〉》").rstrip()[-1:]
+    if last and ("QUESTION MARK" in unicodedata.name(last, "") or last == "\u203d"):  # ‽ INTERROBANG
+        return text
+    return text + "?"
 
 
 def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -56,6 +75,8 @@ def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
     the row, after the ones written here, which they never replace: ``id`` joins results back to the
     source and ``--group-by hops`` groups by them. Containers (``metadata``) and the question and answer
     columns themselves are not copied."""
+    if not isinstance(record, Mapping):
+        raise ValueError(f"a record is a JSON object, got {type(record).__name__}")
     question = record.get("question")
     if missing(question) or not question:
         raise ValueError(f"record without a 'question': {dict(record)!r}")
@@ -71,17 +92,43 @@ def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
 def load_qa(path: str | Path) -> list[dict[str, Any]]:
     """Read ``.jsonl``, ``.json`` (a list) or ``.parquet`` QA records and convert every one.
 
-    Parquet needs pandas with pyarrow. A bad record raises ``ValueError`` naming the file and row.
+    Parquet needs pandas with pyarrow. A bad record raises ``ValueError`` naming the file and its line
+    (``.jsonl``) or record (``.json``, ``.parquet``); so does a file that is not UTF-8 JSON
+    (:func:`swift_rlfactory.jsonl.read_text`).
     """
     path = Path(path).expanduser()
-    records = _read_records(path)
     rows = []
-    for number, record in enumerate(records, start=1):
+    for where, record in read_records(path):
         try:
             rows.append(convert_qa_record(record))
         except ValueError as exc:
-            raise ValueError(f"{path}: record {number}: {exc}") from None
+            raise ValueError(f"{path}: {where}: {exc}") from None
     return rows
+
+
+def read_records(path: Path) -> list[tuple[str, Any]]:
+    """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
+    lines skipped), ``"record N"`` of a ``.json`` list or a ``.parquet`` table.
+
+    Text files are UTF-8, with or without a byte order mark; ``ValueError`` names the file (and line) of
+    one that is not, or is not JSON, or of a ``.json`` file that is not a list. ``OSError`` is the
+    caller's to word."""
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        table = pd.read_parquet(path).to_dict(orient="records")
+        return [(f"record {n}", record) for n, record in enumerate(table, start=1)]
+    if path.suffix != ".json":
+        return [(f"line {n}", record) for n, record in jsonl.records(path)]
+    try:
+        data = json.loads(jsonl.read_text(path))
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})"
+        ) from None
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: a .json dataset is a list of records, got {type(data).__name__}")
+    return [(f"record {n}", record) for n, record in enumerate(data, start=1)]
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
@@ -112,14 +159,3 @@ def _answers(record: Mapping[str, Any]) -> list[str]:
     if not answers:
         raise ValueError("record without 'golden_answers'")
     return answers
-
-
-def _read_records(path: Path) -> list[Mapping[str, Any]]:
-    if path.suffix == ".parquet":
-        import pandas as pd
-
-        return pd.read_parquet(path).to_dict(orient="records")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        return json.loads(text)
-    return [json.loads(line) for line in jsonl.lines(text) if line.strip()]
