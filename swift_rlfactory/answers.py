@@ -23,6 +23,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 _DICT_FIELDS = ("text", "answer")
+REFERENCE_COLUMNS = ("golden_answers", "solution", "answer", "answers")
+"""The columns a row's reference answers are read from, first one holding any wins
+(:func:`reference_answers`)."""
 
 
 def answers_of(value: Any, *, strict: bool = False) -> list[str]:
@@ -45,6 +48,12 @@ def first_answers(row: Mapping[str, Any], keys: Iterable[str], *, strict: bool =
         if answers:
             return answers
     return []
+
+
+def reference_answers(row: Mapping[str, Any]) -> list[str]:
+    """A dataset row's reference answers: those of the first of :data:`REFERENCE_COLUMNS` holding any, what
+    :attr:`swift_rlfactory.trajectory.Trajectory.golden_answers` and so ``em``/``f1`` score against."""
+    return first_answers(row, REFERENCE_COLUMNS)
 
 
 def missing(value: Any) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol
 
-from .answers import first_answers
+from .answers import reference_answers
 
 
 class ToolEnv(Protocol):
@@ -88,7 +88,7 @@ class Trajectory:
         ``answer``/``answers``. A column holding no answer (``[]``, ``""``, ``None``) does not hide the
         next one; nested lists are flattened and SQuAD-style ``{"text": ...}`` dicts read, by the rule of
         :mod:`swift_rlfactory.answers`. Numbers count as their text (``2`` is ``"2"``)."""
-        return first_answers(self.row, ("golden_answers", "solution", "answer", "answers"))
+        return reference_answers(self.row)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """Run one of the environment's tools and return its ``ToolRecord`` (``observation``, ``error``,

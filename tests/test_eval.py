@@ -572,6 +572,104 @@ def test_eval_refuses_a_group_by_column_no_row_has(tmp_path: Path, capsys):
     assert not (tmp_path / "out").exists()  # refused before anything ran
 
 
+# -- rows that cannot be scored -------------------------------------------------------------------------
+QUESTION = {"role": "user", "content": "What is 3 + 4?"}
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"messages": [{"role": "system", "content": "s"}], "solution": "7"}, "no question: 'messages' has no user"),
+        ({"messages": [{"role": "user", "content": " \n"}], "solution": "7"}, "no question: the last user message"),
+        ({"messages": [{"role": "user"}], "solution": "7"}, "no question: the last user message's content is None"),
+        ({"question": "   ", "golden_answers": ["7"]}, "no question: 'question' is missing, empty or not text"),
+        ({"question": ["q"], "golden_answers": ["7"]}, "no question: 'question' is missing, empty or not text"),
+        ({"question": "q"}, "record without 'golden_answers'"),  # a QA record is a question and its answers
+    ],
+)  # fmt: skip
+def test_a_row_without_a_question_is_refused_naming_file_and_line(tmp_path: Path, record, message):
+    path = tmp_path / "data.jsonl"
+    path.write_text(
+        json.dumps({"messages": [QUESTION], "solution": "7"}) + "\n\n" + json.dumps(record) + "\n"
+    )
+    with pytest.raises(ValueError, match=rf"data\.jsonl: line 3: {re.escape(message)}"):
+        load_rows(path)
+
+
+@pytest.mark.parametrize(
+    "columns", [{}, {"solution": ""}, {"golden_answers": []}, {"golden_answers": [None], "solution": None}]
+)
+def test_a_row_without_the_reference_a_reward_needs_is_refused_naming_file_line_and_field(tmp_path, columns):
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps([{"messages": [QUESTION], "answer": 7}, {"messages": [QUESTION], **columns}]))
+    assert len(load_rows(path)) == 2  # nothing required: both load
+    with pytest.raises(
+        ValueError, match=r"data\.json: record 2: no reference answer \(none of 'golden_answers', 'solution', "
+        r"'answer', 'answers' holds one\), which reward 'em', 'f1' of the environment scores against"
+    ):  # fmt: skip
+        load_rows(path, requires={"golden_answers": ["em", "f1"]})
+    with pytest.raises(ValueError, match=r"record 1: no 'tests' field, which reward 'hidden_tests' of"):
+        load_rows(path, requires={"tests": ["hidden_tests"]})
+
+
+def test_eval_refuses_a_row_without_a_reference_answer_before_any_request(tmp_path: Path, capsys):
+    """The agent env scores ``em``: a row with nothing to match stops the run at load, file and line named,
+    before the server is asked anything (it used to run, and score 0 as a wrong answer)."""
+    from swift_rlfactory.cli import main
+
+    dataset = tmp_path / "test.jsonl"
+    dataset.write_text(
+        json.dumps({"messages": [QUESTION], "solution": "7"}) + "\r\n"
+        + json.dumps({"messages": [{"role": "user", "content": "What is 2 + 5?"}]}) + "\r\n"
+    )  # fmt: skip
+    with scripted_server() as server:
+        code = main(served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out"))
+    err = capsys.readouterr().err
+    assert code == 2 and f"{dataset}: line 2: no reference answer" in err and "reward 'em'" in err
+    assert server.requests == [] and not (tmp_path / "out").exists()
+
+
+def test_rows_without_a_reference_are_counted_and_left_out_of_em_when_no_reward_needs_one(tmp_path, capsys):
+    """An environment that scores without a reference (as examples/code does, by hidden tests) takes such
+    rows: they run and get their rewards, and EM, F1 and pass@k are over the rows that have an answer."""
+    from swift_rlfactory.cli import main
+
+    env = tmp_path / "env.yaml"
+    env.write_text(
+        f"name: no-reference\nsystem_prompt: Use the tools, then answer in <answer></answer>.\n"
+        f"tools: {{python: [{ROOT / 'tests/envs/agent/tools.py'}]}}\nlimits: {{max_turns: 3}}\n"
+        "reward: [{name: format, weight: 1.0}]\n"
+    )
+    rows = [
+        {"messages": [{"role": "user", "content": "What is 3 + 4?"}], "solution": "7"},
+        {"messages": [{"role": "user", "content": "What is 2 + 5?"}]},
+        {"messages": [{"role": "user", "content": "What is 6 + 1?"}], "tests": "[[[6, 1], 7]]"},
+    ]
+    dataset = tmp_path / "test.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out", "--samples", "2")
+        code = main(["eval", "--env", str(env), *argv[3:]])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert len(read_trajectories(tmp_path / "out" / "trajectories.jsonl")) == 6  # every row ran
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["questions"] == 3 and metrics["questions_without_reference"] == 2
+    assert metrics["em"] == metrics["pass@2"] == metrics["pass@1"] == 1.0  # the one row with an answer
+    assert metrics["reward"] == metrics["reward/format"] == 1.0  # the rewards scored every row
+    assert re.search(r"questions without a reference answer.*\b2\b", printed)
+
+
+def test_summarize_leaves_rows_without_a_reference_out_of_em():
+    unreferenced = {**record(1, 0, 0.0), "row": {"tests": "..."}}
+    metrics = summarize([record(0, 0, 1.0), unreferenced, {**failed(2, 0), "row": {}}], samples=1)
+    assert metrics["questions"] == 3 and metrics["questions_without_reference"] == 2
+    assert metrics["em"] == metrics["f1"] == metrics["pass@1"] == 1.0 and metrics["failed_episodes"] == 1
+    alone = summarize([unreferenced], samples=1)
+    assert alone["em"] is None and alone["f1"] is None and alone["pass@1"] is None
+    assert summarize([record(0, 0, 0.0)], samples=1)["questions_without_reference"] == 0
+
+
 # -- pure parts ---------------------------------------------------------------------------------------
 def record(index: int, sample: int, em: float, calls: int = 1, errors: int = 0) -> dict[str, Any]:
     return {
@@ -581,6 +679,7 @@ def record(index: int, sample: int, em: float, calls: int = 1, errors: int = 0) 
         "tool_calls": [{"error": "x" if i < errors else None, "latency_s": 0.1} for i in range(calls)],
         "turns": 2,
         "stop_reason": "answer",
+        "row": {"solution": "x"},
         "rewards": {"em": em, "total": em + 0.5},
         "metrics": {"em": em, "f1": em, "tool_calls": calls, "tool_errors": errors},
     }
@@ -599,7 +698,8 @@ def logged(rows: list[dict[str, Any]], index: int, sample: int, em: float) -> di
 
 def failed(index: int, sample: int, row: dict[str, Any] | None = None) -> dict[str, Any]:
     """The log line of an episode (of ``row``, when given) that failed on every attempt."""
-    line = {"index": index, "sample": sample, "question": "q", "failed": True, "error": "HTTP 401"}
+    line = {"index": index, "sample": sample, "question": "q", "row": {"solution": "x"}, "failed": True}
+    line["error"] = "HTTP 401"
     return {**line, **as_logged(row)} if row is not None else line
 
 

@@ -555,7 +555,7 @@ def test_qa_loader_drops_missing_answers_instead_of_training_on_none_and_nan(tmp
         with pytest.raises(ValueError, match=r"qa\.jsonl: line 2: record without 'golden_answers'"):
             load_qa(path)
     path.write_text(json.dumps({"question": nan, "answer": "x"}) + "\n")
-    with pytest.raises(ValueError, match="line 1: record without a 'question'"):
+    with pytest.raises(ValueError, match="line 1: no question: 'question' is missing"):
         load_qa(path)
 
 

@@ -35,7 +35,7 @@ from rich.progress import (
 
 from ..env.environment import Environment
 from ..models import ModelChoice, choose_model
-from .metrics import groups_table, metrics_table, summarize, summarize_groups
+from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
 from .runner import (
     EvalLog,
     EvalRun,
@@ -43,7 +43,6 @@ from .runner import (
     check_same_dataset,
     current_records,
     evaluate,
-    is_failed,
     load_rows,
     pending_tasks,
 )
@@ -173,13 +172,17 @@ def run_eval(
     options.validate()
     # A typo in --model fails here, listing what is accepted, not in a hub lookup after the data loads.
     model = choose_model(options.model) if options.model else None
-    rows = load_rows(options.dataset, options.limit)
-    if not rows:
-        raise ValueError(f"{options.dataset}: no rows")
-    for column in options.group_by:
-        if not any(column in row for row in rows):
-            raise ValueError(f"--group-by {column}: no row of {options.dataset} has that column")
     env = Environment.load(options.env)  # a bad environment stops us before any model loads
+    try:  # every row holds what the environment's rewards read (a reference answer for em), or we stop
+        rows = load_rows(options.dataset, options.limit, requires=env.reward.required_fields)
+        if not rows:
+            raise ValueError(f"{options.dataset}: no rows")
+        for column in options.group_by:
+            if not any(column in row for row in rows):
+                raise ValueError(f"--group-by {column}: no row of {options.dataset} has that column")
+    except ValueError:
+        env.close()
+        raise
     # As in training, the environment's limit also applies: the smaller wins.
     max_turns = min(options.max_turns or env.max_turns, env.max_turns)
     out = Path(options.output)
@@ -333,8 +336,10 @@ def _run_with_progress(
         bar = progress.add_task("episodes", total=len(tasks), em=0.0)
 
         def on_done(record: dict[str, Any]) -> None:
-            scores.append(0.0 if is_failed(record) else record["metrics"]["em"])  # as metrics.json counts it
-            progress.update(bar, advance=1, em=sum(scores) / len(scores))
+            score = episode_score(record, "em")  # as metrics.json counts it
+            if score is not None:
+                scores.append(score)
+            progress.update(bar, advance=1, em=sum(scores) / len(scores) if scores else 0.0)
 
         run = evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)
         return runner.run(run) if runner else asyncio.run(run)

@@ -9,6 +9,10 @@
 * ``episodes`` (every one, failed ones included) and ``failed_episodes``: an episode that failed on every
   attempt (:func:`~.runner.is_failed`) is a wrong answer, 0 in each score above, so a model whose
   prompts overflow the server's context is not scored on the questions it happened to fit;
+* ``questions_without_reference``: questions whose row holds no reference answer (a task scored by its
+  rewards alone, such as examples/code's hidden tests; :func:`~.runner.load_rows` refuses such rows
+  when a reward needs the answer). EM, F1 and pass@k are over the other questions, ``None`` when there
+  are none: a question nothing can match is not a wrong answer;
 * ``tool_calls``: calls per finished episode; ``tool_error_rate``: failed calls / calls (``None`` without
   calls); the training run's tool metrics (:func:`swift_rlfactory.rollout.metrics.tool_metrics`): turns,
   stop reasons, tool latency and cache hits. These describe trajectories, which a failed episode has none
@@ -25,6 +29,7 @@ from typing import Any
 
 from rich.table import Table
 
+from ..answers import reference_answers
 from ..rollout.metrics import tool_metrics
 from .runner import is_failed, trajectory_from_record
 
@@ -36,8 +41,16 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _score(record: dict[str, Any], metric: str) -> float:
-    """An episode's ``metric``; 0 for a failed episode (no answer is a wrong answer)."""
+def has_reference(record: dict[str, Any]) -> bool:
+    """Whether the dataset row of a log record holds a reference answer that ``em``/``f1`` score against."""
+    return bool(reference_answers(record.get("row") or {}))
+
+
+def episode_score(record: dict[str, Any], metric: str) -> float | None:
+    """An episode's ``em`` or ``f1`` as the metrics count it: 0 for a failed episode (no answer is a wrong
+    answer), ``None`` for one whose row has no reference answer (nothing to match: not scored)."""
+    if not has_reference(record):
+        return None
     return 0.0 if is_failed(record) else record["metrics"][metric]
 
 
@@ -46,27 +59,33 @@ def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]
     docstring); ``samples`` is k of pass@k."""
     if not records:
         return {"questions": 0, "episodes": 0, "failed_episodes": 0}
+    scored = [r for r in records if has_reference(r)]
     by_question: dict[int, list[float]] = defaultdict(list)
-    for record in records:
-        by_question[record["index"]].append(_score(record, "em"))
+    for record in scored:
+        by_question[record["index"]].append(episode_score(record, "em"))
     finished = [r for r in records if not is_failed(r)]
     calls = sum(r["metrics"]["tool_calls"] for r in finished)
     errors = sum(r["metrics"]["tool_errors"] for r in finished)
+
+    def over_scored(values: list[float]) -> float | None:
+        return _mean(values) if scored else None
+
     metrics: dict[str, Any] = {
-        "questions": len(by_question),
+        "questions": len({r["index"] for r in records}),
+        "questions_without_reference": len({r["index"] for r in records if not has_reference(r)}),
         "episodes": len(records),
         "failed_episodes": len(records) - len(finished),
         "samples": samples,
-        "em": _mean([_score(r, "em") for r in records]),
-        "f1": _mean([_score(r, "f1") for r in records]),
+        "em": over_scored([episode_score(r, "em") for r in scored]),
+        "f1": over_scored([episode_score(r, "f1") for r in scored]),
         # a failed record has no rewards: 0 in every component, as in every score
         "reward": _mean([r.get("rewards", {}).get("total", 0.0) for r in records]),
         "tool_calls": calls / len(finished) if finished else 0.0,
         "tool_error_rate": errors / calls if calls else None,
-        f"pass@{samples}": _mean([float(any(em == 1.0 for em in ems)) for ems in by_question.values()]),
+        f"pass@{samples}": over_scored([float(any(em == 1.0 for em in ems)) for ems in by_question.values()]),
     }
     if samples > 1:
-        metrics["pass@1"] = _mean([_mean(ems) for ems in by_question.values()])
+        metrics["pass@1"] = over_scored([_mean(ems) for ems in by_question.values()])
     names = sorted({name for r in finished for name in r["rewards"] if name != "total"})
     for name in names:
         metrics[f"reward/{name}"] = _mean([r.get("rewards", {}).get(name, 0.0) for r in records])
@@ -109,6 +128,7 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str, bool]]:
     k = metrics.get("samples", 1)
     headline = [
         ("questions", "questions"),
+        ("questions_without_reference", "questions without a reference answer (not in EM, F1, pass@k)"),
         ("episodes", "episodes"),
         ("em", "EM"),
         ("f1", "F1"),
@@ -118,8 +138,14 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str, bool]]:
         (f"pass@{k}", f"pass@{k}"),
         ("pass@1", "pass@1 (mean EM over samples)"),
     ]
-    rows = [(label, _format(metrics[key]), True) for key, label in headline if key in metrics]
-    shown = {key for key, _ in headline}
+    # a count of 0 (every row has a reference) is not news; pass@1 is listed once when k is 1
+    shown = set() if metrics.get("questions_without_reference") else {"questions_without_reference"}
+    rows = []
+    for key, label in headline:
+        if key in metrics and key not in shown:
+            rows.append((label, _format(metrics[key]), True))
+            shown.add(key)
+    shown |= {key for key, _ in headline}
     rows += [
         (key, _format(value), False)
         for key, value in metrics.items()

@@ -25,15 +25,17 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
 from .. import jsonl, secrets
+from ..answers import REFERENCE_COLUMNS
 from ..env.environment import Environment
 from ..retrieval.qa_data import convert_qa_record, read_records
 from ..rewards import rules
+from ..rewards.registry import GOLDEN_ANSWERS, row_has_field
 from ..rollout.episode import Generation, Messages, run_episode
 from ..rollout.log import append_lines
 from ..tools.call_formats import HERMES, call_parser
@@ -87,7 +89,9 @@ class EvalRun:
 
 
 # -- data --------------------------------------------------------------------------------------------
-def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
+def load_rows(
+    path: str | Path, limit: int | None = None, requires: Mapping[str, Sequence[str]] | None = None
+) -> list[dict[str, Any]]:
     """Dataset rows as ms-swift rows, from ``.jsonl``, ``.json`` (a list) or Search-R1 ``.parquet``.
 
     A row with ``messages`` is used as is (``solution`` / ``golden_answers`` hold the reference); a
@@ -95,6 +99,16 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
     :func:`~swift_rlfactory.retrieval.qa_data.convert_qa_record`. Files are read by
     :func:`~swift_rlfactory.retrieval.qa_data.read_records` (UTF-8 with or without a byte order mark,
     ``\\r\\n`` or ``\\n`` line ends); every error names the file and the line (``.jsonl``) or record.
+
+    A row that cannot be scored is refused here, as a bad environment is at start-up, not scored 0 once
+    the model has run (verl and TRL fail on a row without its ``ground_truth`` or ``solution`` column too,
+    only later, inside the reward): a row without a question (no user message, or an empty one), and a
+    row without a field of ``requires`` (field -> the rewards that need it, as
+    :attr:`~swift_rlfactory.rewards.registry.RewardSpec.required_fields` gives it; ``golden_answers`` is
+    any reference answer, :func:`~swift_rlfactory.answers.reference_answers`). Rows without a reference
+    answer are otherwise taken, because not every task has one: examples/code scores a function by the
+    row's hidden tests. Such rows are counted and left out of EM, F1 and pass@k
+    (:func:`~.metrics.summarize`), never scored 0.
     """
     path = Path(path).expanduser()
     try:
@@ -105,6 +119,7 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
     for where, record in records:
         try:
             rows.append(_row(record))
+            _check_fields(rows[-1], requires or {})
         except ValueError as exc:
             raise ValueError(f"{path}: {where}: {exc}") from None
     return rows[:limit] if limit is not None else rows
@@ -119,7 +134,25 @@ def _row(record: Any) -> dict[str, Any]:
     messages = record["messages"]
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise ValueError("'messages' must be a list of {role, content} objects")
+    users = [m for m in messages if m.get("role") == "user"]
+    if not users:
+        raise ValueError("no question: 'messages' has no user message")
+    content = users[-1].get("content")
+    if not (content.strip() if isinstance(content, str) else content):  # text, or a list of parts
+        raise ValueError(f"no question: the last user message's content is {content!r}")
     return record
+
+
+def _check_fields(row: dict[str, Any], requires: Mapping[str, Sequence[str]]) -> None:
+    """Raise ``ValueError`` naming the first field of ``requires`` that ``row`` lacks and who needs it."""
+    for name, rewards in requires.items():
+        if row_has_field(row, name):
+            continue
+        needs = f"which reward {', '.join(map(repr, rewards))} of the environment scores against"
+        if name == GOLDEN_ANSWERS:
+            columns = ", ".join(repr(c) for c in REFERENCE_COLUMNS)
+            raise ValueError(f"no reference answer (none of {columns} holds one), {needs}")
+        raise ValueError(f"no {name!r} field, {needs}")
 
 
 def row_columns(row: dict[str, Any]) -> dict[str, Any]:

@@ -78,8 +78,8 @@ def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(record, Mapping):
         raise ValueError(f"a record is a JSON object, got {type(record).__name__}")
     question = record.get("question")
-    if missing(question) or not question:
-        raise ValueError(f"record without a 'question': {dict(record)!r}")
+    if not isinstance(question, str | int | float) or missing(question) or not str(question).strip():
+        raise ValueError(f"no question: 'question' is missing, empty or not text in {dict(record)!r:.200}")
     row = qa_row(str(question), _answers(record))
     for key, value in record.items():
         value = value.tolist() if hasattr(value, "tolist") else value  # a numpy scalar from parquet

@@ -56,13 +56,14 @@ import inspect
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from ..answers import reference_answers
 from ..loading import import_target
 from ..tools.base import cancelled_by_caller
 from ..tools.cache import ToolCache
@@ -255,6 +256,16 @@ class RewardSpec:
         return [c.name for c in self.components]
 
     @property
+    def required_fields(self) -> dict[str, list[str]]:
+        """Each dataset-row field some component ``requires`` (:func:`row_has_field`), with the names of
+        the components that need it: what an evaluation checks every row for before it runs."""
+        fields: dict[str, list[str]] = {}
+        for component in self.components:
+            for name in component.requires:
+                fields.setdefault(name, []).append(component.name)
+        return fields
+
+    @property
     def per_turn_names(self) -> list[str]:
         """Names of the components declared per-turn."""
         return [c.name for c in self.components if c.per_turn]
@@ -354,7 +365,7 @@ class RewardSpec:
     ) -> _Score:
         n_turns = len(trajectory.assistant_turns)
         for name in component.requires:
-            if not _has_field(trajectory, name):
+            if not row_has_field(trajectory.row, name):
                 self._warn_missing(component, name)
                 return self._failed(component, n_turns, f"missing_field: {name}")
         try:
@@ -511,7 +522,10 @@ def _unique(name: str, taken: Sequence[str]) -> str:
     return unique
 
 
-def _has_field(trajectory: Trajectory, name: str) -> bool:
+def row_has_field(row: Mapping[str, Any], name: str) -> bool:
+    """Whether a dataset row holds field ``name`` as a reward that ``requires`` it reads it:
+    ``golden_answers`` is any reference answer (:func:`~swift_rlfactory.answers.reference_answers`), any
+    other field a value other than ``None``, ``""`` or ``[]``."""
     if name == GOLDEN_ANSWERS:
-        return bool(trajectory.golden_answers)
-    return trajectory.row.get(name) not in (None, "", [])
+        return bool(reference_answers(row))
+    return row.get(name) not in (None, "", [])
