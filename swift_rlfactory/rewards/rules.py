@@ -10,10 +10,19 @@ script: NFKC first (full-width "ＢＢＣ" is "bbc"), case folding ("Straße" is
 punctuation mark dropped with ASCII's ("。", "–", "’": "O’Brien" is "O'Brien"). Token F1 counts each
 Chinese or Japanese character as a token, as CMRC and DuReader score Chinese answers (those scripts have no
 spaces between words). A trajectory is scored against every golden answer, keeping the best, as in
-Search-R1 and FlashRAG. When the prediction
-and a golden answer are both plain numbers they are compared as numbers instead: SQuAD's normalisation
-drops the minus sign and the decimal point, so "-227" would match "227" and "12.5" would match "125",
-which pays a policy for a subtraction written backwards.
+Search-R1 and FlashRAG.
+
+Numbers are the one place this departs from SQuAD, whose normalisation drops the minus sign, the decimal
+point and every separator, so that "-227" matched "227", "12.5%" matched "125%", "1.5 million" matched
+"15 million" and "3/4" matched "34": it paid a policy for a subtraction written backwards. Every number
+in an answer keeps its value instead (:func:`normalize_answer`): its sign (``-`` or ``−``, not a hyphen
+after a letter or digit, as in "F-16" or "1914-1918") and its decimal point stay, thousands separators go
+("1,000" is "1000"; "1.000" is 1, "." being the decimal point), trailing decimal zeros go ("0.50" is
+"0.5"), and punctuation between two numbers separates them ("1914–1918" is "1914 1918", not "19141918").
+Commas that are not thousands separators ("1,5", "1,2,3") separate numbers the same way, so no reading
+of them is guessed. When the prediction and a golden answer are both plain numbers (:func:`as_number`:
+"1 000", "+7", "28080.") they are compared as numbers. Words stay words: "2nd" is not "2", "1990s" is not
+"1990", as in SQuAD.
 """
 
 from __future__ import annotations
@@ -31,10 +40,18 @@ from ..trajectory import Trajectory
 
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)")
+_MINUS = ("-", "\u2212")  # hyphen-minus and the minus sign
+# Thousands separated by commas: 1,234,567, and India's lakh and crore grouping, 12,34,567.
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+|\d{1,2}(?:,\d{2})+,\d{3}")
+# A whole answer that is one number may also group its thousands with spaces or underscores: "1 000".
+_PLAIN_NUMBER = re.compile(r"([-+\u2212]?)\s*(\d+(?:[ _]\d{3})+(?:\.\d+)?|[\d.,]*\d)\.?")
 # One F1 token per character of the scripts written without spaces (kana and CJK ideographs), else a word.
 _UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _F1_TOKEN = re.compile(f"[{_UNSPACED}]|[^\\s{_UNSPACED}]+")
+# A number in text: a sign where no letter or digit of a script written with spaces comes before it
+# ("F-16" and "1914-1918" hold none; "温度是-5度" does), a currency sign that may sit between the sign and
+# the digits ("-$5"), and digits with "." or "," between digit groups, or a leading-dot decimal (".5").
+_NUMERAL = re.compile(rf"(?:(?<![^\W{_UNSPACED}])([-+\u2212]))?([$€£¥₹]?)(\d+(?:[.,]\d+)*|(?<![\w.,])\.\d+)")
 _PARSE_ERROR = "could not parse"  # how the executor's record of a call the parser refused begins
 # ... and of a call past ``max_calls_per_turn``, which parsed and was only not run (rollout.episode).
 _OVER_LIMIT = "could not parse tool call: too many tool calls in one turn"
@@ -59,19 +76,49 @@ def visible_reply(text: str) -> str:
 
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation for every script: NFKC, case folding, no punctuation (ASCII's and Unicode's), no
-    English articles, single spaces.
+    English articles, single spaces; numbers keep their value (the module docstring says how).
 
     >>> normalize_answer("The  O’Brien–Smith Act.")
     'obriensmith act'
     >>> normalize_answer("ＢＢＣ。") == normalize_answer("bbc")
     True
+    >>> normalize_answer("-1,500.50 people, 1914–1918")
+    '-1500.5 people 1914 1918'
     """
     text = unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(
+    parts, start, after_number = [], 0, False
+    for match in _NUMERAL.finditer(text):
+        between = _strip_punctuation(text[start : match.start()])
+        if after_number and not between and match.start() > start:
+            between = " "  # "1914-1918", "3/4": two numbers, not one
+        sign, currency, digits = match.groups()
+        currency = "" if currency in string.punctuation else currency  # "$" goes, as SQuAD drops it
+        parts += [between, currency, _number_text(sign or "", digits)]
+        start, after_number = match.end(), True
+    parts.append(_strip_punctuation(text[start:]))
+    text = _ARTICLES.sub(" ", "".join(parts))
+    return " ".join(text.split())
+
+
+def _strip_punctuation(text: str) -> str:
+    return "".join(
         ch for ch in text if ch not in string.punctuation and not unicodedata.category(ch).startswith("P")
     )
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
+
+
+def _number_text(sign: str, digits: str) -> str:
+    """The canonical text of a number: ``-`` for a negative one, no ``+``, no thousands separators, no
+    trailing decimal zeros ("+1,000.50" is "1000.5", ".5" is "0.5"). Digits whose separators group no
+    number ("1,5", "1.2.3") come back with spaces between the groups; leading zeros stay ("007")."""
+    minus = "-" if sign in _MINUS else ""
+    integer, point, fraction = digits.partition(".")
+    if _GROUPED.fullmatch(integer):
+        integer = integer.replace(",", "")
+    if not (integer == "" or integer.isdigit()) or not (fraction.isdigit() or not point):
+        return minus + " ".join(re.split(r"[.,]", digits))
+    fraction = fraction.rstrip("0")
+    number = (integer or "0") + ("." + fraction if fraction else "")
+    return minus + number if number.strip("0.") else number  # -0 is 0
 
 
 def extract_answer(text: str) -> str | None:
@@ -81,10 +128,17 @@ def extract_answer(text: str) -> str | None:
 
 
 def as_number(text: str) -> Decimal | None:
-    """The value of a plain number ("-1,234.50", "+7", "12."), else ``None``; thousands separators
-    (commas, spaces, underscores) are ignored, words and units are not numbers."""
-    compact = re.sub(r"[,_\s]", "", text.strip())
-    return Decimal(compact) if _NUMBER.fullmatch(compact) else None
+    """The value of a plain number ("-1,234.50", "+7", "12.", "１９８４", "1 000 000"), else ``None``.
+
+    Thousands may be grouped by commas, spaces or underscores, in groups of three (or India's 12,34,567
+    with commas); other separators are no number ("1 2", "1,5": is that 1.5, or the list 1, 5?). Words
+    and units are not numbers ("41 apples", "2nd")."""
+    found = _PLAIN_NUMBER.fullmatch(unicodedata.normalize("NFKC", text).strip())
+    if found is None:
+        return None
+    sign, digits = found.groups()
+    number = _number_text(sign, re.sub(r"[ _]", ",", digits))  # "1 000" groups as "1,000" does
+    return Decimal(number) if re.fullmatch(r"-?\d+(\.\d+)?", number) else None
 
 
 def exact_match(prediction: str, golds: list[str]) -> float:
