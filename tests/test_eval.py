@@ -328,32 +328,60 @@ def test_local_prompts_match_training_token_for_token(agent_model: Path):
 
 
 # -- a served model ------------------------------------------------------------------------------------
-def test_an_over_long_question_fails_its_own_episode_only_in_the_transformers_engine(
+def test_a_question_too_long_for_the_model_fails_its_own_episode_only_in_the_transformers_engine(
     agent_model: Path, tmp_path: Path
 ):
-    """The transformers engine answers the episodes in flight as one batch: a prompt past the model's
-    max length fails that episode with the template's error, and its neighbours in the batch still run."""
+    """The transformers engine answers the episodes in flight as one batch, sized by its longest prompt.
+    A prompt past the model's length fails its episode with the template's error, one of the whole length
+    fails its own with no room to answer, and one a few tokens short is answered in those few tokens; the
+    neighbours of all three are answered as if they had been alone (they used to fail with them, or be cut
+    to the few tokens)."""
     import asyncio
+
+    from swift.infer_engine import InferRequest
 
     from swift_rlfactory.adapters.swift_infer import SwiftPolicy
     from swift_rlfactory.env.environment import Environment
     from swift_rlfactory.eval.runner import EvalTask, evaluate
+    from tests.fixtures.tiny_qwen3 import EMPTY_THINK
 
     policy = SwiftPolicy.load(
-        str(agent_model), model_type="qwen3", template="qwen3", max_tokens=16, concurrency=4
+        str(agent_model), model_type="qwen3", template="qwen3", max_tokens=16, concurrency=8
     )
-    questions = ["What is 3 + 4?", "What is " + "very " * 5000 + "big?", "What is 2 + 5?", "What is 6 + 1?"]
-    rows = [{"messages": [{"role": "user", "content": q}], "solution": "7"} for q in questions]
-    tasks = [EvalTask(i, 0, row) for i, row in enumerate(rows)]
-    log = EvalLog(tmp_path / "trajectories.jsonl")
+    limit = policy.engine.max_model_len
     with Environment.load(AGENT_ENV) as env:
-        run = asyncio.run(evaluate(tasks, policy, env, log, max_turns=1, concurrency=4))
-    [failure] = run.failures
-    assert failure["index"] == 1 and "MaxLengthError" in failure["error"] and "max_length" in failure["error"]
-    assert run.ran == 3
-    finished = [r for r in log.load().values() if not r.get("failed")]
-    assert sorted(r["index"] for r in finished) == [0, 2, 3]
-    assert all(r["turns"] == 1 and r["messages"][-1]["role"] == "assistant" for r in finished)
+
+        def prompt_tokens(question: str) -> int:
+            messages = [{"role": "user", "content": question}]
+            rendered = policy.render_prompt(messages, env.system_prompt, env.tool_schemas())
+            return len(policy.template.encode(InferRequest(messages=rendered))["input_ids"])
+
+        def of_length(tokens: int) -> str:  # "very " is one token, so the prompt grows one per word
+            return "What is " + "very " * (tokens - prompt_tokens("What is big?")) + "big?"
+
+        def run(questions: list[str], name: str) -> dict[str, dict[str, Any]]:
+            rows = [{"messages": [{"role": "user", "content": q}], "solution": "7"} for q in questions]
+            log = EvalLog(tmp_path / name)
+            tasks = [EvalTask(i, 0, row) for i, row in enumerate(rows)]
+            asyncio.run(evaluate(tasks, policy, env, log, max_turns=1, concurrency=8))
+            return {questions[i]: record for (i, _), record in log.load().items()}
+
+        neighbours = ["What is 3 + 4?", "What is 2 + 5?", "What is 6 + 1?"]
+        over, whole, short = of_length(limit + 500), of_length(limit), of_length(limit - 6)
+        assert prompt_tokens(whole) == limit and prompt_tokens(short) == limit - 6
+        together = run([neighbours[0], over, neighbours[1], whole, short, neighbours[2]], "together.jsonl")
+        alone = run(neighbours, "alone.jsonl")
+    assert "MaxLengthError" in together[over]["error"] and f"max_length({limit})" in together[over]["error"]
+    assert (
+        together[whole]["error"]
+        == f"ValueError: the prompt is {limit} tokens, the model's whole length ({limit}): no room to answer"
+    )
+    assert not together[short].get("failed") and together[short]["stop_reason"] == "length"
+    answer = together[short]["messages"][-1]["content"].removeprefix(EMPTY_THINK)  # the prompt's, not sampled
+    assert len(policy.tokenizer.encode(answer, add_special_tokens=False)) <= 6
+    for question in neighbours:
+        assert not together[question].get("failed")
+        assert together[question]["messages"] == alone[question]["messages"]  # not cut to 6 tokens
 
 
 def add_then_answer(body: dict[str, Any]) -> str:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from swift.infer_engine import AdapterRequest, InferRequest, RequestConfig
+from swift.infer_engine import AdapterRequest, InferRequest, RequestConfig, TransformersEngine
 
 from ..rollout.episode import Generation, Messages
 from .swift_template import call_format, turn_end_id, with_system_prompt
@@ -55,6 +56,8 @@ class SwiftPolicy:
         self.request_config = request_config
         self.max_length = max_length or getattr(engine, "max_model_len", None)
         self.max_tokens = request_config.max_tokens or 0
+        # The transformers engine answers the requests in flight as batches: see SwiftEpisode._config.
+        self.batches_requests = isinstance(engine, TransformersEngine)
         self.prefix_ids = self._response_prefix_ids()
         self.turn_end_id = turn_end_id(self.tokenizer, self.template)
         self.call_format = call_format(self.template)  # what its tools prompt asks for; refused if unread
@@ -176,7 +179,7 @@ class SwiftEpisode:
         policy = self.policy
         request = InferRequest(messages=[self._as_ids(m) for m in messages])
         response = await policy.engine.infer_async(
-            request, policy.request_config, adapter_request=policy.adapter_request
+            request, self._config(request), adapter_request=policy.adapter_request
         )
         choice = response.choices[0]
         text = choice.message.content or ""
@@ -189,6 +192,30 @@ class SwiftEpisode:
         usage = response.usage
         self.tokens_used = usage.prompt_tokens + usage.completion_tokens if usage else None
         return Generation(text=text, finish_reason=choice.finish_reason)
+
+    def _config(self, request: InferRequest) -> RequestConfig:
+        """The sampling settings of ``request``: the policy's, unless its prompt leaves less room than
+        ``max_tokens`` in the model's length on the transformers engine.
+
+        That engine batches the requests in flight that share their settings, and sizes the completions of
+        a batch by its longest prompt: one prompt 6 tokens short of the model's length cut every episode of
+        its batch to 6 tokens, and one of the whole length failed them all ("leaves no room for
+        generation"). A prompt with less room gets its own ``max_tokens`` here, which puts it in a batch of
+        its own, and one with no room fails its own episode: what vLLM, which sizes each request alone,
+        does with both."""
+        policy = self.policy
+        limit = getattr(policy.engine, "max_model_len", None)
+        if not policy.batches_requests or not limit:
+            return policy.request_config
+        prompt = len(policy.template.encode(request)["input_ids"])  # MaxLengthError past the template's
+        room = limit - prompt
+        if room <= 0:
+            raise ValueError(
+                f"the prompt is {prompt} tokens, the model's whole length ({limit}): no room to answer"
+            )
+        if room >= policy.max_tokens:
+            return policy.request_config
+        return replace(policy.request_config, max_tokens=room)
 
     def _as_ids(self, message: dict[str, Any]) -> dict[str, Any]:
         content = message.get("content")
