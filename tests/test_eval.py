@@ -374,7 +374,7 @@ def test_a_question_too_long_for_the_model_fails_its_own_episode_only_in_the_tra
     assert "MaxLengthError" in together[over]["error"] and f"max_length({limit})" in together[over]["error"]
     assert (
         together[whole]["error"]
-        == f"ValueError: the prompt is {limit} tokens, the model's whole length ({limit}): no room to answer"
+        == f"ValueError: the prompt is {limit} tokens, all of the {limit} the context holds: no room to answer"
     )
     assert not together[short].get("failed") and together[short]["stop_reason"] == "length"
     answer = together[short]["messages"][-1]["content"].removeprefix(EMPTY_THINK)  # the prompt's, not sampled
@@ -382,6 +382,17 @@ def test_a_question_too_long_for_the_model_fails_its_own_episode_only_in_the_tra
     for question in neighbours:
         assert not together[question].get("failed")
         assert together[question]["messages"] == alone[question]["messages"]  # not cut to 6 tokens
+
+    # A --max-length shorter than the model's is the context, as vLLM is given it: for the first prompt too.
+    half = SwiftPolicy(policy.engine, policy.request_config, max_length=limit // 2)
+    with Environment.load(AGENT_ENV) as env:
+        rows = [
+            {"messages": [{"role": "user", "content": q}], "solution": "7"} for q in (neighbours[0], short)
+        ]
+        log = EvalLog(tmp_path / "max_length.jsonl")
+        tasks = [EvalTask(i, 0, row) for i, row in enumerate(rows)]
+        [failure] = asyncio.run(evaluate(tasks, half, env, log, max_turns=1, concurrency=8)).failures
+    assert failure["index"] == 1 and f"tokens, all of the {limit // 2} the context holds" in failure["error"]
 
 
 def add_then_answer(body: dict[str, Any]) -> str:

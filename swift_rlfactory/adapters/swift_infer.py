@@ -195,7 +195,8 @@ class SwiftEpisode:
 
     def _config(self, request: InferRequest) -> RequestConfig:
         """The sampling settings of ``request``: the policy's, unless its prompt leaves less room than
-        ``max_tokens`` in the model's length on the transformers engine.
+        ``max_tokens`` in the context (the model's length, or a shorter ``max_length``) on the transformers
+        engine.
 
         That engine batches the requests in flight that share their settings, and sizes the completions of
         a batch by its longest prompt: one prompt 6 tokens short of the model's length cut every episode of
@@ -204,14 +205,16 @@ class SwiftEpisode:
         its own, and one with no room fails its own episode: what vLLM, which sizes each request alone,
         does with both."""
         policy = self.policy
-        limit = getattr(policy.engine, "max_model_len", None)
+        # --max-length when shorter than the model's: what vLLM is given as its max_model_len.
+        limits = (policy.max_length, getattr(policy.engine, "max_model_len", None))
+        limit = min((n for n in limits if n), default=0)
         if not policy.batches_requests or not limit:
             return policy.request_config
         prompt = len(policy.template.encode(request)["input_ids"])  # MaxLengthError past the template's
         room = limit - prompt
         if room <= 0:
             raise ValueError(
-                f"the prompt is {prompt} tokens, the model's whole length ({limit}): no room to answer"
+                f"the prompt is {prompt} tokens, all of the {limit} the context holds: no room to answer"
             )
         if room >= policy.max_tokens:
             return policy.request_config
