@@ -101,7 +101,7 @@ def load_rows(
     ``\\r\\n`` or ``\\n`` line ends); every error names the file and the line (``.jsonl``) or record.
 
     A row that cannot be scored is refused here, as a bad environment is at start-up, not scored 0 once
-    the model has run (verl and TRL fail on a row without its ``ground_truth`` or ``solution`` column too,
+    the model has run (verl's reward manager stops at a row without ``reward_model.ground_truth`` too,
     only later, inside the reward): a row without a question (no user message, or an empty one), and a
     row without a field of ``requires`` (field -> the rewards that need it, as
     :attr:`~swift_rlfactory.rewards.registry.RewardSpec.required_fields` gives it; ``golden_answers`` is
