@@ -43,14 +43,18 @@ def lines(text: str) -> list[str]:
 
 
 def read_text(path: Path) -> str:
-    """The UTF-8 text of ``path``, without the byte order mark it may start with.
+    """The UTF-8 text of ``path``, without the byte order mark it may start with (:func:`decode`).
+    ``OSError`` (a missing file, a folder) is the caller's to word."""
+    return decode(path.read_bytes(), path)
+
+
+def decode(data: bytes, path: Path) -> str:
+    """``data``, the bytes of file ``path``, as UTF-8 text without the byte order mark it may start with.
 
     Raises ``ValueError`` naming the file (and the line and byte, when there is one) for a file in
     another encoding: UTF-16 or UTF-32 (by their byte order mark, or by the NUL bytes no JSON text
-    holds), Latin-1 and other legacy encodings (by bytes that are not UTF-8). ``OSError`` (a missing
-    file, a folder) is the caller's to word.
+    holds), Latin-1 and other legacy encodings (by bytes that are not UTF-8).
     """
-    data = path.read_bytes()
     for bom, name in _OTHER_BOMS:
         if data.startswith(bom):
             raise ValueError(f"{path}: the file is {name} text (by its byte order mark); save it as UTF-8")

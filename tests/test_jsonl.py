@@ -145,3 +145,14 @@ def test_a_bad_json_line_is_named_by_file_and_line_in_every_loader(tmp_path: Pat
 def test_a_question_gets_a_question_mark_only_when_it_has_none(tmp_path: Path, question: str, asked: str):
     path = write(tmp_path / "data.jsonl", [{"question": question, "golden_answers": ["x"]}])
     assert load_rows(path)[0]["messages"][0]["content"] == asked
+
+
+def test_an_eval_log_that_is_not_utf8_is_named_by_file_and_line(tmp_path: Path):
+    log = EvalLog(tmp_path / "trajectories.jsonl")
+    log.append({"index": 0, "sample": 0, "messages": []})
+    with open(log.path, "ab") as f:
+        f.write(
+            b'{"index": 0, "sample": 1, "messages": [{"content": "caf\xe9"}]}\n'
+        )  # another tool appended it
+    with pytest.raises(ValueError, match=r"trajectories\.jsonl: line 2, column 56: byte 0xe9 is not UTF-8"):
+        log.load()

@@ -207,7 +207,7 @@ class EvalLog:
                     f.truncate(keep)
             data = data[:keep]
         done = {}
-        for number, line in enumerate(jsonl.lines(data.decode("utf-8")), start=1):
+        for number, line in enumerate(jsonl.lines(jsonl.decode(data, self.path)), start=1):
             if not line.strip():
                 continue
             try:
