@@ -413,7 +413,12 @@ class ToolExecutor:
             logger.info("an abandoned tool call finished late; its result is discarded")
 
     async def _observe(self, name: str, result: Any, record: ToolRecord) -> str:
-        """Render and cut ``result`` to the observation the model reads (and the cache stores)."""
+        """Render and cut ``result`` to the observation the model reads (and the cache stores).
+
+        Recorded secrets are replaced (:func:`~swift_rlfactory.secrets.redact_recorded`) before the cut,
+        as in an error: a server that echoes its ``env:`` (a ``get-env`` tool, a debug dump) would show the
+        model the key its config named as ``${VAR}``. The trajectory log applies the same replacement, so
+        the log and the model read the same text."""
         max_tokens = self.limits.max_output_tokens
         budget = None if not max_tokens or max_tokens <= 0 else max(64 * max_tokens, 65_536)
         try:
@@ -423,6 +428,7 @@ class ToolExecutor:
                 f"tool {name!r} returned a result that cannot be shown as text: {type(exc).__name__}: "
                 f"{_describe(exc)}"
             ) from None
+        text = redact_recorded(text)
         record.result_chars = len(text) + (unrendered or 0)
         observation, record.truncated_chars = await self._cut(text, unrendered)
         return observation

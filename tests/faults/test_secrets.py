@@ -7,6 +7,7 @@ them for the secret's value.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -122,15 +123,45 @@ def test_stdio_server_sees_only_the_environment_it_is_given(tmp_path: Path) -> N
         unrelated, given, path, inherited = executor.execute(
             [
                 ToolCall("getenv", {"name": "RLF_UNRELATED_SECRET"}),
-                ToolCall("getenv", {"name": "GIVEN"}),
+                ToolCall("getenv", {"name": "GIVEN", "digest": True}),
                 ToolCall("getenv", {"name": "PATH"}),
                 ToolCall("open_getenv", {"name": "RLF_UNRELATED_SECRET"}),
             ]
         )
     assert unrelated.observation == "<unset>"
-    assert given.observation == SECRET  # what env: names, the server gets
+    assert given.observation == sha256(SECRET)  # what env: names, the server gets
     assert path.observation not in ("", "<unset>")  # the SDK's safe variables
     assert inherited.observation == UNRELATED
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.timeout(60)
+def test_a_secret_a_server_echoes_reaches_neither_the_model_nor_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that shows its environment (server-everything's ``get-env``) echoes the key its ``env:``
+    names as ``${VAR}``: the model reads ``${RLF_SECRET}`` in a successful observation, as it would in an
+    error, and the trajectory log holds the very text the model read."""
+    servers = f"      ev: {{command: python, args: ['{SLOW_SERVER}'], env: {{TOKEN: '${{RLF_SECRET}}'}}}}\n"
+    with ToolExecutor(providers(tmp_path, servers), Limits(call_timeout_s=20)) as executor:
+        echoed, digest, shape = executor.execute(
+            [
+                ToolCall("getenv", {"name": "TOKEN"}),
+                ToolCall("getenv", {"name": "TOKEN", "digest": True}),
+                ToolCall("shape", {}),
+            ]
+        )
+    assert echoed.ok and echoed.observation == "${RLF_SECRET}"
+    assert digest.observation == sha256(SECRET)  # the server did get the key
+    assert '"sides": 6' in shape.observation  # other results as they were
+    log = TrajectoryLog(tmp_path / "trajectories.jsonl")
+    log.write([Trajectory(messages=[{"role": "tool", "content": echoed.observation}])])
+    (logged_trajectory,) = read_trajectories(log.path)
+    assert logged_trajectory["messages"][0]["content"] == echoed.observation
+    assert SECRET not in log.path.read_text() + logged(caplog)
 
 
 @tool

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import time
 from collections import Counter
@@ -84,9 +85,13 @@ def big(megabytes: float) -> str:
 
 
 @mcp.tool()
-def getenv(name: str) -> str:
-    """The server's value of environment variable ``name``, or ``<unset>``."""
-    return os.environ.get(name, "<unset>")
+def getenv(name: str, digest: bool = False) -> str:
+    """The server's value of environment variable ``name``, or ``<unset>``; with ``digest``, its SHA-256
+    instead, which shows the server got a secret without the secret in the result."""
+    value = os.environ.get(name)
+    if value is None:
+        return "<unset>"
+    return hashlib.sha256(value.encode()).hexdigest() if digest else value
 
 
 def main() -> None:
