@@ -17,10 +17,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-IMAGE_PLACEHOLDER = "<image>"
-CUT_RULE = "marker-within-cap"
-"""Names how :func:`cut` fits a text, for the cache's keys: a cache file kept from an older rule (one that
-put the marker past the cap) is not replayed. Change it whenever the text :func:`cut` returns changes."""
+CUT_RULE = "marker-within-cap;media-tags-defused"
+"""Names how an observation's text is made, for the cache's keys: a cache file kept from an older rule (one
+that put the marker past the cut's cap, or kept ``<image>`` tags) is not replayed. Change it whenever the
+text :func:`render_bounded` or :func:`cut` returns changes."""
 _SHORT_MARKER = "..."  # marks a cut where the cap cannot hold the full marker (see cut)
 # Characters past the longest fitting prefix within which the whole text may still fit: tokens merge across
 # the cut ("Undefined" is one Qwen3 token, "Unde" two), so a text can fit though a prefix does not. Farther
@@ -35,6 +35,12 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 # close the tool turn and open an assistant turn the policy never wrote. A zero-width space after the "<"
 # leaves the text as it reads and makes it plain text to every tokenizer.
 _CONTROL_TOKEN = re.compile(r"<(?=([|\uff5c])[^\s<>|\uff5c]{1,64}\1>)")
+# ms-swift's template tags (``Template.special_tokens``, and ``<img>`` of its ``<img>path</img>`` form):
+# ``<image>`` in any message counts as a place for one of the row's images (``_add_default_tags``) and is
+# replaced by the image's tokens, ``<img>/a/file</img>`` loads that file as an image, ``<ref-object>`` takes
+# a grounding object. A tool result spelling one would move or eat the row's media; defused like a control
+# token, it stays text. Our own placeholders for media blocks use no angle brackets (see _media_note).
+_MEDIA_TAG = re.compile(r"<(?=(?:image|video|audio|bbox|ref-object|cot-process|start-image|img)>)")
 
 
 class _Full(Exception):
@@ -130,7 +136,7 @@ def _render_mcp_block(block: Any, sink: _Sink) -> None:
     if kind == "text":
         sink.emit(block.text)
     elif kind in ("image", "audio"):
-        sink.emit(IMAGE_PLACEHOLDER if kind == "image" else "<audio>")
+        sink.emit(_media_note(kind, getattr(block, "mime_type", None), getattr(block, "data", None)))
     elif kind == "resource":
         resource = block.resource
         sink.emit(getattr(resource, "text", None) or f"<resource {resource.uri}>")
@@ -142,18 +148,37 @@ def _render_mcp_block(block: Any, sink: _Sink) -> None:
         sink.emit(str(block))
 
 
+def _media_note(kind: str, mime_type: str | None, data: str | None) -> str:
+    """What the model reads for an image or audio block it cannot see: its type and decoded size, in square
+    brackets, which no template reads as a media tag (``<image>`` would be one for ms-swift).
+
+    >>> _media_note("image", "image/png", "A" * 1600)
+    '[image: image/png, 1.2 kB]'
+    """
+    size = len(data.rstrip("=")) * 3 // 4 if isinstance(data, str) else 0  # base64: 4 characters, 3 bytes
+    shown = (
+        f"{size} B" if size < 1000 else f"{size / 1000:.1f} kB" if size < 10**6 else f"{size / 1e6:.1f} MB"
+    )
+    return f"[{kind}: {mime_type or 'unknown type'}, {shown}]"
+
+
 def _encodable(text: str) -> str:
-    """``text`` as a tokenizer should read it: lone surrogates (``"\\ud83d"`` from a JSON escape) replaced,
-    and control tokens written as text (``_CONTROL_TOKEN``) defused.
+    """``text`` as a tokenizer and a template should read it: lone surrogates (``"\\ud83d"`` from a JSON
+    escape) replaced, control tokens (``_CONTROL_TOKEN``) and ms-swift's media tags (``_MEDIA_TAG``) written
+    as text defused with a zero-width space after the ``<``.
 
     >>> _encodable("<|im_end|>") == "<\\u200b|im_end|>"
+    True
+    >>> _encodable("<image>") == "<\\u200bimage>"
     True
     """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = text.encode("utf-8", errors="replace").decode("utf-8")
-    return _CONTROL_TOKEN.sub("<\u200b", text) if "<" in text else text
+    if "<" not in text:
+        return text
+    return _MEDIA_TAG.sub("<\u200b", _CONTROL_TOKEN.sub("<\u200b", text))
 
 
 def truncate(text: str, max_tokens: int | None, count_tokens: Callable[[str], int] | None = None) -> str:

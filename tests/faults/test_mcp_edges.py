@@ -88,3 +88,31 @@ def test_a_tools_list_that_never_ends_fails_start_up_at_once() -> None:
     finally:
         executor.close()
     assert time.perf_counter() - start < 15  # not the 20 s handshake timeout
+
+
+@pytest.mark.timeout(60)
+def test_media_blocks_and_media_tags_in_results_are_no_media_tags_to_ms_swift() -> None:
+    """An image or audio block reads ``[image: image/png, 70 B]``, and ``<image>``, ``<video>``, ``<audio>``
+    spelt in a result are defused: ms-swift's template counts those tags in every message to place the
+    row's media (``_add_default_tags``), so a tag in a tool turn would take the prompt's image there."""
+    from swift.template.base import Template
+    from swift.template.template_inputs import StdTemplateInputs
+
+    with ToolExecutor([odd("media")], Limits(call_timeout_s=10)) as executor:
+        (record,) = executor.execute([ToolCall("media", {})])
+    assert record.ok, record.error
+    assert record.observation.splitlines() == [
+        "[image: image/png, 70 B]",
+        "[audio: audio/wav, 1.2 kB]",
+        "caption: <\u200bimage> then <\u200bvideo>, and <\u200baudio>.",
+    ]
+    assert not [tag for tag in Template.special_tokens if tag in record.observation]
+    call = '<tool_call>\n{"name": "media", "arguments": {}}\n</tool_call>'
+    messages = [
+        {"role": "user", "content": "What is in the picture, the clip and the recording?"},
+        {"role": "assistant", "content": call},
+        {"role": "tool", "content": record.observation},
+    ]
+    inputs = StdTemplateInputs(messages=messages, images=["a.png"], videos=["b.mp4"], audios=["c.wav"])
+    Template._add_default_tags(inputs)  # finds no tag anywhere, so puts one of each before the question
+    assert inputs.messages[0]["content"].startswith("<video><audio><image>What is in the picture")

@@ -6,7 +6,16 @@
 * ``banner``: prints a whole banner line before the protocol;
 * ``loopcursor``: ``tools/list`` answers every page with the same ``nextCursor``, forever;
 * ``dup``: ``tools/list`` lists one tool twice;
-* ``noschema``: one more tool, ``bare``, comes without ``inputSchema``.
+* ``noschema``: one more tool, ``bare``, comes without ``inputSchema``;
+* ``badschemas``: four more tools whose ``inputSchema`` is ``null``, a string, has no ``type`` or is an
+  array's, beside the good ones;
+* ``tasks``: two more tools, ``research`` (``execution.taskSupport: "required"``: only callable as an MCP
+  task, as server-everything's ``simulate-research-query``) and ``quick`` (``"optional"``: callable plainly);
+* ``nocaps``: ``initialize`` declares no capabilities at all, yet ``tools/list`` answers;
+* ``media``: one more tool, ``media``: an image block, an audio block and text spelling ``<image>``,
+  ``<video>`` and ``<audio>``, as a screenshot tool or a page about multimodal prompts returns;
+* ``outschema``: one more tool, ``typed``, whose ``outputSchema`` requires ``result`` while its
+  structuredContent has none.
 
 Tools: ``echo`` (its arguments as JSON text), ``struct_error`` (``isError`` with only structuredContent),
 ``weird`` (a content block of an unknown type between two text blocks).
@@ -19,7 +28,22 @@ import sys
 
 SCHEMA = {"type": "object", "properties": {}}
 TOOLS = [{"name": name, "inputSchema": SCHEMA} for name in ("echo", "struct_error", "weird")]
+BAD_SCHEMAS = {
+    "null_schema": None,
+    "text_schema": "object",
+    "untyped": {"properties": {}},
+    "listy": {"type": "array"},
+}
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 RESULTS = {
+    "media": {
+        "content": [
+            {"type": "image", "data": PNG, "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRiQAAABXQVZF" * 100, "mimeType": "audio/wav"},
+            {"type": "text", "text": "caption: <image> then <video>, and <audio>."},
+        ]
+    },
+    "typed": {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"other": 1}},
     "struct_error": {"content": [], "structuredContent": {"error": "quota exceeded"}, "isError": True},
     "weird": {
         "content": [
@@ -46,6 +70,19 @@ def main() -> None:
     tools = TOOLS + TOOLS[:1] if "dup" in flags else TOOLS
     if "noschema" in flags:
         tools = [*tools, {"name": "bare", "description": "no inputSchema"}]
+    if "badschemas" in flags:
+        tools = [*tools, *({"name": name, "inputSchema": schema} for name, schema in BAD_SCHEMAS.items())]
+    if "tasks" in flags:
+        tools = [
+            *tools,
+            {"name": "research", "inputSchema": SCHEMA, "execution": {"taskSupport": "required"}},
+            {"name": "quick", "inputSchema": SCHEMA, "execution": {"taskSupport": "optional"}},
+        ]
+    if "media" in flags:
+        tools = [*tools, {"name": "media", "inputSchema": SCHEMA}]
+    if "outschema" in flags:
+        output = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
+        tools = [*tools, {"name": "typed", "inputSchema": SCHEMA, "outputSchema": output}]
     for line in sys.stdin:
         message = json.loads(line)
         request_id, method = message.get("id"), message.get("method")
@@ -54,11 +91,15 @@ def main() -> None:
         if method == "initialize":
             result = {
                 "protocolVersion": message["params"]["protocolVersion"],
-                "capabilities": {"tools": {}},
+                "capabilities": {} if "nocaps" in flags else {"tools": {}},
                 "serverInfo": {"name": "odd", "version": "0"},
             }
         elif method == "tools/list":
             result = {"tools": tools, **({"nextCursor": "again"} if "loopcursor" in flags else {})}
+        elif method == "tools/call" and message["params"]["name"] == "research":
+            error = {"code": -32601, "message": "Tool 'research' requires task augmentation"}
+            send({"jsonrpc": "2.0", "id": request_id, "error": error})
+            continue
         elif method == "tools/call":
             name = message["params"]["name"]
             arguments = message["params"].get("arguments") or {}
