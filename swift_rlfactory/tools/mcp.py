@@ -36,8 +36,11 @@ Arguments are sanitised before sending (a lone UTF-16 surrogate, which JSON cann
 and so are a stdio server's replies (bytes that are not UTF-8 too); a reply that is no JSON at all fails its
 call at once, and text a server prints on stdout before a message (a banner) is dropped with a warning.
 Faults the SDK's validation would fail a whole reply for are mended first (:func:`_mended`): a tool listed
-without ``inputSchema`` takes no arguments, a content block of an unknown type becomes a short note; a tool
-listed twice counts once, and a ``tools/list`` that pages in a loop fails start-up saying so.
+without ``inputSchema`` takes no arguments, one whose ``inputSchema`` is no object schema is dropped alone,
+a content block of an unknown type becomes a short note; a tool listed twice counts once, a tool that runs
+only as an MCP task is left out (this client has no tasks), a server that lists tools without declaring the
+tools capability is used all the same, and a ``tools/list`` that pages in a loop fails start-up saying so.
+Each of these is one warning naming the server, however many sessions it has.
 
 Every session is owned by one long-lived task. The SDK's transports and ``ClientSession`` are anyio
 context managers that must be entered and exited by the same task, so the owner enters them, publishes the
@@ -190,6 +193,8 @@ class McpProvider:
             raise RuntimeError(
                 redact(f"MCP server {self.name!r} ({where}) failed to start: {_describe(exc)}")
             ) from None
+        for note in self._sessions[0].notes:  # every session lists the same tools: say it once
+            logger.warning("MCP server %r: %s", self.name, note)
         return [McpTool(self, spec) for spec in self._sessions[0].tools]
 
     async def close(self) -> None:
@@ -372,6 +377,7 @@ class _Session:
         self.kind = config.kind  # "auto" becomes the transport that answered, for every reopen
         self.client: ClientSession | None = None
         self.tools: list[ToolSpec] = []
+        self.notes: list[str] = []  # what listing the tools mended or dropped, for one warning each
         self.in_flight: set[object] = set()
         self.reserved = False
         self.unanswered = 0  # calls in a row given up on before the current client replied to any
@@ -430,10 +436,10 @@ class _Session:
         try:
             for kind in kinds:
                 fallback = kind != kinds[-1]
-                self.http_errors = {}
+                self.http_errors, self.notes = {}, []
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(_transport(self, kind))
-                    read = await stack.enter_async_context(_mended(read, self.http_errors))
+                    read = await stack.enter_async_context(_mended(read, self.http_errors, self.notes))
                     client = await stack.enter_async_context(ClientSession(read, write))
                     try:
                         init = await client.initialize()
@@ -446,9 +452,10 @@ class _Session:
                         continue
                     # Listing on every session, not just the first, also primes the SDK's per-session cache
                     # of output schemas; unprimed, the first concurrent calls would each list the tools again.
-                    # A server that does not declare the tools capability (resources or prompts only) is not
-                    # asked: the specification lets it answer tools/list with "method not found".
-                    self.tools = await _list_tools(client) if init.capabilities.tools is not None else []
+                    if init.capabilities.tools is not None:
+                        self.tools = await _list_tools(client, self.notes)
+                    else:
+                        self.tools = await _undeclared_tools(client, self.notes)
                     self.kind = kind
                     self.client = client
                     ready.set()
@@ -512,15 +519,18 @@ def _posted_id(request: httpx2.Request) -> int | str | None:
 
 
 @asynccontextmanager
-async def _mended(read: Any, http_errors: dict[int | str, str]) -> AsyncIterator[Any]:
+async def _mended(read: Any, http_errors: dict[int | str, str], notes: list[str]) -> AsyncIterator[Any]:
     """The server's messages with the faults fixed that would fail a whole reply in the SDK's validation,
     and the HTTP status added to the error replies of refused POSTs.
 
-    The SDK validates a reply whole, so one odd part loses all of it. Before it sees them, here (for every
-    transport alike) a ``tools/list`` page has a tool without ``inputSchema`` given an empty one and a tool
-    without a name dropped, each with a warning naming it; a ``tools/call`` result has a content block of
-    a type the specification does not know replaced by a one-line note, so the rest still renders.
-    Replies are told apart by shape: only a tool listing has ``tools``, only a call result ``content``.
+    The SDK validates a reply whole, so one odd part loses all of it (one tool's ``"inputSchema": null``
+    failed the whole server, naming only ``tools.3``). Before it sees them, here (for every transport
+    alike) a ``tools/list`` page has a tool without ``inputSchema`` given an empty one, and a tool without
+    a name or with an input schema that is no JSON object schema (``null``, a string, no ``"type"``, an
+    array's) dropped, each noted in ``notes`` (which the provider logs once, naming the server): that tool
+    is lost, the others work. A ``tools/call`` result has a content block of a type the specification
+    does not know replaced by a one-line note, so the rest still renders. Replies are told apart by
+    shape: only a tool listing has ``tools``, only a call result ``content``.
 
     A streamable-HTTP POST answered with 401, 403 or 500 comes back from the SDK as an error saying only
     "Server returned an error response"; the transport notes each refused request's status in
@@ -534,7 +544,7 @@ async def _mended(read: Any, http_errors: dict[int | str, str]) -> AsyncIterator
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
                 async for message in read:
                     if isinstance(message, SessionMessage) and isinstance(message.message, JSONRPCResponse):
-                        _mend(message.message.result)
+                        _mend(message.message.result, notes)
                     elif isinstance(message, SessionMessage) and isinstance(message.message, JSONRPCError):
                         message = _with_status(message, http_errors.pop(message.message.id, None))
                     await to_session.send(message)
@@ -557,8 +567,8 @@ def _with_status(message: SessionMessage, status: str | None) -> SessionMessage:
     return SessionMessage(error.model_copy(update={"error": mended}), metadata=message.metadata)
 
 
-def _mend(result: Any) -> None:
-    """Fix one reply's ``result`` in place (see :func:`_mended`)."""
+def _mend(result: Any, notes: list[str]) -> None:
+    """Fix one reply's ``result`` in place, noting what was changed in ``notes`` (see :func:`_mended`)."""
     if not isinstance(result, dict):
         return
     tools, content = result.get("tools"), result.get("content")
@@ -567,13 +577,14 @@ def _mend(result: Any) -> None:
         for tool in tools:
             name = tool.get("name") if isinstance(tool, dict) else None
             if not isinstance(name, str):
-                logger.warning(
-                    "MCP server listed a tool without a name, skipped: %s", _excerpt(repr(tool).encode())
-                )
+                notes.append(f"listed a tool without a name, skipped: {_excerpt(repr(tool).encode())}")
                 continue
             if "inputSchema" not in tool:
-                logger.warning("MCP server listed tool %r without inputSchema; it takes no arguments", name)
+                notes.append(f"listed tool {name!r} without inputSchema; it takes no arguments")
                 tool["inputSchema"] = dict(_NO_PARAMETERS)
+            elif fault := _schema_fault(tool["inputSchema"]):
+                notes.append(f"tool {name!r} dropped: its inputSchema {fault}")
+                continue
             kept.append(tool)
         result["tools"] = kept
     if isinstance(content, list):
@@ -584,6 +595,18 @@ def _mend(result: Any) -> None:
                     "type": "text",
                     "text": f"[content of unknown type {str(kind)[:50]!r} left out]",
                 }
+
+
+def _schema_fault(schema: Any) -> str | None:
+    """Why ``schema`` cannot be a tool's input schema (the specification asks for a JSON Schema object with
+    ``"type": "object"``, and the model's template renders it as the function's parameters), or ``None``."""
+    if not isinstance(schema, dict):
+        return f"is {'null' if schema is None else 'a ' + type(schema).__name__}, not a JSON object"
+    if "type" not in schema:
+        return 'has no "type" (it must be {"type": "object", "properties": ...})'
+    if schema["type"] != "object":
+        return f'has "type": {json.dumps(schema["type"])[:40]}, not "object"'
+    return None
 
 
 def _cap_json_body(cap: int, megabytes: float) -> Any:
@@ -1004,13 +1027,17 @@ def _server_env(config: McpServerConfig) -> dict[str, str]:
 _MAX_TOOL_PAGES = 1000
 
 
-async def _list_tools(client: ClientSession) -> list[ToolSpec]:
+async def _list_tools(client: ClientSession, notes: list[str]) -> list[ToolSpec]:
     """Every tool the server offers, following pagination cursors; a tool listed twice counts once.
 
+    A tool that can only run as an MCP *task* (``execution.taskSupport: "required"``; server-everything's
+    ``simulate-research-query``) is left out, with one note naming every such tool: this client does not
+    speak the tasks protocol, so the model would only ever read "requires task augmentation" errors.
     A cursor the server already sent (a server paging in a loop), or more than :data:`_MAX_TOOL_PAGES`
     pages, fails start-up with an error saying so, instead of listing until the handshake times out.
     """
     specs: dict[str, ToolSpec] = {}
+    task_only: list[str] = []
     seen: set[str] = set()
     cursor: str | None = None
     while True:
@@ -1020,19 +1047,49 @@ async def _list_tools(client: ClientSession) -> list[ToolSpec]:
         except ValidationError as exc:
             raise RuntimeError(f"the server's tools/list reply is not valid MCP: {_invalid(exc)}") from None
         for t in page.tools:
-            if t.name in specs:
-                logger.warning("MCP server listed tool %r more than once; using the first", t.name)
+            if t.name in specs or t.name in task_only:
+                notes.append(f"listed tool {t.name!r} more than once; using the first")
+                continue
+            if t.execution is not None and t.execution.task_support == "required":
+                task_only.append(t.name)
                 continue
             specs[t.name] = ToolSpec(
                 name=t.name, description=t.description or t.title or "", parameters=t.input_schema
             )
         cursor = page.next_cursor
         if not cursor:
+            if task_only:
+                notes.append(
+                    f"{len(task_only)} tool(s) left out, as they run only as MCP tasks "
+                    f"(execution.taskSupport: required), which this client does not support: "
+                    f"{', '.join(map(repr, task_only))}"
+                )
             return list(specs.values())
         if cursor in seen or len(seen) >= _MAX_TOOL_PAGES:
             why = "sent a cursor again" if cursor in seen else f"sent more than {_MAX_TOOL_PAGES} pages"
             raise RuntimeError(f"tools/list never ends: the server {why} ({cursor[:80]!r})")
         seen.add(cursor)
+
+
+async def _undeclared_tools(client: ClientSession, notes: list[str]) -> list[ToolSpec]:
+    """The tools of a server that did not declare the tools capability, asked for all the same.
+
+    A resources- or prompts-only server may answer ``tools/list`` with "method not found" (the
+    specification lets it): no tools, nothing to say. But some servers list tools without declaring the
+    capability; loading none of their tools would leave the model without them and nobody told why, so
+    they are used, with a note saying the server forgot the capability.
+    """
+    try:
+        tools = await _list_tools(client, notes)
+    except (MCPError, RuntimeError) as exc:
+        logger.debug("MCP server without the tools capability has no tools/list: %s", _describe(exc))
+        return []
+    if tools:
+        notes.append(
+            f"did not declare the tools capability in its initialize reply, but lists {len(tools)} tool(s); "
+            "using them"
+        )
+    return tools
 
 
 def _invalid(exc: ValidationError) -> str:

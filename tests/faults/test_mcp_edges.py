@@ -116,3 +116,56 @@ def test_media_blocks_and_media_tags_in_results_are_no_media_tags_to_ms_swift() 
     inputs = StdTemplateInputs(messages=messages, images=["a.png"], videos=["b.mp4"], audios=["c.wav"])
     Template._add_default_tags(inputs)  # finds no tag anywhere, so puts one of each before the question
     assert inputs.messages[0]["content"].startswith("<video><audio><image>What is in the picture")
+
+
+@pytest.mark.timeout(60)
+def test_a_tool_that_runs_only_as_an_mcp_task_is_left_out_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``execution.taskSupport: "required"`` (server-everything's ``simulate-research-query``) needs the MCP
+    tasks protocol, which this client does not speak: offered, every call would fail "requires task
+    augmentation". It is left out with one warning naming it; ``"optional"`` is callable plainly, kept."""
+    with (
+        caplog.at_level(logging.WARNING, logger="swift_rlfactory.tools.mcp"),
+        ToolExecutor([odd("tasks")], Limits(call_timeout_s=10)) as executor,
+    ):
+        assert sorted(executor.tools) == ["echo", "quick", "struct_error", "weird"]
+        assert executor.execute([ToolCall("quick", {"q": 1})])[0].observation == '{"q": 1}'
+    (warning,) = [r.getMessage() for r in caplog.records if "research" in r.getMessage()]
+    assert "MCP server 'odd'" in warning and "taskSupport: required" in warning, warning
+
+
+@pytest.mark.timeout(60)
+def test_one_tool_with_a_bad_input_schema_costs_only_that_tool(caplog: pytest.LogCaptureFixture) -> None:
+    """An ``inputSchema`` that is ``null``, a string, has no ``"type"`` or is an array's drops that tool,
+    with a warning naming the server, the tool and the fault; the server's other tools work. It used to
+    fail the whole server with "tools.3: Input should be a valid dictionary"."""
+    with (
+        caplog.at_level(logging.WARNING, logger="swift_rlfactory.tools.mcp"),
+        ToolExecutor([odd("badschemas")], Limits(call_timeout_s=10)) as executor,
+    ):
+        assert sorted(executor.tools) == ["echo", "struct_error", "weird"]
+        assert executor.execute([ToolCall("echo", {"x": 3})])[0].observation == '{"x": 3}'
+    warnings = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert sorted(warnings) == [
+        "MCP server 'odd': tool 'listy' dropped: its inputSchema has \"type\": \"array\", not \"object\"",
+        "MCP server 'odd': tool 'null_schema' dropped: its inputSchema is null, not a JSON object",
+        "MCP server 'odd': tool 'text_schema' dropped: its inputSchema is a str, not a JSON object",
+        "MCP server 'odd': tool 'untyped' dropped: its inputSchema has no \"type\" (it must be "
+        '{"type": "object", "properties": ...})',
+    ]
+
+
+@pytest.mark.timeout(60)
+def test_a_server_that_lists_tools_without_declaring_the_capability_is_used(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server whose ``initialize`` declares no ``tools`` capability but answers ``tools/list`` gets its
+    tools used, with a warning saying so; it used to load no tools, silently."""
+    with (
+        caplog.at_level(logging.WARNING, logger="swift_rlfactory.tools.mcp"),
+        ToolExecutor([odd("nocaps")], Limits(call_timeout_s=10)) as executor,
+    ):
+        assert sorted(executor.tools) == ["echo", "struct_error", "weird"]
+        assert executor.execute([ToolCall("echo", {"x": 4})])[0].observation == '{"x": 4}'
+    assert any("did not declare the tools capability" in r.getMessage() for r in caplog.records), caplog.text
