@@ -128,7 +128,8 @@ def remember_url(url: str, shown_as: str = "***") -> None:
     """Record the credentials a URL carries: the password of ``user:password@host`` and every query value
     (``?key=...``), which :func:`redact` would blank in a URL but not once a server echoes them alone."""
     parts = urlsplit(url)
-    if parts.password:
+    if parts.password:  # as written (``p%40ss``, how the URL itself shows it) and decoded (``p@ss``)
+        remember(parts.password, shown_as)
         remember(unquote(parts.password), shown_as)
     for _, value in parse_qsl(parts.query):
         remember(value, shown_as)

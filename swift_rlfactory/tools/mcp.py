@@ -84,7 +84,7 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from ..secrets import install_log_redaction, redact
+from ..secrets import install_log_redaction, redact, remember_url
 from ..wire import sendable
 from .base import Tool, ToolError, ToolSpec, TransportError, current_call
 from .mcp_config import PASSTHROUGH_ENV, McpConfig, McpServerConfig
@@ -1015,13 +1015,29 @@ def _error_reply(request_id: int | str, message: str, code: int = INTERNAL_ERROR
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
 def _server_env(config: McpServerConfig) -> dict[str, str]:
     """A stdio server's environment: the SDK's safe variables plus :data:`PASSTHROUGH_ENV` plus ``env:``;
-    with ``inherit_env: true`` ours entire, plus ``env:``."""
-    if config.inherit_env:
-        return {**os.environ, **config.env}
-    passthrough = {name: os.environ[name] for name in PASSTHROUGH_ENV if name in os.environ}
-    return {**get_default_environment(), **passthrough, **config.env}
+    with ``inherit_env: true`` ours entire, plus ``env:``.
+
+    A proxy URL may carry a password (``http://user:pass@proxy:3128``); it is recorded as a secret
+    (:func:`~swift_rlfactory.secrets.remember_url`), so a log line or an observation that shows the URL
+    shows ``user:***@``."""
+    env = (
+        {**os.environ, **config.env}
+        if config.inherit_env
+        else {
+            **get_default_environment(),
+            **{name: os.environ[name] for name in PASSTHROUGH_ENV if name in os.environ},
+            **config.env,
+        }
+    )
+    for name in _PROXY_ENV:
+        if env.get(name):
+            remember_url(env[name])
+    return env
 
 
 _MAX_TOOL_PAGES = 1000

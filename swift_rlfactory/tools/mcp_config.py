@@ -83,10 +83,13 @@ UI_ONLY_KEYS = frozenset(
 SERVER_KEYS = ("mcpServers", "servers", "context_servers", "mcp")
 
 # Besides the MCP SDK's safe set, a stdio server sees these: they make ``python`` mean this Python and
-# keep it offline and in our cache; none of them holds a credential.
+# keep it offline and in our cache, give it the GPUs we were given, and let it through the proxy and
+# certificates this machine needs. Only a proxy URL may hold a credential; mcp._server_env records it.
 PASSTHROUGH_ENV = (
     "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
-    "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RLFACTORY_CACHE",
+    "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RLFACTORY_CACHE", "CUDA_VISIBLE_DEVICES",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
 )  # fmt: skip
 
 # A bare ``timeout`` at or below this is seconds (Cline's range ends at one hour), above it milliseconds.

@@ -134,6 +134,40 @@ def test_stdio_server_sees_only_the_environment_it_is_given(tmp_path: Path) -> N
     assert inherited.observation == UNRELATED
 
 
+PROXY = "http://rlf:pr0xy%40pass-77@proxy.invalid:3128"
+PASSED = {
+    "CUDA_VISIBLE_DEVICES": "3",
+    "NO_PROXY": "localhost,127.0.0.1",
+    "no_proxy": "localhost,127.0.0.1",
+    "SSL_CERT_FILE": "/etc/ssl/certs/corp.pem",
+    "SSL_CERT_DIR": "/etc/ssl/certs",
+    "REQUESTS_CA_BUNDLE": "/etc/ssl/certs/corp.pem",
+    "NODE_EXTRA_CA_CERTS": "/etc/ssl/certs/corp.pem",
+}
+
+
+@pytest.mark.timeout(60)
+def test_a_stdio_server_gets_the_gpus_proxy_and_certificates_without_the_proxy_password_in_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``CUDA_VISIBLE_DEVICES`` and the proxy and certificate variables reach a stdio server without
+    ``inherit_env``: a server on a GPU machine behind a corporate proxy works as it does in a shell. The
+    password of a proxy URL is a secret: the model and the logs read ``rlf:***@``."""
+    for name, value in {**PASSED, "HTTPS_PROXY": PROXY, "http_proxy": PROXY}.items():
+        monkeypatch.setenv(name, value)
+    servers = f"      plain: {{command: python, args: ['{SLOW_SERVER}']}}\n"
+    names = [*PASSED, "HTTPS_PROXY", "http_proxy"]
+    with ToolExecutor(providers(tmp_path, servers), Limits(call_timeout_s=20)) as executor:
+        records = executor.execute([ToolCall("getenv", {"name": name}) for name in names])
+        digest = executor.execute([ToolCall("getenv", {"name": "HTTPS_PROXY", "digest": True})])[0]
+    seen = {name: record.observation for name, record in zip(names, records, strict=True)}
+    shown = "http://rlf:***@proxy.invalid:3128"
+    assert seen == {**PASSED, "HTTPS_PROXY": shown, "http_proxy": shown}
+    assert digest.observation == sha256(PROXY)  # the server got the URL whole
+    logging.getLogger("tests.proxy").warning("using proxy %s", PROXY)
+    assert shown in logged(caplog) and "pr0xy" not in logged(caplog)
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
