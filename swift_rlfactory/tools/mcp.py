@@ -277,6 +277,12 @@ class McpProvider:
             if session.client is client:
                 session.unanswered = 0
             raise ToolError(f"the server's result is not valid MCP: {_invalid(exc)}") from None
+        except RuntimeError as exc:  # the SDK checked the result against the tool's outputSchema
+            if not _OUTPUT_SCHEMA_FAULT.match(str(exc)):
+                raise
+            if session.client is client:
+                session.unanswered = 0
+            raise ToolError(_output_schema_fault(exc)) from None
         finally:
             session.in_flight.discard(marker)
             if solo:
@@ -1106,6 +1112,29 @@ async def _undeclared_tools(client: ClientSession, notes: list[str]) -> list[Too
             "using them"
         )
     return tools
+
+
+# The SDK's RuntimeErrors for a result its tool's outputSchema rejects (ClientSession.validate_tool_result).
+_OUTPUT_SCHEMA_FAULT = re.compile(
+    r"Invalid structured content returned by tool |Tool .* has an output schema but did not return"
+    r"|Invalid schema for tool ",
+    re.S,
+)
+
+
+def _output_schema_fault(exc: RuntimeError) -> str:
+    """One short line for a result the tool's outputSchema rejects, in place of the SDK's message (which
+    holds jsonschema's multi-line dump of the whole schema and instance): the first error and where."""
+    message, cause = str(exc), exc.__cause__
+    if message.startswith("Tool "):
+        return "it has an outputSchema but returned no structured content"
+    if message.startswith("Invalid schema"):
+        first = str(getattr(cause, "message", None) or message.partition(": ")[2]).splitlines()[0]
+        return f"its outputSchema is not a valid JSON schema: {first[:200]}"
+    first = str(getattr(cause, "message", None) or message.partition(": ")[2].splitlines()[0])
+    path = getattr(cause, "json_path", "$")
+    where = f" (at {path})" if path != "$" else ""
+    return f"it returned structured content that does not match its outputSchema: {first[:200]}{where}"
 
 
 def _invalid(exc: ValidationError) -> str:

@@ -148,7 +148,7 @@ def test_one_tool_with_a_bad_input_schema_costs_only_that_tool(caplog: pytest.Lo
         assert executor.execute([ToolCall("echo", {"x": 3})])[0].observation == '{"x": 3}'
     warnings = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
     assert sorted(warnings) == [
-        "MCP server 'odd': tool 'listy' dropped: its inputSchema has \"type\": \"array\", not \"object\"",
+        'MCP server \'odd\': tool \'listy\' dropped: its inputSchema has "type": "array", not "object"',
         "MCP server 'odd': tool 'null_schema' dropped: its inputSchema is null, not a JSON object",
         "MCP server 'odd': tool 'text_schema' dropped: its inputSchema is a str, not a JSON object",
         "MCP server 'odd': tool 'untyped' dropped: its inputSchema has no \"type\" (it must be "
@@ -169,3 +169,16 @@ def test_a_server_that_lists_tools_without_declaring_the_capability_is_used(
         assert sorted(executor.tools) == ["echo", "struct_error", "weird"]
         assert executor.execute([ToolCall("echo", {"x": 4})])[0].observation == '{"x": 4}'
     assert any("did not declare the tools capability" in r.getMessage() for r in caplog.records), caplog.text
+
+
+@pytest.mark.timeout(60)
+def test_a_result_its_output_schema_rejects_is_one_short_line() -> None:
+    """structuredContent that does not match the tool's ``outputSchema`` is an error observation of one
+    line naming the first fault, not the SDK's "raised RuntimeError" and a dump of schema and instance."""
+    with ToolExecutor([odd("outschema")], Limits(call_timeout_s=10, retries=0)) as executor:
+        typed, echo = executor.execute([ToolCall("typed", {}), ToolCall("echo", {"x": 5})])
+    assert typed.observation == (
+        "Error: tool 'typed' failed: it returned structured content that does not match its outputSchema: "
+        "'result' is a required property"
+    )
+    assert echo.observation == '{"x": 5}'  # the session is fine
