@@ -321,3 +321,28 @@ def test_unit_converter_example() -> None:
         )
     assert float(miles.observation) == pytest.approx(3.10686, rel=1e-5)
     assert not bad.ok and "cannot convert mass" in bad.observation
+
+
+ROOTS_SERVER = ROOT / "tests" / "servers" / "roots_server.py"
+
+
+def test_servers_are_told_the_environments_folder_as_their_root(tmp_path: Path) -> None:
+    """The client answers ``roots/list`` with the environment's folder as a ``file://`` URI, as an editor
+    offers its workspace: server-filesystem started without a folder argument works on it (it waited for
+    roots, then denied every access). A provider made without roots advertises none."""
+    from swift_rlfactory.env.environment import Environment
+
+    folder = tmp_path / "my env"  # a space, to see the URI quoted
+    folder.mkdir()
+    (folder / "env.yaml").write_text(
+        f"tools:\n  mcp:\n    mcpServers:\n      fs: {{command: python, args: ['{ROOTS_SERVER}']}}\n"
+    )
+    with Environment.load(folder / "env.yaml") as env:
+        (record,) = env.executor.execute([ToolCall("roots", {})])
+    assert record.observation == f"{folder.resolve().as_uri()} my env", record.observation
+    assert "%20" in record.observation
+
+    bare = McpProvider("fs", McpServerConfig(command="python", args=[str(ROOTS_SERVER)]))
+    with ToolExecutor([bare]) as executor:
+        (record,) = executor.execute([ToolCall("roots", {})])
+    assert record.observation.startswith("no roots:"), record.observation

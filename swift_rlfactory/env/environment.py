@@ -60,7 +60,7 @@ class Environment:
                     )
                 python_tools.append(found)
         providers: list[Any] = [PythonProvider(python_tools)] if python_tools else []
-        providers.extend(mcp_providers(config.mcp_servers()))
+        providers.extend(mcp_providers(config.mcp_servers(), workspace=config.base_dir))
         providers.extend(builtin_providers(config.tools.builtin))
         cache_cfg = config.cache
         cache = None

@@ -58,8 +58,9 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 from urllib.parse import urljoin, urlparse
 
@@ -80,7 +81,9 @@ from mcp.types import (
     ErrorData,
     JSONRPCError,
     JSONRPCResponse,
+    ListRootsResult,
     PaginatedRequestParams,
+    Root,
 )
 from pydantic import ValidationError
 
@@ -129,9 +132,13 @@ PING_TIMEOUT_S = 5.0
 _SNIFF_BYTES = 4096  # the head and tail of an oversized line kept to find its request id
 
 
-def mcp_providers(config: McpConfig) -> list[McpProvider]:
-    """One provider per enabled entry of ``mcpServers``, in file order."""
-    return [McpProvider(name, server) for name, server in config.mcpServers.items() if not server.disabled]
+def mcp_providers(config: McpConfig, workspace: Path | None = None) -> list[McpProvider]:
+    """One provider per enabled entry of ``mcpServers``, in file order; ``workspace`` (the environment's
+    folder) is the root each server is told of (see :class:`McpProvider`)."""
+    roots = (workspace,) if workspace is not None else ()
+    return [
+        McpProvider(name, server, roots) for name, server in config.mcpServers.items() if not server.disabled
+    ]
 
 
 class McpTool:
@@ -168,11 +175,15 @@ class McpProvider:
     Args:
         name: the server's key in ``mcpServers``; names it in errors and prefixes clashing tool names.
         config: how to start or reach the server (see :class:`~.mcp_config.McpServerConfig`).
+        roots: folders the client advertises as MCP *roots* and lists when the server asks (``roots/list``),
+            as an editor offers its workspace folder: server-filesystem started without a folder argument
+            waits for them, and denies every access until it has some. None: no roots capability.
     """
 
-    def __init__(self, name: str, config: McpServerConfig):
+    def __init__(self, name: str, config: McpServerConfig, roots: Sequence[Path] = ()):
         self.name = name
         self.config = config
+        self.roots = tuple(Path(root).resolve() for root in roots)
         self._sessions: list[_Session] = []
         self._restarts: dict[_Session, asyncio.Task[None]] = {}
         self._probes: dict[_Session, asyncio.Task[None]] = {}
@@ -184,7 +195,9 @@ class McpProvider:
         install_log_redaction()
         self._closed = False
         self._solo = asyncio.Lock()  # bound to the running loop
-        self._sessions = [_Session(f"{self.name}#{i}", self.config) for i in range(self.config.sessions)]
+        self._sessions = [
+            _Session(f"{self.name}#{i}", self.config, self.roots) for i in range(self.config.sessions)
+        ]
         try:
             await asyncio.gather(*(session.open() for session in self._sessions))
         except Exception as exc:
@@ -377,9 +390,10 @@ class McpProvider:
 class _Session:
     """One client session to the server and the task that owns its context managers."""
 
-    def __init__(self, label: str, config: McpServerConfig):
+    def __init__(self, label: str, config: McpServerConfig, roots: tuple[Path, ...] = ()):
         self.label = label
         self.config = config
+        self.roots = roots
         self.kind = config.kind  # "auto" becomes the transport that answered, for every reopen
         self.client: ClientSession | None = None
         self.tools: list[ToolSpec] = []
@@ -446,7 +460,10 @@ class _Session:
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(_transport(self, kind))
                     read = await stack.enter_async_context(_mended(read, self.http_errors, self.notes))
-                    client = await stack.enter_async_context(ClientSession(read, write))
+                    roots = _roots_callback(self.roots) if self.roots else None
+                    client = await stack.enter_async_context(
+                        ClientSession(read, write, list_roots_callback=roots)
+                    )
                     try:
                         init = await client.initialize()
                     except MCPError as exc:
@@ -476,6 +493,16 @@ class _Session:
             self.client = None
             self.pid = None
             ready.set()
+
+
+def _roots_callback(roots: tuple[Path, ...]) -> Any:
+    """The answer to a server's ``roots/list``: each folder as a ``file://`` URI named by its last part."""
+    result = ListRootsResult(roots=[Root(uri=root.as_uri(), name=root.name or str(root)) for root in roots])
+
+    async def list_roots(context: Any) -> ListRootsResult:
+        return result
+
+    return list_roots
 
 
 @asynccontextmanager
