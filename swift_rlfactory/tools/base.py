@@ -63,9 +63,11 @@ class ToolSpec:
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
-    def renamed(self, name: str) -> ToolSpec:
-        """A copy under another public name (used when two servers expose the same tool name)."""
-        return ToolSpec(name=name, description=self.description, parameters=self.parameters)
+    def renamed(self, name: str, description: str | None = None) -> ToolSpec:
+        """A copy under another public name (two servers expose the same tool name, or a server's name is
+        no valid function name), with another description if one is given."""
+        return ToolSpec(name=name, description=self.description if description is None else description,
+                        parameters=self.parameters)  # fmt: skip
 
 
 class CallAccount(Protocol):
