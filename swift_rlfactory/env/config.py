@@ -179,7 +179,7 @@ class EnvConfig(_Strict):
         if self.tools.mcp_config:
             path = self.resolve(self.tools.mcp_config)
             try:
-                extra = McpConfig.model_validate(read_config_file(path))
+                extra = McpConfig.model_validate(read_config_file(path), context={"path": path})
             except FileNotFoundError:
                 raise EnvConfigError(f"tools.mcp_config: file not found: {path}") from None
             except OSError as exc:  # a folder, no permission

@@ -208,7 +208,13 @@ class McpProvider:
             ) from None
         for note in self._sessions[0].notes:  # every session lists the same tools: say it once
             logger.warning("MCP server %r: %s", self.name, note)
-        return [McpTool(self, spec) for spec in self._sessions[0].tools]
+        offered = self._sessions[0].tools
+        try:
+            kept = set(self.config.select_tools([spec.name for spec in offered]))
+        except ValueError as exc:  # a filter naming a tool that is not there: fail now, naming the field
+            await self.close()
+            raise RuntimeError(f"MCP server {self.name!r}: {exc}") from None
+        return [McpTool(self, spec) for spec in offered if spec.name in kept]
 
     async def close(self) -> None:
         """Stop every session (terminating stdio servers) and any pending restart; safe to call twice."""

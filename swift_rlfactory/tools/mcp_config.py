@@ -12,7 +12,10 @@ What is accepted, and how it is read:
 
 * **Where the servers are**: ``mcpServers`` (Claude, Cursor, Windsurf, Cline, ...), ``servers`` (VS Code's
   ``mcp.json``), ``context_servers`` (Zed), ``mcp`` (opencode), or a list of ``{"name": ..., ...}``
-  entries (Continue). Other top-level keys (``globalShortcut``, VS Code's ``inputs``, ...) are ignored with
+  entries (Continue). Gemini CLI's ``settings.json`` also has an ``mcp`` block, of settings rather than
+  servers (told apart by shape: none of its values is a server): its ``allowed`` and ``excluded`` lists
+  (and the older top-level ``allowMCPServers`` / ``excludeMCPServers``) choose which of the file's servers
+  start. Other top-level keys (``globalShortcut``, VS Code's ``inputs``, ...) are ignored with
   a debug log, unless they hold servers (``mcpServer:``, a server without the wrapper): that fails, naming
   the key, rather than start a run with no tools. The file may be JSON with comments and trailing commas
   (VS Code, Zed) or YAML.
@@ -26,14 +29,22 @@ What is accepted, and how it is read:
 * **Switches**: ``disabled: true`` (or Zed/opencode's ``enabled: false``) skips the server; both take a
   boolean or ``"true"``/``"false"``/``"yes"``/``"no"``/``"on"``/``"off"``/``1``/``0``, anything else fails
   naming the field, and so do the two given with opposite meanings.
-* **Timeout**: ``timeout_s`` (seconds) or ``timeout_ms`` say their unit. A bare ``timeout`` means seconds
-  up to 3600 - Cline writes seconds (30 s to 1 h) - and milliseconds above - Claude Code and Gemini CLI
-  write milliseconds (``60000``); it becomes the per-call timeout of the server's tools.
+* **Tools**: Gemini CLI's ``includeTools`` (an allowlist) and ``excludeTools`` (a denylist, which wins),
+  Roo/Kilo's ``disabledTools`` (a denylist) and Codex's ``enabled_tools`` / ``disabled_tools`` choose which
+  of the server's tools the model sees; the others are never listed nor callable. A name the server does
+  not offer fails start-up naming the field (:meth:`McpServerConfig.select_tools`).
+* **Timeout**: ``timeout_s`` (seconds) or ``timeout_ms`` say their unit. A bare ``timeout`` is in the unit
+  of the file's client where its shape or name tells: milliseconds for Gemini CLI (``.gemini/``, its
+  ``mcp`` block, ``httpUrl``, ``trust``, ``includeTools``, ...) and opencode (``opencode.json``, ``type:
+  local|remote``, a list ``command``); seconds for Cline (``cline_mcp_settings.json``) and Roo/Kilo
+  (``mcp_settings.json``, ``.roo/``, ``alwaysAllow``). Otherwise it means seconds up to 3600 and
+  milliseconds above (``60000``), with a warning naming the server when the value reads as a plausible
+  timeout either way (above 100 and below 10000). It becomes the per-call timeout of the server's tools.
 * **Ours**: ``sessions`` (parallel client sessions; calls go to the least loaded), ``startup_timeout_s``,
   ``inherit_env`` (give a stdio server our whole environment; by default it gets the MCP SDK's safe
   variables - ``HOME``, ``PATH``, ``USER``, ... - plus :data:`PASSTHROUGH_ENV` plus its ``env:``),
   ``max_result_mb`` (a larger result becomes an error observation, read no further).
-* **UI-only keys** (``autoApprove``, ``alwaysAllow``, ``disabledTools``, ``description``, ``icon``, ...)
+* **UI-only keys** (``autoApprove``, ``alwaysAllow``, ``trust``, ``description``, ``icon``, ...)
   are ignored with a debug log, and so is any other unknown key (with a warning naming it, since a typo
   may hide there). Wrong values of known keys fail at start-up naming the field.
 
@@ -58,11 +69,12 @@ import logging
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .. import secrets, yaml_errors
 
@@ -73,8 +85,7 @@ Transport = Literal["stdio", "sse", "streamable-http"]
 # Keys a client UI writes for itself: they change nothing about how a server is started or spoken to.
 UI_ONLY_KEYS = frozenset(
     {
-        "autoApprove", "alwaysAllow", "disabledTools", "enabledTools", "includeTools", "excludeTools",
-        "description", "icon", "name", "title", "source", "trust", "dev", "gallery", "version", "notes",
+        "autoApprove", "alwaysAllow", "description", "icon", "name", "title", "source", "trust", "dev", "gallery", "version", "notes",
         "settings", "roots", "oauth", "networkTimeout", "$schema",
     }
 )  # fmt: skip
@@ -92,8 +103,30 @@ PASSTHROUGH_ENV = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
 )  # fmt: skip
 
-# A bare ``timeout`` at or below this is seconds (Cline's range ends at one hour), above it milliseconds.
+# A bare ``timeout`` at or below this is seconds (Cline's range ends at one hour), above it milliseconds,
+# unless the file's dialect says which (:func:`_timeout_with_unit`). Between the two bounds below a value
+# reads as a plausible timeout either way, so it is warned about.
 _TIMEOUT_SECONDS_MAX = 3600.0
+_TIMEOUT_AMBIGUOUS = (100.0, 10_000.0)
+
+# Keys of a server entry that only one family of clients writes, and so the unit of its bare ``timeout``:
+# Gemini CLI and opencode write milliseconds; Roo Code and Kilo Code (like Cline) seconds.
+_MS_ENTRY_KEYS = frozenset(
+    {"httpUrl", "trust", "includeTools", "excludeTools", "authProviderType", "targetAudience",
+     "targetServiceAccount", "environment"}
+)  # fmt: skip
+_SECONDS_ENTRY_KEYS = frozenset({"alwaysAllow", "watchPaths"})
+# File names and folders that say the same: Cline's and Roo's settings files, Gemini CLI's folder.
+_SECONDS_FILES = frozenset({"cline_mcp_settings.json", "mcp_settings.json"})
+_SECONDS_FOLDERS = frozenset({".roo", ".kilocode"})
+_MS_FOLDERS = frozenset({".gemini"})
+_warned_timeouts: set[tuple[str, float]] = set()
+
+# Which tools of a server the model may see: Gemini CLI's allowlist ``includeTools`` and denylist
+# ``excludeTools``, Roo/Kilo's ``disabledTools``, Codex's ``enabled_tools`` /
+# ``disabled_tools``. A tool on any denylist is out, whatever the allowlist says (Gemini: exclude wins).
+ALLOW_KEYS = ("includeTools", "enabled_tools")
+DENY_KEYS = ("excludeTools", "disabledTools", "disabled_tools")
 
 _TRANSPORTS: dict[str, Transport | None] = {
     "stdio": "stdio",
@@ -128,6 +161,8 @@ class McpServerConfig(BaseModel):
     enabled: bool = True  # Zed, opencode: ``enabled: false`` is ``disabled: true``
     inherit_env: bool = False
     max_result_mb: float = Field(default=32.0, gt=0, allow_inf_nan=False)
+    include_tools: list[str] | None = None  # None: every tool; see ALLOW_KEYS
+    exclude_tools: list[str] = Field(default_factory=list)  # see DENY_KEYS
 
     @model_validator(mode="before")
     @classmethod
@@ -139,6 +174,16 @@ class McpServerConfig(BaseModel):
         for key in [k for k in data if k in UI_ONLY_KEYS]:
             logger.debug("MCP config: ignoring UI-only key %r", key)
             del data[key]
+        allows = [k for k in ALLOW_KEYS if k in data]
+        if len(allows) > 1:
+            raise ValueError(
+                f"give one of {' or '.join(map(repr, allows))}, not both: they are one allowlist"
+            )
+        if allows:
+            data["include_tools"] = _joined_lists([(allows[0], data.pop(allows[0]))])
+        denies = [(k, data.pop(k)) for k in DENY_KEYS if k in data]
+        if denies:
+            data["exclude_tools"] = _joined_lists(denies)
         for alias in ("serverUrl", "httpUrl"):
             if alias in data:
                 if data.get("url") is not None:
@@ -211,6 +256,26 @@ class McpServerConfig(BaseModel):
             return self.timeout if self.timeout <= _TIMEOUT_SECONDS_MAX else self.timeout / 1000
         return None
 
+    def select_tools(self, offered: Sequence[str]) -> list[str]:
+        """The names in ``offered`` that the model may see, in the server's order: those the allowlist
+        names (all of them when there is none) that no denylist names.
+
+        Raises ``ValueError`` naming the field when a filter names a tool the server does not offer: a
+        misspelt ``excludeTools`` entry would otherwise hand the model the very tool it was meant to hide,
+        and a misspelt ``includeTools`` entry would quietly take one away.
+        """
+        known = set(offered)
+        for field, names in (
+            ("/".join(ALLOW_KEYS), self.include_tools or []), ("/".join(DENY_KEYS), self.exclude_tools)
+        ):  # fmt: skip
+            if unknown := [name for name in names if name not in known]:
+                raise ValueError(
+                    f"{field} names {', '.join(map(repr, unknown))}, which the server does not offer; "
+                    f"it offers: {', '.join(offered) or 'no tools'}"
+                )
+        allowed = known if self.include_tools is None else set(self.include_tools)
+        return [name for name in offered if name in allowed and name not in self.exclude_tools]
+
     def resolved(self, base_dir: Path) -> McpServerConfig:
         """A copy with ``${VAR}`` and ``${file:PATH}`` expanded in every string field (each value recorded as
         a secret; a relative ``PATH`` is taken from ``base_dir``), and a working directory that defaults to
@@ -275,14 +340,19 @@ class McpConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _gather_servers(cls, data: Any) -> Any:
-        """Collect servers from every client's top-level key; ignore the other top-level keys."""
+    def _gather_servers(cls, data: Any, info: ValidationInfo) -> Any:
+        """Collect servers from every client's top-level key; ignore the other top-level keys.
+
+        ``info.context["path"]``, the file the data came from, if any, helps tell the unit of a bare
+        ``timeout`` (a Gemini CLI ``settings.json`` writes milliseconds, a Roo ``mcp.json`` seconds)."""
         if not isinstance(data, dict):
             return data
+        path = (info.context or {}).get("path")
+        gemini = _gemini_server_lists(data)
         servers: dict[str, Any] = {}
         for key in SERVER_KEYS:
             block = data.get(key)
-            if block is None:
+            if block is None or (key == "mcp" and gemini is not None and _is_gemini_mcp_block(block)):
                 continue
             if isinstance(block, list):  # Continue: [{"name": "sqlite", "command": ...}, ...]
                 block = _named_list(key, block)
@@ -301,7 +371,10 @@ class McpConfig(BaseModel):
                     f"{', '.join(SERVER_KEYS)}: write them as mcpServers: {{name: {{command: ...}}}}"
                 )
             logger.debug("MCP config: ignoring top-level key %r", key)
-        return {"mcpServers": servers}
+        if gemini is not None:
+            servers = _gemini_selected(servers, *gemini)
+        file_unit = _file_timeout_unit(data, gemini is not None, path)
+        return {"mcpServers": {name: _timeout_with_unit(name, s, file_unit) for name, s in servers.items()}}
 
     @field_validator("mcpServers")
     @classmethod
@@ -309,6 +382,123 @@ class McpConfig(BaseModel):
         for name in [n for n, s in servers.items() if s.disabled]:
             logger.info("MCP server %r is disabled in its config; skipping it", name)
         return {name: server for name, server in servers.items() if not server.disabled}
+
+
+# Gemini CLI's settings.json has a global ``mcp`` block beside ``mcpServers``: which servers to connect to.
+# opencode's ``mcp`` maps names to servers instead; the shape tells them apart (no value here is a server).
+_GEMINI_MCP_KEYS = frozenset({"allowed", "excluded", "serverCommand"})
+_GEMINI_OLD_KEYS = {"allowMCPServers": "allowed", "excludeMCPServers": "excluded"}  # settings.json before v2
+_warned_lists: set[tuple[str, ...]] = set()
+
+
+def _is_gemini_mcp_block(block: Any) -> bool:
+    """Whether an ``mcp`` block is Gemini CLI's global settings rather than opencode's server map."""
+    return (
+        isinstance(block, dict)
+        and bool(block)
+        and set(block) <= _GEMINI_MCP_KEYS
+        and not any(isinstance(v, dict) for v in block.values())
+    )
+
+
+def _gemini_server_lists(data: dict[str, Any]) -> tuple[list[str] | None, list[str]] | None:
+    """Gemini CLI's ``mcp.allowed`` and ``mcp.excluded`` (or the older top-level ``allowMCPServers`` and
+    ``excludeMCPServers``), or ``None`` when the file has neither. Each must be a list of server names."""
+    block = data.get("mcp")
+    if isinstance(block, dict) and not _is_gemini_mcp_block(block):
+        if mixed := sorted(k for k in _GEMINI_MCP_KEYS & set(block) if not isinstance(block[k], dict)):
+            raise ValueError(
+                f"'mcp' mixes Gemini CLI's settings ({', '.join(mixed)}) with opencode's servers: a file "
+                "is one client's; Gemini CLI's servers go under mcpServers"
+            )
+        block = None
+    lists: dict[str, Any] = {}
+    if block is not None:
+        if "serverCommand" in block:
+            logger.warning(
+                "MCP config: ignoring Gemini CLI's mcp.serverCommand (start servers from mcpServers)"
+            )
+        lists.update({f"mcp.{k}": block[k] for k in ("allowed", "excluded") if k in block})
+    lists.update({old: data[old] for old in _GEMINI_OLD_KEYS if old in data})
+    if block is None and not lists:
+        return None
+    for key, value in lists.items():
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"'{key}' must be a list of server names")
+    allowed = [n for k, v in lists.items() if k in ("mcp.allowed", "allowMCPServers") for n in v]
+    given = any(k in lists for k in ("mcp.allowed", "allowMCPServers"))
+    excluded = [n for k, v in lists.items() if k in ("mcp.excluded", "excludeMCPServers") for n in v]
+    return (allowed if given else None), excluded
+
+
+def _gemini_selected(
+    servers: dict[str, Any], allowed: list[str] | None, excluded: list[str]
+) -> dict[str, Any]:
+    """The servers Gemini CLI would connect to: those ``allowed`` names (all when it is not given) that
+    ``excluded`` does not. A name the file does not define is logged (a warning for ``allowed``), not fatal:
+    these lists live in a user's global settings and may name servers of other projects."""
+    for field, names in (("mcp.allowed", allowed or []), ("mcp.excluded", excluded)):
+        unknown = [n for n in names if n not in servers]
+        if unknown and (field, *unknown) not in _warned_lists:  # once, not again when the servers start
+            _warned_lists.add((field, *unknown))
+            level = logging.WARNING if field == "mcp.allowed" else logging.INFO  # excluding more is harmless
+            logger.log(level, "MCP config: %s names servers this file does not define: %s", field, unknown)
+    kept = {}
+    for name, server in servers.items():
+        if (allowed is not None and name not in allowed) or name in excluded:
+            logger.info(
+                "MCP server %r is left out by Gemini CLI's mcp.allowed/mcp.excluded; skipping it", name
+            )
+        else:
+            kept[name] = server
+    return kept
+
+
+def _file_timeout_unit(data: dict[str, Any], gemini: bool, path: Path | None) -> Literal["s", "ms"] | None:
+    """The unit a whole file's bare ``timeout`` values are in, when its shape or name says it."""
+    if gemini or (isinstance(data.get("mcp"), dict) and data["mcp"]):  # Gemini CLI; opencode's server map
+        return "ms"
+    if path is not None:
+        if path.name in _SECONDS_FILES or path.parent.name in _SECONDS_FOLDERS:
+            return "s"
+        if path.parent.name in _MS_FOLDERS or path.name.startswith("opencode."):
+            return "ms"
+    return None
+
+
+def _entry_timeout_unit(entry: dict[str, Any]) -> Literal["s", "ms"] | None:
+    """The unit one entry's bare ``timeout`` is in, when a key only one client writes says it."""
+    if _SECONDS_ENTRY_KEYS & entry.keys():
+        return "s"
+    kind = entry.get("type")
+    if _MS_ENTRY_KEYS & entry.keys() or isinstance(entry.get("command"), list) or kind in ("local", "remote"):
+        return "ms"
+    return None
+
+
+def _timeout_with_unit(name: str, entry: Any, file_unit: Literal["s", "ms"] | None) -> Any:
+    """``entry`` with a bare ``timeout`` renamed ``timeout_s`` or ``timeout_ms`` when the dialect says the
+    unit; otherwise as it is (seconds up to 3600, milliseconds above), with a warning, once per server and
+    value, when the value reads as a plausible timeout either way (``3000``: 50 min or 3 s?)."""
+    if not isinstance(entry, dict) or "timeout" not in entry or {"timeout_s", "timeout_ms"} & entry.keys():
+        return entry
+    unit = _entry_timeout_unit(entry) or file_unit
+    if unit is not None:
+        entry = dict(entry)
+        entry["timeout_s" if unit == "s" else "timeout_ms"] = entry.pop("timeout")
+        return entry
+    value = entry["timeout"]
+    low, high = _TIMEOUT_AMBIGUOUS
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and low < value < high and (name, value) not in _warned_timeouts:
+        _warned_timeouts.add((name, value))
+        read = f"{value:g} s" if value <= _TIMEOUT_SECONDS_MAX else f"{value / 1000:g} s (milliseconds)"
+        logger.warning(
+            "MCP server %r: the bare 'timeout: %g' is read as %s: clients differ (Cline and Roo write "
+            "seconds, Gemini CLI and opencode milliseconds), and this file does not say which; write "
+            "timeout_s or timeout_ms to say the unit", name, value, read,
+        )  # fmt: skip
+    return entry
 
 
 def _is_server(value: Any) -> bool:
@@ -397,6 +587,17 @@ def _joined(where: str, given: Any, own: Any) -> Any:
     if isinstance(own, list) and kind is list:
         return [*given, *own]
     return own
+
+
+def _joined_lists(given: list[tuple[str, Any]]) -> list[str]:
+    """The tool names of every denylist given (``excludeTools`` and ``disabledTools`` may both be there),
+    in order; one that is not a list of strings fails naming its key."""
+    names: list[str] = []
+    for key, value in given:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"'{key}' must be a list of tool names")
+        names += [v for v in value if v not in names]
+    return names
 
 
 def _named_list(key: str, entries: list[Any]) -> dict[str, Any]:
