@@ -33,8 +33,10 @@ An environment is everything a training run needs besides the model and the data
       gamma: 0.95
       turn_weight: 1.0
 
-Every relative path (tool files, ``mcp_config``, ``sqlite_path``, a stdio server's working directory)
-resolves against the YAML file's folder, so an environment can be run from anywhere. A bad field stops
+Every relative path (tool files, ``mcp_config``, ``sqlite_path``, an inline stdio server's working
+directory) resolves against the YAML file's folder, so an environment can be run from anywhere; those
+inside an ``mcp_config`` file start from that file's workspace, as its client reads them
+(:func:`~swift_rlfactory.tools.mcp_config.workspace_folder`). A bad field stops
 the run before any model is loaded, with a message naming the field, e.g.
 ``env.yaml: limits.max_turns: Input should be greater than 0``. Numbers must be finite everywhere
 (``.inf`` and ``.nan`` are YAML floats, and one ``weight: .nan`` would make every reward total NaN), and a
@@ -57,7 +59,7 @@ from .. import yaml_errors
 from ..rewards.terms import RewardTerm
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
-from ..tools.mcp_config import McpConfig, read_config_file
+from ..tools.mcp_config import McpConfig, read_config_file, workspace_folder
 
 
 class EnvConfigError(ValueError):
@@ -174,8 +176,12 @@ class EnvConfig(_Strict):
         return p if p.is_absolute() else (self.base_dir / p).resolve()
 
     def mcp_servers(self) -> McpConfig:
-        """Inline servers merged with those of ``mcp_config``; a name given twice is an error."""
+        """Inline servers merged with those of ``mcp_config``; a name given twice is an error.
+
+        Relative paths and ``${workspaceFolder}`` of an inline server start from the environment's folder,
+        those of a server in ``mcp_config`` from that file's workspace (:func:`workspace_folder`)."""
         servers = dict(self.tools.mcp.mcpServers) if self.tools.mcp else {}
+        folders = dict.fromkeys(servers, self.base_dir)  # where each server's relative paths start
         if self.tools.mcp_config:
             path = self.resolve(self.tools.mcp_config)
             try:
@@ -192,10 +198,11 @@ class EnvConfig(_Strict):
                 if name in servers:
                     raise EnvConfigError(f"tools.mcp_config: server {name!r} is also defined inline")
                 servers[name] = server
+                folders[name] = workspace_folder(path)
         resolved = {}
         for name, server in servers.items():
             try:
-                resolved[name] = server.resolved(self.base_dir)
+                resolved[name] = server.resolved(folders[name])
             except ValueError as exc:
                 raise EnvConfigError(f"tools: MCP server {name!r}: {exc}") from None
         return McpConfig(mcpServers=resolved)

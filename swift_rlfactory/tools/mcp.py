@@ -195,6 +195,10 @@ class McpProvider:
         install_log_redaction()
         self._closed = False
         self._solo = asyncio.Lock()  # bound to the running loop
+        try:
+            self.config.check_startable()
+        except ValueError as exc:
+            raise RuntimeError(redact(f"MCP server {self.name!r} cannot start: {exc}")) from None
         self._sessions = [
             _Session(f"{self.name}#{i}", self.config, self.roots) for i in range(self.config.sessions)
         ]
@@ -426,7 +430,10 @@ class _Session:
             await asyncio.wait_for(ready.wait(), self.config.startup_timeout_s)
         except TimeoutError:
             await self.close()
-            self.error = TimeoutError(f"no MCP handshake within {self.config.startup_timeout_s:g} s")
+            self.error = TimeoutError(
+                f"no MCP handshake within {self.config.startup_timeout_s:g} s (startup_timeout_s; raise it "
+                "for a server that is slow to start, e.g. one that downloads itself first)"
+            )
         if self.client is None:
             raise self.error or ConnectionError("the session closed while starting")
         return self.client

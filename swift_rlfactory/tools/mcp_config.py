@@ -18,7 +18,7 @@ What is accepted, and how it is read:
   start. Other top-level keys (``globalShortcut``, VS Code's ``inputs``, ...) are ignored with
   a debug log, unless they hold servers (``mcpServer:``, a server without the wrapper): that fails, naming
   the key, rather than start a run with no tools. The file may be JSON with comments and trailing commas
-  (VS Code, Zed) or YAML.
+  (VS Code, Zed) or YAML, with or without a UTF-8 byte order mark.
 * **Kind**: ``command`` (a string, or opencode's list) starts a stdio server; ``url`` (or Windsurf's
   ``serverUrl``, Gemini CLI's ``httpUrl``) reaches a remote one. ``type`` / ``transport`` /
   ``transportType`` in any spelling (``stdio``, ``sse``, ``http``, ``streamable-http``,
@@ -55,7 +55,10 @@ the environment (:func:`~swift_rlfactory.secrets.expand`); an unset one without 
 naming the field and the variable, as Claude Code fails to parse such a file. Windsurf's ``${file:PATH}``
 there is the file's content, stripped (a key kept in a file: ``"Bearer ${file:~/.keys/search}"``); a
 relative path is taken from the folder ``${workspaceFolder}`` names, and a file that cannot be read fails
-at load naming the field and the path. ``${workspaceFolder}`` is the config file's folder, and VS Code's
+at load naming the field and the path. ``${workspaceFolder}`` (and the folder relative paths and a default
+``cwd`` start from) is the config file's folder, or the project folder above it for a file a client keeps
+in its own folder (``proj/.vscode/mcp.json`` -> ``proj``; :func:`workspace_folder`); ``~`` in ``cwd`` is the
+home folder, and a ``cwd`` that is not a folder fails start-up naming ``cwd``. VS Code's
 other path variables (``${userHome}``, ``${pathSeparator}``, ``${/}``, ``${workspaceFolderBasename}``)
 mean what they mean there; ``${input:...}`` (a prompt in the editor), ``${command:...}`` and
 ``${config:...}`` fail at load, since nothing answers them in a training run. Expanded values are
@@ -69,6 +72,8 @@ import logging
 import math
 import os
 import re
+import shlex
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -256,6 +261,28 @@ class McpServerConfig(BaseModel):
             return self.timeout if self.timeout <= _TIMEOUT_SECONDS_MAX else self.timeout / 1000
         return None
 
+    def check_startable(self) -> None:
+        """Fail, naming the field, for a stdio server that cannot start as written: a ``cwd`` that is not a
+        folder (the OS would report it as a missing command), or a whole command line in ``command``
+        (``"node x.js stdio"``), which is looked up as one program name."""
+        if self.command is None:
+            return
+        if self.cwd is not None and not Path(self.cwd).is_dir():
+            what = "does not exist" if not Path(self.cwd).exists() else "is not a folder"
+            raise ValueError(f"cwd {self.cwd} {what}")
+        command = self.command
+        if command in ("python", "python3") or shutil.which(command) or not command.strip().count(" "):
+            return
+        try:
+            program, *rest = shlex.split(command)
+        except ValueError:
+            return
+        if shutil.which(program) or program in ("python", "python3"):
+            raise ValueError(
+                f"command {command!r} is not a program: the whole string is looked up as one name. "
+                f"Did you mean command: {program}, args: {json.dumps([*rest, *self.args])}?"
+            )
+
     def select_tools(self, offered: Sequence[str]) -> list[str]:
         """The names in ``offered`` that the model may see, in the server's order: those the allowlist
         names (all of them when there is none) that no denylist names.
@@ -279,7 +306,8 @@ class McpServerConfig(BaseModel):
     def resolved(self, base_dir: Path) -> McpServerConfig:
         """A copy with ``${VAR}`` and ``${file:PATH}`` expanded in every string field (each value recorded as
         a secret; a relative ``PATH`` is taken from ``base_dir``), and a working directory that defaults to
-        ``base_dir`` (the environment file's folder).
+        ``base_dir`` (the environment file's folder for an inline server, the config file's workspace
+        folder for one from ``mcp_config``), ``~`` expanded.
 
         Raises ``ValueError`` naming the field for an unset variable without a default, an unreadable
         ``${file:...}``, and for VS Code's
@@ -326,7 +354,7 @@ class McpServerConfig(BaseModel):
             secrets.remember_url(update["url"])
         if self.command is not None:
             update["command"] = expand(self.command, "command")
-            cwd = Path(expand(self.cwd, "cwd")) if self.cwd else base_dir
+            cwd = Path(expand(self.cwd, "cwd")).expanduser() if self.cwd else base_dir
             update["cwd"] = str(cwd if cwd.is_absolute() else (base_dir / cwd).resolve())
         return self.model_copy(update=update)
 
@@ -506,10 +534,30 @@ def _is_server(value: Any) -> bool:
     return isinstance(value, dict) and any(k in value for k in ("command", "url", "serverUrl", "httpUrl"))
 
 
+# Folders a client keeps its project config in; the workspace is the folder above (VS Code's
+# ``${workspaceFolder}`` of ``.vscode/mcp.json``). Continue and Kiro nest one level deeper.
+_CLIENT_FOLDERS = frozenset(
+    {".vscode", ".cursor", ".gemini", ".roo", ".kilocode", ".windsurf", ".codeium", ".zed", ".continue",
+     ".kiro", ".amazonq", ".claude", ".opencode"}
+)  # fmt: skip
+_CLIENT_SUBFOLDERS = frozenset({"mcpServers", "settings"})
+
+
+def workspace_folder(path: Path) -> Path:
+    """The folder a config file's ``${workspaceFolder}``, relative paths and default ``cwd`` start from: the
+    file's own folder, or the project folder above it for a file a client keeps in its own folder
+    (``proj/.vscode/mcp.json``, ``proj/.cursor/mcp.json``, ``proj/.continue/mcpServers/x.yaml`` -> ``proj``)."""
+    folder = path.parent
+    if folder.name in _CLIENT_SUBFOLDERS and folder.parent.name in _CLIENT_FOLDERS:
+        folder = folder.parent
+    return folder.parent if folder.name in _CLIENT_FOLDERS else folder
+
+
 def read_config_file(path: Path) -> Any:
     """The data of an MCP config file: YAML by extension, otherwise JSON with comments and trailing
-    commas allowed (VS Code's and Zed's files are JSONC). Raises ``ValueError`` saying what is wrong."""
-    text = path.read_text(encoding="utf-8")
+    commas allowed (VS Code's and Zed's files are JSONC). A UTF-8 byte order mark (Windows editors write
+    one) is skipped. Raises ``ValueError`` saying what is wrong."""
+    text = path.read_text(encoding="utf-8-sig")
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             return yaml.safe_load(text)
@@ -535,7 +583,7 @@ _JSONC = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.
 def _dotenv(path: Path) -> dict[str, str]:
     """``KEY=value`` lines of a VS Code ``envFile`` (``#`` comments, optional quotes and ``export``)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
         raise ValueError(f"envFile {path}: {exc.strerror or exc}") from None
     env = {}

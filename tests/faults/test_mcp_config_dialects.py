@@ -1,12 +1,14 @@
 """What real clients' config files mean beyond how a server starts: tool filters, Gemini CLI's server
-lists and the unit of a bare ``timeout``. Tools are checked on real servers (``tests/servers/``) started
-as subprocesses, the way training starts them.
+lists, the unit of a bare ``timeout``, the folder relative paths start from, a byte order mark, and the
+start-up errors a hand-written entry meets. Tools and start-up failures are checked on real servers
+(``tests/servers/``) started as subprocesses, the way training starts them.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,86 @@ def test_an_ambiguous_bare_timeout_is_warned_about_once(
             load_env_config(env).mcp_servers()
     warnings = [r.getMessage() for r in caplog.records if "bare 'timeout" in r.getMessage()]
     assert len(warnings) == 1 and read in warnings[0] and "timeout_s or timeout_ms" in warnings[0]
+
+
+def test_paths_in_a_config_file_start_from_its_workspace(tmp_path: Path) -> None:
+    """``${workspaceFolder}``, relative paths and the default cwd of ``proj/.vscode/mcp.json`` mean ``proj``,
+    whatever folder the environment file sits in; an inline server keeps the environment's folder."""
+    proj = tmp_path / "proj"
+    (proj / "keys").mkdir(parents=True)
+    (proj / "keys" / "token").write_text("tok-123\n")
+    (proj / ".env").write_text("FROM=proj\n")
+    vscode = {
+        "servers": {
+            "edge": {
+                "command": "python",
+                "args": ["${workspaceFolder}/edge_server.py"],
+                "envFile": ".env",
+                "env": {"TOKEN": "${file:keys/token}"},
+            },
+            "sub": {"command": "python", "cwd": "tools"},
+        }
+    }
+    write(proj / ".vscode" / "mcp.json", vscode)
+    env = env_for(Path("../../proj/.vscode/mcp.json"), tmp_path)
+    env.write_text(
+        env.read_text() + "  mcp:\n    mcpServers:\n      inline: {command: python, args: [s.py]}\n"
+    )
+    servers = load_env_config(env).mcp_servers().mcpServers
+    assert servers["edge"].args == [f"{proj}/edge_server.py"] and servers["edge"].cwd == str(proj)
+    assert servers["edge"].env == {"FROM": "proj", "TOKEN": "tok-123"}
+    assert servers["sub"].cwd == str(proj / "tools")
+    assert servers["inline"].cwd == str(env.parent)
+    continue_dir = write(
+        proj / ".continue" / "mcpServers" / "db.json", {"mcpServers": {"db": {"command": "python"}}}
+    )
+    assert load_env_config(env_for(continue_dir, tmp_path)).mcp_servers().mcpServers["db"].cwd == str(proj)
+
+
+@pytest.mark.parametrize("prefix", ["", "// Windows editor\n"])
+def test_json_and_jsonc_files_with_a_byte_order_mark_load(prefix: str, tmp_path: Path) -> None:
+    path = write(tmp_path / "mcp.json", {"mcpServers": {"s": SLOW}}, prefix="\ufeff" + prefix)
+    (tmp_path / "bom.env").write_text("\ufeffKEY=v\n", encoding="utf-8")
+    text = path.read_text(encoding="utf-8").replace('"args"', '"envFile": "bom.env", "args"')
+    path.write_text(text, encoding="utf-8")
+    assert load_env_config(env_for(path, tmp_path)).mcp_servers().mcpServers["s"].env == {"KEY": "v"}
+
+
+def test_a_cwd_with_a_tilde_is_the_home_folder() -> None:
+    server = McpServerConfig(command="python", cwd="~/").resolved(Path("/somewhere"))
+    assert server.cwd == str(Path.home())
+
+
+@pytest.mark.timeout(30)
+def test_a_cwd_that_does_not_exist_fails_at_start_naming_cwd(tmp_path: Path) -> None:
+    config = McpServerConfig(**SLOW, cwd="no/such/dir").resolved(tmp_path)
+    with pytest.raises(
+        RuntimeError, match=rf"MCP server 'w' cannot start: cwd {tmp_path}/no/such/dir does not exist"
+    ):
+        ToolExecutor([McpProvider("w", config)]).start()
+
+
+@pytest.mark.timeout(30)
+def test_a_command_line_in_command_says_how_to_split_it(tmp_path: Path) -> None:
+    config = McpServerConfig(command=f"python {SLOW_SERVER} --transport stdio", args=["-v"])
+    # (\S+: another test's secret may be the text "python", and errors are redacted)
+    hint = r"Did you mean command: \S+, args: " + re.escape(
+        f'["{SLOW_SERVER}", "--transport", "stdio", "-v"]?'
+    )
+    with pytest.raises(
+        RuntimeError, match=rf"MCP server 'cmd' cannot start: command .* is not a program.*{hint}"
+    ):
+        ToolExecutor([McpProvider("cmd", config)]).start()
+    with pytest.raises(RuntimeError, match="failed to start"):  # no hint when the first word is no program
+        ToolExecutor([McpProvider("cmd", McpServerConfig(command="no-such-program x.js"))]).start()
+
+
+@pytest.mark.timeout(30)
+def test_a_start_up_timeout_names_startup_timeout_s() -> None:
+    config = McpServerConfig(
+        command="python", args=["-c", "import time; time.sleep(60)"], startup_timeout_s=1
+    )
+    executor = ToolExecutor([McpProvider("mute", config)])
+    with pytest.raises(RuntimeError, match=r"within 1 s \(startup_timeout_s"):
+        executor.start()
+    executor.close()
