@@ -129,9 +129,13 @@ def test_harmless_repairs_keep_every_value(call, data):
     body = sloppy({"name": name, "arguments": arguments}, data.draw)
     cut = len(body) - len(body.rstrip("}]"))  # closing brackets missing at the very end
     shorter = body[: len(body) - data.draw(st.integers(0, cut))]
+    whole = True
     if shorter.rstrip().endswith(('"', "'", "}", "]", "true", "false", "null", "True", "False", "None")):
-        body = shorter
-    body = data.draw(st.sampled_from([body, f"```json\n{body}\n```", f"{body}}}", f"\n  {body}\n"]))
+        body, whole = shorter, shorter == body
+    # one closing brace too many, on a whole call only: after a cut, '[null' + '}' is a bracket that does
+    # not close its list, which the parser rightly refuses (hypothesis found that pair on 2026-12-02)
+    extra = [f"{body}}}"] if whole else []
+    body = data.draw(st.sampled_from([body, f"```json\n{body}\n```", *extra, f"\n  {body}\n"]))
     [got] = parse_tool_calls(f"<tool_call>{body}</tool_call>")
     assert (got.name, got.arguments, got.error) == (name, arguments, None), body
 
