@@ -50,7 +50,20 @@ def drawn_pixels(page, elem_id: str) -> int:
     frame = page.locator(f"#{elem_id} svg.marks .role-frame.root > g > path.background")
     if not frame.count():
         return 0
-    pixels = Image.open(io.BytesIO(frame.first.screenshot())).convert("RGB").tobytes()
+    # The page's own refresh redraws the charts every few seconds; an element screenshot waits for the
+    # element to stay put and visible, which a loaded machine's redraws can keep from happening for 30 s
+    # (CI, 2026-12-02). The painted pixels inside the frame's box are what counts: take them from the page.
+    for _ in range(20):
+        box = frame.first.bounding_box()
+        if box and box["width"] >= 1 and box["height"] >= 1:
+            break
+        page.wait_for_timeout(250)
+    else:
+        return 0
+    # the box is the viewport's; a full-page screenshot is clipped in the document's coordinates
+    scroll_x, scroll_y = page.evaluate("() => [window.scrollX, window.scrollY]")
+    clip = {**box, "x": box["x"] + scroll_x, "y": box["y"] + scroll_y}
+    pixels = Image.open(io.BytesIO(page.screenshot(clip=clip, full_page=True))).convert("RGB").tobytes()
     return sum(max(rgb) - min(rgb) > 60 for rgb in zip(pixels[::3], pixels[1::3], pixels[2::3], strict=True))
 
 
