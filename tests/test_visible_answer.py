@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from swift_rlfactory.rewards import process, rules
@@ -284,6 +285,9 @@ def test_answers_once_sees_every_call_some_parser_reads_and_the_reply_they_read(
     text = "".join(_xml("a") if xml and p == "@" else "<answer>a</answer>" if p == "@" else p for p in pieces)
     if bare:
         text = text.replace("<tool_call>", "").replace("</tool_call>", "")
+    # A tag inside a JSON string ends an XML block there (as vLLM's reader does) but not a JSON one, so the
+    # two readers disagree on where reasoning starts; the property is about texts they read alike.
+    assume(not re.search(r'"[^"]*</?(?:tool_call|think)>', text))
     found = read_reply(text)
     assert found.visible == visible_text(text)
     if parse_tool_calls(text) or parse_xml_tool_calls(text) or parse_json_calls(text):
