@@ -41,7 +41,9 @@ _VAR = re.compile(
     r"|(?<!\$)\{env:(?P<opencode>[A-Za-z_][A-Za-z0-9_]*)\}"
     r"|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
 )
-_QUERY_VALUE = re.compile(r"([?&][^=&#\s'\"]+=)[^&#\s'\"]+")
+# A query value runs to the next ``&``, ``#``, quote or whitespace, but does not end in a closing bracket or
+# punctuation: ``(see http://h/mcp?key=VALUE).`` keeps its ``).``, while a ``)`` inside a value is still hidden.
+_QUERY_VALUE = re.compile(r"([?&][^=&#\s'\"]+=)[^&#\s'\"]*[^&#\s'\")\]}>.,;:!?]")
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE)
 _HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")
 

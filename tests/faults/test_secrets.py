@@ -113,6 +113,21 @@ def test_redact_shows_the_variable_and_blanks_query_values() -> None:
     assert redact("GET http://h/mcp?a=1&b=two#x") == "GET http://h/mcp?a=***&b=***#x"
 
 
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("(auto http://127.0.0.1:9/mcp?key=s3cr3t) failed to start", "(auto http://127.0.0.1:9/mcp?key=***) failed to start"),
+        ("see [http://h/?t=s3cr3t].", "see [http://h/?t=***]."),
+        ("'http://h/?a=1&b=s3cr3t', <http://h/?k=s3cr3t>;", "'http://h/?a=***&b=***', <http://h/?k=***>;"),
+        ("http://h/?k=s3(cr)3t, then", "http://h/?k=***, then"),  # brackets inside a value: hidden with it
+    ],
+)  # fmt: skip
+def test_a_query_value_ends_where_the_url_does(text: str, redacted: str) -> None:
+    """The blanking stops at the URL's end: it used to swallow the ``)`` of ``(... ?key=...)`` (and any
+    punctuation after the URL), so an error's text lost its bracket."""
+    assert redact(text) == redacted
+
+
 @pytest.mark.timeout(60)
 def test_stdio_server_sees_only_the_environment_it_is_given(tmp_path: Path) -> None:
     servers = (
