@@ -96,6 +96,7 @@ def test_transport_errors_are_retried_tool_errors_are_not():
     with make(Limits(retries=2, retry_backoff_s=0.01)) as ex:
         [ok] = ex.execute([ToolCall("flaky", {"fail_times": 2})])
         assert ok.ok and ok.observation == "ok after 3" and ok.attempts == 3
+        assert ok.repeated  # a tool that raised TransportError itself ran: its retries repeat it
     with make(Limits(retries=1, retry_backoff_s=0.01)) as ex:
         [bad] = ex.execute([ToolCall("flaky", {"fail_times": 5})])
         assert bad.attempts == 2 and "unreachable after 2 attempts" in bad.error

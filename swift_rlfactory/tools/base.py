@@ -45,7 +45,17 @@ def stray_cancellation(name: str) -> ToolError:
 
 
 class TransportError(Exception):
-    """The tool could not be reached; the executor retries these."""
+    """The tool could not be reached; the executor retries these.
+
+    ``delivered`` says whether the call may have reached the tool before the failure (a connection that
+    dropped mid-call), so that a retry may run it twice and is marked ``repeated``. A backend that knows
+    the call never left (its server is down and no session could be opened) raises with
+    ``delivered=False``, and its retries are no repeats.
+    """
+
+    def __init__(self, *args: object, delivered: bool = True):
+        super().__init__(*args)
+        self.delivered = delivered
 
 
 @dataclass(frozen=True)

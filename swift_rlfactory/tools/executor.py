@@ -323,9 +323,10 @@ class ToolExecutor:
         try:
             try:
                 result = await self._attempt(tool, arguments, record, timeout)
-            except TransportError:
+            except TransportError as failure:
                 if self.limits.retries == 0:
                     raise
+                reached = failure.delivered  # a try so far may have run the tool: the next one repeats it
                 # Only a failed first attempt pays for the retry machinery: the happy path stays cheap.
                 async for attempt in AsyncRetrying(
                     retry=retry_if_exception_type(TransportError),
@@ -334,7 +335,12 @@ class ToolExecutor:
                     reraise=True,
                 ):
                     with attempt:
-                        result = await self._attempt(tool, arguments, record, timeout)
+                        record.repeated = record.repeated or reached
+                        try:
+                            result = await self._attempt(tool, arguments, record, timeout)
+                        except TransportError as again:
+                            reached = reached or again.delivered
+                            raise
         except TimeoutError:
             raise _CallFailed(f"tool {name!r} timed out after {timeout:g} s") from None
         except ToolError as exc:
@@ -370,8 +376,6 @@ class ToolExecutor:
         isolated tool reaps its child); a tool still running then is abandoned: this call ends anyway, its
         concurrency slots go to the next call, and whatever it returns later is discarded.
         """
-        if record.attempts:  # the earlier try may have run the tool before it failed
-            record.repeated = True
         record.attempts += 1
         token = current_call.set(record)
         try:

@@ -344,7 +344,9 @@ class McpProvider:
             live = [session for session in self._sessions if session.client is not None]
             if not live:
                 errors = "; ".join(_describe(s.error) for s in self._sessions if s.error is not None)
-                raise TransportError(redact(f"MCP server {self.name!r} is unavailable: {errors or 'closed'}"))
+                raise TransportError(
+                    redact(f"MCP server {self.name!r} is unavailable: {errors or 'closed'}"), delivered=False
+                )
             free = [session for session in live if not session.reserved]
             if free:
                 session = min(free, key=lambda s: len(s.in_flight))

@@ -72,6 +72,27 @@ def test_http_server_restart_reopens_the_session() -> None:
         stop(proc)
 
 
+@pytest.mark.timeout(90)
+def test_calls_that_never_reached_a_down_server_are_no_repeats() -> None:
+    """While the server is down no session opens, so no try of a call reaches it: its retries are not
+    marked ``repeated`` (they were, since every retry counted as one)."""
+    port = free_port()
+    proc = start_http(port)
+    config = McpServerConfig(url=f"http://127.0.0.1:{port}/mcp")
+    limits = Limits(call_timeout_s=10, retries=2, retry_backoff_s=0.01)
+    try:
+        with ToolExecutor([McpProvider("down", config)], limits) as executor:
+            assert executor.execute([ToolCall("echo", {"text": "up"})])[0].ok
+            stop(proc)
+            # The first call finds the session dead mid-call: the SDK cannot say if it was sent (a repeat).
+            executor.execute([ToolCall("echo", {"text": "first"})])
+            later = executor.execute([ToolCall("echo", {"text": "later"})])[0]
+    finally:
+        stop(proc)
+    assert not later.ok and "unavailable" in (later.error or ""), later.error
+    assert later.attempts == 3 and not later.repeated
+
+
 @pytest.mark.timeout(120)
 def test_poison_call_is_isolated_and_innocent_calls_rerun() -> None:
     """A call that crashes its server fails alone after two solo crashes; the calls in flight beside it
