@@ -206,10 +206,8 @@ class McpProvider:
             await asyncio.gather(*(session.open() for session in self._sessions))
         except Exception as exc:
             await self.close()
-            where = _endpoint(self.config)
-            raise RuntimeError(
-                redact(f"MCP server {self.name!r} ({where}) failed to start: {_describe(exc)}")
-            ) from None
+            where, why = _endpoint(self.config), _describe(exc, stdio=self.config.kind == "stdio")
+            raise RuntimeError(redact(f"MCP server {self.name!r} ({where}) failed to start: {why}")) from None
         for note in self._sessions[0].notes:  # every session lists the same tools: say it once
             logger.warning("MCP server %r: %s", self.name, note)
         offered = self._sessions[0].tools
@@ -343,7 +341,11 @@ class McpProvider:
                     await asyncio.wait(list(self._restarts.values()), return_when=asyncio.FIRST_COMPLETED)
             live = [session for session in self._sessions if session.client is not None]
             if not live:
-                errors = "; ".join(_describe(s.error) for s in self._sessions if s.error is not None)
+                errors = "; ".join(
+                    _describe(s.error, stdio=self.config.kind == "stdio")
+                    for s in self._sessions
+                    if s.error is not None
+                )
                 raise TransportError(
                     redact(f"MCP server {self.name!r} is unavailable: {errors or 'closed'}"), delivered=False
                 )
@@ -387,7 +389,10 @@ class McpProvider:
         if session.client is not client or self._closed:
             return  # an earlier call already reported this loss, or we are shutting down
         logger.warning(
-            "MCP server %r: session %s lost (%s); reopening it", self.name, session.label, _describe(exc)
+            "MCP server %r: session %s lost (%s); reopening it",
+            self.name,
+            session.label,
+            _describe(exc, stdio=self.config.kind == "stdio"),
         )
         session.client = None
         self._restart_soon(session)
@@ -463,7 +468,11 @@ class _Session:
         try:
             await self.open()
         except Exception as exc:
-            logger.warning("MCP session %s could not restart: %s", self.label, _describe(exc))
+            logger.warning(
+                "MCP session %s could not restart: %s",
+                self.label,
+                _describe(exc, stdio=self.config.kind == "stdio"),
+            )
 
     async def _own(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
         kinds = ["streamable-http", "sse"] if self.kind == "auto" else [self.kind]
@@ -1202,15 +1211,20 @@ def _server_stderr() -> TextIO:
     return sys.stderr
 
 
-def _describe(exc: BaseException) -> str:
-    """A one-line cause, digging through the exception groups that anyio task groups raise."""
+def _describe(exc: BaseException, stdio: bool = False) -> str:
+    """A one-line cause, digging through the exception groups that anyio task groups raise; ``stdio`` when
+    the server is a subprocess of ours, whose stderr (printed above) may say why it closed the connection."""
     leaves = getattr(exc, "exceptions", None)
     if leaves:
         # A transport failure arrives with the session's own "connection closed" beside it; the former says why.
         leaves = sorted(leaves, key=lambda e: isinstance(e, MCPError))
-        return _describe(leaves[0])
+        return _describe(leaves[0], stdio)
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-        return "the server closed the connection (a stdio server's stderr, above, may say why)"
+        if stdio:
+            return "the server closed the connection (its stderr, above, may say why)"
+        return (
+            "the connection to the server closed (the server stopped or dropped it; its own log may say why)"
+        )
     return redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
 
 

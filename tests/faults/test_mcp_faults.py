@@ -73,12 +73,16 @@ def test_http_server_restart_reopens_the_session() -> None:
 
 
 @pytest.mark.timeout(90)
-def test_calls_that_never_reached_a_down_server_are_no_repeats() -> None:
+@pytest.mark.parametrize(("transport", "path"), [("streamable-http", "/mcp"), ("sse", "/sse")])
+def test_calls_that_never_reached_a_down_server_are_no_repeats(
+    transport: str, path: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """While the server is down no session opens, so no try of a call reaches it: its retries are not
-    marked ``repeated`` (they were, since every retry counted as one)."""
+    marked ``repeated`` (they were, since every retry counted as one). The session's loss is told in words
+    for a remote server, not with the hint about a stdio server's stderr."""
     port = free_port()
-    proc = start_http(port)
-    config = McpServerConfig(url=f"http://127.0.0.1:{port}/mcp")
+    proc = start_http(port, "--transport", transport)
+    config = McpServerConfig(url=f"http://127.0.0.1:{port}{path}", transport=transport)
     limits = Limits(call_timeout_s=10, retries=2, retry_backoff_s=0.01)
     try:
         with ToolExecutor([McpProvider("down", config)], limits) as executor:
@@ -91,6 +95,10 @@ def test_calls_that_never_reached_a_down_server_are_no_repeats() -> None:
         stop(proc)
     assert not later.ok and "unavailable" in (later.error or ""), later.error
     assert later.attempts == 3 and not later.repeated
+    said = [r.getMessage() for r in caplog.records if r.name == "swift_rlfactory.tools.mcp"]
+    assert not any("stderr" in line for line in said), said
+    if transport == "sse":  # the next call finds the session lost (streamable HTTP: that call or the session)
+        assert any("lost (the connection to the server closed" in line for line in said), said
 
 
 @pytest.mark.timeout(120)
