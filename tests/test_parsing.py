@@ -568,6 +568,21 @@ PROSE_TOOLS = [
             [("search", {"query": "a"})],
         ),
         ('<think>{"name": "now", "parameters": {}}</think>Looking: {"name": "search"}', [("search", {})]),
+        # key order is the model's: "name" after the arguments, after prose too (it was found only alone)
+        ('Sure: {"parameters": {"query": "x"}, "name": "search"}', [("search", {"query": "x"})]),
+        (
+            'A: {"type": "function", "arguments": {}, "name": "now"} {"parameters": {}, "name": "nope"}',
+            [("now", {})],
+        ),  # an object naming no tool offered stays prose
+        # a literal <tool_call> in an argument is argument text, not a hermes block
+        (
+            '{"name": "search", "parameters": {"query": "what is <tool_call>?"}}',
+            [("search", {"query": "what is <tool_call>?"})],
+        ),
+        (
+            'Looking: {"name": "search", "parameters": {"query": "<tool_call>x</tool_call>"}}',
+            [("search", {"query": "<tool_call>x</tool_call>"})],
+        ),
     ],
 )
 def test_llama_calls_after_prose_are_calls(text, calls):

@@ -110,9 +110,12 @@ _SPACE = re.compile(r"\s*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _METADATA = frozenset({"id", "type", "index"})
 # Where a call object may start inside prose: ``{"name": "search"`` (Llama's ``{"type": "function",`` first
-# allowed), single quotes too; the name is captured so that only a known tool's object is read.
+# allowed), single quotes too; the name is captured so that only a known tool's object is read. An object
+# that opens with its arguments (``{"parameters": {...}, "name": "search"}``) has no name to capture here:
+# it is read, and is a call if its name turns out to be a known tool's.
 _CALL_START = re.compile(
-    r"""\{\s*(?:["']type["']\s*:\s*["']function["']\s*,\s*)?["']name["']\s*:\s*["']((?:[^"'\\\n]|\\.){1,256})["']"""
+    r"""\{\s*(?:["']type["']\s*:\s*["']function["']\s*,\s*)?"""
+    r"""(?:["']name["']\s*:\s*["']((?:[^"'\\\n]|\\.){1,256})["']|["'](?:parameters|arguments)["']\s*:)"""
 )
 _PYTHON_TAG = "<|python_tag|>"  # Llama 3.1 opens a tool call with it
 _END_OF_MESSAGE = ("<|eom_id|>", "<|eom|>")  # Llama 3's and Llama 4's end of a turn that awaits a tool
@@ -182,23 +185,39 @@ def parse_json_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCa
     """Llama 3's and Llama 4's calls (ms-swift's ``llama3``/``llama4`` agent templates): call JSON with
     ``"parameters"``, written after prose or ``<|python_tag|>``, one or several in a reply.
 
-    ``<tool_call>`` blocks and a reply that is nothing but call JSON read as in :func:`parse_tool_calls`;
+    ``<tool_call>`` blocks and a reply that is nothing but call JSON read as in :func:`parse_tool_calls`
+    (but a ``<tool_call>`` inside a string of a call object that starts before it is argument text);
     otherwise every call object naming one of ``tool_names`` in the visible reply is a call (prose that
     only mentions JSON, or names no tool offered, stays an answer). ``<|python_tag|>`` with no call after
     it (Llama 3.1's built-in ``search.call(query=...)`` style) is an error call. Never raises.
     """
     blocks, visible = _scan(text)
-    if blocks:
-        return _block_calls(text, blocks)
     reply = "".join(visible)
-    rest = _unwrapped(reply)
-    calls = _bare_calls(rest) or json_calls_in_prose(rest, tool_names)
+    if blocks:
+        # A <tool_call> in a string of a Llama call ({"name": "echo", "parameters": {"s": "<tool_call>"}})
+        # is argument text: read the reply as written from the first tag on, and keep it if a call that
+        # starts before the tag reads whole across it.
+        tag = blocks[0][0] - len(_OPEN)
+        before = "".join(_scan(text[:tag])[1])
+        written = before + text[tag:]
+        calls = _llama_calls(written, tool_names)
+        if not any(c.error is None and _OPEN in c.raw and written.find(c.raw) < len(before) for c in calls):
+            return _block_calls(text, blocks)
+        reply = written
+    else:
+        calls = _llama_calls(reply, tool_names)
     tag = reply.find(_PYTHON_TAG)
     if not calls and tag >= 0:  # Llama's own start of a call: never an answer
         shown = _quote(reply[tag + len(_PYTHON_TAG) :].strip())
         message = f'after {_PYTHON_TAG} write a call as {{"name": NAME, "parameters": {{...}}}}, got: {shown}'
         calls = [ToolCall(name="", error=message, raw=reply[tag:])]
     return calls
+
+
+def _llama_calls(reply: str, tool_names: Collection[str]) -> list[ToolCall]:
+    """The calls of a visible reply read as Llama writes them: all call JSON, else call objects in prose."""
+    rest = _unwrapped(reply)
+    return _bare_calls(rest) or json_calls_in_prose(rest, tool_names)
 
 
 def _unwrapped(reply: str) -> str:
@@ -220,11 +239,22 @@ def json_calls_in_prose(text: str, tool_names: Collection[str]) -> list[ToolCall
     calls: list[ToolCall] = []
     pos = 0
     while tool_names and (start := _CALL_START.search(text, pos)) is not None:
-        name = _unescaped(start[1]).strip()
-        if name not in tool_names:
-            pos = start.end()
-            continue
-        body = _read_one(text, start.start())
+        if start[1] is None:  # arguments first: a call only if it reads whole and names a known tool
+            body = _read_one(text, start.start())
+            value = body.values[0] if body.error is None else None
+            named = value.get("name") if isinstance(value, dict) else None
+            if not (isinstance(named, str) and named.strip() in tool_names):
+                if body.error is not None:  # unreadable to the end of the text: nothing after it is read
+                    break
+                pos = start.end()
+                continue
+            name = named.strip()
+        else:
+            name = _unescaped(start[1]).strip()
+            if name not in tool_names:
+                pos = start.end()
+                continue
+            body = _read_one(text, start.start())
         raw = text[start.start() : body.end]
         if body.error is not None:
             calls.append(ToolCall(name=name, error=body.error, raw=raw))
