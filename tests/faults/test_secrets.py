@@ -287,7 +287,9 @@ def test_claude_code_defaults_and_every_variable_form_expand(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``${VAR:-default}`` (Claude Code), ``${env:VAR}`` (VS Code), ``{env:VAR}`` (opencode) and ``$VAR``,
-    in every field that is expanded; a used default is recorded as the secret it stands in for."""
+    in every field that is expanded; a used default is recorded as the secret it stands in for. The defaults
+    here are words no other test writes: a recorded secret stays recorded for the whole test process, and a
+    default of ``python`` made later errors read ``${RLF_UNSET}`` for every "python" in them."""
     monkeypatch.setenv("RLF_EMPTY", "")
     monkeypatch.delenv("RLF_UNSET", raising=False)
     (tmp_path / "server.json").write_text(
@@ -295,9 +297,9 @@ def test_claude_code_defaults_and_every_variable_form_expand(
             {
                 "mcpServers": {
                     "local": {
-                        "command": "${RLF_UNSET:-python}",
+                        "command": "${RLF_UNSET:-dflt-cmd-5150}",
                         "args": ["${RLF_SECRET:-x}", "${RLF_UNSET:-dflt-arg-31337}", "${userHome}${/}a", "$RLF_UNSET"],
-                        "env": {"A": "${env:RLF_SECRET}", "B": "{env:RLF_SECRET}", "C": "${RLF_EMPTY:-fallback}"},
+                        "env": {"A": "${env:RLF_SECRET}", "B": "{env:RLF_SECRET}", "C": "${RLF_EMPTY:-dflt-fallback-6161}"},
                         "cwd": "${workspaceFolder}/srv",
                     },
                     "remote": {
@@ -312,9 +314,9 @@ def test_claude_code_defaults_and_every_variable_form_expand(
     env.write_text("tools:\n  mcp_config: server.json\n")
     servers = load_env_config(env).mcp_servers().mcpServers
     local, remote = servers["local"], servers["remote"]
-    assert local.command == "python" and local.cwd == str(tmp_path / "srv")
+    assert local.command == "dflt-cmd-5150" and local.cwd == str(tmp_path / "srv")
     assert local.args == [SECRET, "dflt-arg-31337", f"{Path.home()}{os.sep}a", "$RLF_UNSET"]
-    assert local.env == {"A": SECRET, "B": SECRET, "C": "fallback"}
+    assert local.env == {"A": SECRET, "B": SECRET, "C": "dflt-fallback-6161"}
     assert remote.url == f"http://127.0.0.1:1/mcp?k={SECRET}"
     assert remote.headers == {"Authorization": "Bearer dflt-token-77aa"}
     assert redact("sent Bearer dflt-token-77aa") == "sent Bearer ${RLF_UNSET}"  # a default is a secret too
