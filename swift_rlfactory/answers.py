@@ -8,12 +8,17 @@ in :mod:`swift_rlfactory.retrieval.qa_data`. Answer sets come in many shapes; al
 * nested lists, flattened at any depth: ``[["Paris", "City of Light"]]``;
 * SQuAD-style dicts, by their ``text`` (else ``answer``) field: ``[{"text": "x", "answer_start": 3}]``,
   ``{"text": ["x", "y"], "answer_start": [3, 9]}``;
+* TriviaQA's answer dict, by its value and every alias: ``{"Value": "Mars", "Aliases": ["The Red Planet"],
+  "NormalizedAliases": ["mars", "red planet"]}`` (the official scorer matches the normalised aliases);
+* aliases kept in a column of their own, named after the answer column with ``_aliases`` (MuSiQue's
+  ``answer`` + ``answer_aliases``): :func:`first_answers` adds them to the column they belong to;
 * numpy arrays and scalars (how pandas hands back a parquet cell), through ``tolist()``.
 
 ``None``, NaN, empty and all-blank strings are no answer, and a column holding no answer is as good as
 absent: the next column is read. A container is never turned into an answer's text (``str()`` of a list
 is an answer nothing matches, so the episode silently scored 0); one this cannot read is refused by
-:func:`answers_of` with ``strict=True`` and skipped otherwise.
+:func:`answers_of` with ``strict=True`` and skipped otherwise. An answer given twice (a value that is also
+one of its aliases) is kept once, where it first appears.
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 _DICT_FIELDS = ("text", "answer")
-REFERENCE_COLUMNS = ("golden_answers", "solution", "answer", "answers")
+_ALIAS_FIELDS = ("Value", "Aliases", "NormalizedAliases")  # TriviaQA's Answer: each one is accepted
+ALIASES = "_aliases"
+"""The suffix of a column holding more accepted answers for the column it is named after (``answer_aliases``)."""
+REFERENCE_COLUMNS = ("golden_answers", "solution", "answer", "answers", "Answer")
 """The columns a row's reference answers are read from, first one holding any wins
 (:func:`reference_answers`)."""
 
@@ -34,20 +42,25 @@ def answers_of(value: Any, *, strict: bool = False) -> list[str]:
     ``strict``: raise ``ValueError`` naming an entry that is neither text, a number, a list nor a dict
     with a ``text``/``answer`` field (what a loader does, to refuse the row); without it such an entry
     is skipped (what a reward does, so one odd row never crashes a batch)."""
-    return list(_walk(value, strict))
+    return list(dict.fromkeys(_walk(value, strict)))
 
 
 def first_answers(row: Mapping[str, Any], keys: Iterable[str], *, strict: bool = False) -> list[str]:
-    """The answers of the first of ``keys`` whose column holds any (see :func:`answers_of`); with
-    ``strict``, the ``ValueError`` names the column."""
+    """The answers of the first of ``keys`` whose column holds any (see :func:`answers_of`), followed by
+    those of its aliases column (``answer`` -> ``answer_aliases``, :data:`ALIASES`); with ``strict``, the
+    ``ValueError`` names the column."""
     for key in keys:
-        try:
-            answers = answers_of(row.get(key), strict=strict)
-        except ValueError as exc:
-            raise ValueError(f"column {key!r}: {exc}") from None
+        answers = _column(row, key, strict)
         if answers:
-            return answers
+            return list(dict.fromkeys(answers + _column(row, key + ALIASES, strict)))
     return []
+
+
+def _column(row: Mapping[str, Any], key: str, strict: bool) -> list[str]:
+    try:
+        return answers_of(row.get(key), strict=strict)
+    except ValueError as exc:
+        raise ValueError(f"column {key!r}: {exc}") from None
 
 
 def reference_answers(row: Mapping[str, Any]) -> list[str]:
@@ -76,8 +89,12 @@ def _walk(value: Any, strict: bool) -> Iterable[str]:
             yield from _walk(entry, strict)
     elif isinstance(value, Mapping) and any(k in value for k in _DICT_FIELDS):
         yield from _walk(next(value[k] for k in _DICT_FIELDS if k in value), strict)
+    elif isinstance(value, Mapping) and any(k in value for k in _ALIAS_FIELDS):
+        for key in _ALIAS_FIELDS:
+            yield from _walk(value.get(key), strict)
     elif strict:
         raise ValueError(
-            f"an answer is text, a number, a list of them or a dict with a 'text' or 'answer' field; "
+            "an answer is text, a number, a list of them, a dict with a 'text' or 'answer' field or "
+            f"TriviaQA's {{'Value', 'Aliases'}}; "
             f"got {type(value).__name__} {value!r:.200}"
         )

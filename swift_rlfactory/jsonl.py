@@ -9,13 +9,16 @@ becomes a record that ``splitlines`` cuts in two, with neither half JSON. Every 
 
 Dataset files come from every editor and tool: :func:`read_text` reads them as UTF-8 with or without the
 byte order mark Windows tools write (what Python calls ``utf-8-sig``), and names the file and line of
-anything that is not UTF-8 text, so a user knows which file to save again.
+anything that is not UTF-8 text, so a user knows which file to save again, and decompresses a ``.gz``
+file (datasets are often shipped as ``.jsonl.gz``).
 """
 
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +46,16 @@ def lines(text: str) -> list[str]:
 
 
 def read_text(path: Path) -> str:
-    """The UTF-8 text of ``path``, without the byte order mark it may start with (:func:`decode`).
+    """The UTF-8 text of ``path``, without the byte order mark it may start with (:func:`decode`); a
+    ``.gz`` file is decompressed first (``ValueError`` naming it when it is not gzip data).
     ``OSError`` (a missing file, a folder) is the caller's to word."""
-    return decode(path.read_bytes(), path)
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:  # not gzip, or cut short
+            raise ValueError(f"{path}: not a complete gzip file ({exc})") from None
+    return decode(data, path)
 
 
 def decode(data: bytes, path: Path) -> str:

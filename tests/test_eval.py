@@ -644,7 +644,7 @@ def test_a_row_without_the_reference_a_reward_needs_is_refused_naming_file_line_
     assert len(load_rows(path)) == 2  # nothing required: both load
     with pytest.raises(
         ValueError, match=r"data\.json: record 2: no reference answer \(none of 'golden_answers', 'solution', "
-        r"'answer', 'answers' holds one\), which reward 'em', 'f1' of the environment scores against"
+        r"'answer', 'answers', 'Answer' holds one\), which reward 'em', 'f1' of the environment scores against"
     ):  # fmt: skip
         load_rows(path, requires={"golden_answers": ["em", "f1"]})
     with pytest.raises(ValueError, match=r"record 1: no 'tests' field, which reward 'hidden_tests' of"):
@@ -799,7 +799,7 @@ def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
         ),
         ("list.jsonl", "[1, 2]\n", r"line 1: a record is a JSON object, got list"),
         ("messages.jsonl", '{"messages": "hi"}\n', r"line 1: 'messages' must be a list"),
-        ("dict.json", '{"question": "a"}', r"a \.json dataset is a list of records, got dict"),
+        ("dict.json", '{"question": "a"}', r"a \.json dataset is a list of records or SQuAD's \{\"data\": \[\.\.\.\]\}, got dict with keys \['question'\]"),
         ("number.jsonl", '{"question": "a", "golden_answers": 7}\n', None),  # a number is an answer
         ("folder.jsonl", None, r"cannot read the dataset: Is a directory"),
     ],
@@ -1132,3 +1132,31 @@ def test_calls_a_server_parsed_are_written_back_in_the_format_of_the_template(ar
         assert call.error is not None
     else:
         assert (call.name, call.arguments, call.error) == ("add", expected, None)
+
+
+def test_held_back_files_in_public_formats_are_scored_as_their_own_splits(tmp_path: Path, capsys):
+    """An outside suite's question files (TriviaQA, MuSiQue as ``.jsonl.gz``), merged beside ours by
+    ``eval_sets.py`` and scored by a served model: each is its own split, and an answer that is only one
+    of the file's aliases (``7`` for "seven") is right, not a silent 0."""
+    import gzip
+
+    from swift_rlfactory.cli import main
+
+    ours = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    trivia = tmp_path / "trivia.jsonl"
+    trivia.write_text(json.dumps({"Question": "What is 2 + 5?", "Answer": {"Value": "seven", "Aliases": ["7"]}}))
+    musique = tmp_path / "musique_dev.jsonl.gz"
+    row = {"id": "2hop__1", "question": "What is 6 + 1?", "answer": "seven", "answer_aliases": ["7"]}
+    musique.write_bytes(gzip.compress(json.dumps(row).encode()))
+    merged = tmp_path / "sets.jsonl"
+    subprocess.run(
+        [sys.executable, "examples/deepsearch/eval_sets.py", str(merged), str(ours), str(trivia), str(musique)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True, capture_output=True,
+    )  # fmt: skip
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", merged, tmp_path / "out", "--group-by", "split")
+        assert main(argv) == 0, capsys.readouterr().out
+    by_split = json.loads((tmp_path / "out" / "metrics.json").read_text())["by_split"]
+    assert {name: (m["questions"], m["em"]) for name, m in by_split.items()} == {
+        "test": (1, 1.0), "trivia": (1, 1.0), "musique_dev": (1, 1.0),
+    }  # fmt: skip

@@ -530,7 +530,7 @@ def test_qa_loader_converts_flashrag_and_search_r1_rows(tmp_path: Path) -> None:
     ).to_parquet(parquet)
     assert load_qa(parquet)[0]["golden_answers"] == ["Paris"]
     flashrag.write_text(json.dumps({"question": "no answer here"}) + "\n")
-    with pytest.raises(ValueError, match=r"nq\.jsonl: line 1: record without"):
+    with pytest.raises(ValueError, match=r"nq\.jsonl: line 1: no answer: none of 'golden_answers'"):
         load_qa(flashrag)
 
 
@@ -552,7 +552,7 @@ def test_qa_loader_drops_missing_answers_instead_of_training_on_none_and_nan(tmp
     ]
     for record in [{"question": "q", "answer": nan}, {"question": "q", "golden_answers": [None, nan]}]:
         path.write_text(json.dumps(records[0]) + "\n" + json.dumps(record) + "\n")
-        with pytest.raises(ValueError, match=r"qa\.jsonl: line 2: record without 'golden_answers'"):
+        with pytest.raises(ValueError, match=r"qa\.jsonl: line 2: no answer: none of 'golden_answers'"):
             load_qa(path)
     path.write_text(json.dumps({"question": nan, "answer": "x"}) + "\n")
     with pytest.raises(ValueError, match="line 1: no question: 'question' is missing"):

@@ -5,7 +5,8 @@
 One eval run (one engine start-up) then scores them all, and ``--group-by split`` reports each file on its
 own line. A file is a dataset of our rows (``messages`` + ``golden_answers``) or FlashRAG records
 (``{"question": ..., "golden_answers": [...]}``, converted by ``swift_rlfactory.eval.runner.load_rows``),
-``.jsonl``, ``.json`` or ``.parquet``. NAME defaults to the file's stem (``my_questions.jsonl`` ->
+``.jsonl``, ``.json`` or ``.parquet``, or any common QA format ``load_rows`` reads (NQ, TriviaQA,
+HotpotQA, MuSiQue, SQuAD, verl; ``.gz`` too). NAME defaults to the file's stem (``my_questions.jsonl`` ->
 ``my_questions``); ``NAME=`` is read as a name only when NAME has no ``/`` and the whole argument is not
 itself an existing file (``runs/x=1/eq.jsonl`` is a path). The first file is our own dataset: a row of it
 that already has a ``split`` (an earlier merge) keeps it. Every later file is named by its NAME, whatever
@@ -27,12 +28,13 @@ from swift_rlfactory.retrieval.qa_data import write_jsonl
 
 
 def named(source: str) -> tuple[str, str]:
-    """``[NAME=]FILE`` -> (NAME, FILE), spaces trimmed; NAME is the file's stem unless given."""
+    """``[NAME=]FILE`` -> (NAME, FILE), spaces trimmed; NAME is the file's stem unless given, without a
+    compression suffix (``nq_dev.jsonl.gz`` -> ``nq_dev``)."""
     source = source.strip()
     name, sep, path = source.partition("=")
     if sep and name and "/" not in name and (Path(path).exists() or not Path(source).exists()):
         return name.strip(), path.strip()
-    return Path(source).stem, source
+    return Path(Path(source).name.removesuffix(".gz")).stem, source
 
 
 def tagged_rows(sources: list[str]) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonl
-from ..answers import answers_of, first_answers, missing
+from ..answers import ALIASES, answers_of, first_answers, missing
 
 
 def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
@@ -69,7 +69,11 @@ def as_question(text: str) -> str:
 
 
 def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A FlashRAG / Search-R1 record as an ms-swift row; ``ValueError`` when it has no question or answer.
+    """A QA record as an ms-swift row; ``ValueError`` when it has no question or no answer.
+
+    The question is the record's ``question`` (TriviaQA: ``Question``); a record without one that has a
+    ``prompt`` chat list (verl and Search-R1 parquet rows, whose question is inside the rendered prompt)
+    keeps that list as its ``messages``. The answers are those :func:`_answers` finds.
 
     The record's other scalar columns (``id``, ``hops``, ``family``, ...: text, numbers, booleans) stay on
     the row, after the ones written here, which they never replace: ``id`` joins results back to the
@@ -77,10 +81,19 @@ def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
     columns themselves are not copied."""
     if not isinstance(record, Mapping):
         raise ValueError(f"a record is a JSON object, got {type(record).__name__}")
-    question = record.get("question")
-    if not isinstance(question, str | int | float) or missing(question) or not str(question).strip():
-        raise ValueError(f"no question: 'question' is missing, empty or not text in {dict(record)!r:.200}")
-    row = qa_row(str(question), _answers(record))
+    key = next((k for k in _QUESTION_KEYS if k in record), _QUESTION_KEYS[0])
+    question = record.get(key)
+    prompt = _prompt(record) if key not in record else None
+    if prompt is not None:
+        golden = _answers(record)
+        row: dict[str, Any] = {"messages": prompt, "golden_answers": golden, "solution": golden[0]}
+    elif not isinstance(question, str | int | float) or missing(question) or not str(question).strip():
+        raise ValueError(
+            f"no question: {key!r} is missing, empty or not text (nor is there a 'prompt' chat list) "
+            f"in {dict(record)!r:.200}"
+        )
+    else:
+        row = qa_row(str(question), _answers(record))
     for key, value in record.items():
         value = value.tolist() if hasattr(value, "tolist") else value  # a numpy scalar from parquet
         scalar = isinstance(value, str | int | float | bool) and not missing(value)
@@ -108,17 +121,20 @@ def load_qa(path: str | Path) -> list[dict[str, Any]]:
 
 def read_records(path: Path) -> list[tuple[str, Any]]:
     """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
-    lines skipped), ``"record N"`` of a ``.json`` list or a ``.parquet`` table.
+    lines skipped), ``"record N"`` of a ``.json`` list or a ``.parquet`` table, and ``"data[i].paragraphs
+    [j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs": [{"qas": [...]}]}]}``), whose
+    records are its questions. A text file may be gzip-compressed (``.jsonl.gz``, ``.json.gz``).
 
     Text files are UTF-8, with or without a byte order mark; ``ValueError`` names the file (and line) of
-    one that is not, or is not JSON, or of a ``.json`` file that is not a list. ``OSError`` is the
-    caller's to word."""
-    if path.suffix == ".parquet":
+    one that is not, or is not JSON, or of a ``.json`` file that is neither a list nor SQuAD-style.
+    ``OSError`` is the caller's to word."""
+    suffix = Path(path.name.removesuffix(".gz")).suffix
+    if suffix == ".parquet":
         import pandas as pd
 
         table = pd.read_parquet(path).to_dict(orient="records")
         return [(f"record {n}", record) for n, record in enumerate(table, start=1)]
-    if path.suffix != ".json":
+    if suffix != ".json":
         return [(f"line {n}", record) for n, record in jsonl.records(path)]
     try:
         data = json.loads(jsonl.read_text(path))
@@ -126,9 +142,29 @@ def read_records(path: Path) -> list[tuple[str, Any]]:
         raise ValueError(
             f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})"
         ) from None
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        return _squad_questions(data["data"], path)
     if not isinstance(data, list):
-        raise ValueError(f"{path}: a .json dataset is a list of records, got {type(data).__name__}")
+        raise ValueError(
+            f'{path}: a .json dataset is a list of records or SQuAD\'s {{"data": [...]}}, got '
+            f"{type(data).__name__}" + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
+        )
     return [(f"record {n}", record) for n, record in enumerate(data, start=1)]
+
+
+def _squad_questions(articles: list[Any], path: Path) -> list[tuple[str, Any]]:
+    """The ``qas`` entries of SQuAD's ``data[].paragraphs[].qas[]``, each with where it is."""
+    found = []
+    for i, article in enumerate(articles):
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        if not isinstance(paragraphs, list):
+            raise ValueError(f"{path}: data[{i}]: no 'paragraphs' list (a SQuAD-style file has one in each)")
+        for j, paragraph in enumerate(paragraphs):
+            qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
+            if not isinstance(qas, list):
+                raise ValueError(f"{path}: data[{i}].paragraphs[{j}]: no 'qas' list")
+            found += [(f"data[{i}].paragraphs[{j}].qas[{k}]", qa) for k, qa in enumerate(qas)]
+    return found
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
@@ -145,17 +181,41 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
     os.replace(partial, path)
 
 
-_ANSWER_KEYS = ("golden_answers", "answers", "answer", "solution")
-_TARGET = "reward_model.ground_truth.target"
-_READ = {"question", "reward_model", *_ANSWER_KEYS}  # what the converter reads: not copied as extras
+_QUESTION_KEYS = ("question", "Question")  # FlashRAG, NQ, HotpotQA, MuSiQue, SQuAD ...; TriviaQA
+_ANSWER_KEYS = ("golden_answers", "answers", "answer", "solution", "Answer")
+_GROUND_TRUTH = "reward_model.ground_truth"
+_READ = {  # what the converter reads: not copied as extras
+    *_QUESTION_KEYS,
+    "prompt",
+    "reward_model",
+    *_ANSWER_KEYS,
+    *(k + ALIASES for k in _ANSWER_KEYS),
+}
+
+
+def _prompt(record: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """A record's ``prompt`` when it is a chat list holding a user message with text (verl's model input),
+    else ``None``."""
+    prompt = record.get("prompt")
+    prompt = prompt.tolist() if hasattr(prompt, "tolist") else prompt  # a numpy array from parquet
+    if not isinstance(prompt, list) or not all(isinstance(m, Mapping) for m in prompt):
+        return None
+    users = [m for m in prompt if m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    return [dict(m) for m in prompt] if isinstance(content, str) and content.strip() else None
 
 
 def _answers(record: Mapping[str, Any]) -> list[str]:
-    """The first answer column holding an answer (an empty one is read past, as the trajectory does),
-    else Search-R1's ``reward_model.ground_truth.target``."""
-    target = ((record.get("reward_model") or {}).get("ground_truth") or {}).get("target")
-    columns = {**record, _TARGET: target}
-    answers = first_answers(columns, (*_ANSWER_KEYS, _TARGET), strict=True)
+    """The first answer column holding an answer, with its ``_aliases`` column (an empty one is read past,
+    as the trajectory does), else verl's ``reward_model.ground_truth``: Search-R1's
+    ``{"target": [...]}``, or the answer itself (verl's math sets: ``"72"``)."""
+    truth = record.get("reward_model")
+    truth = truth.get("ground_truth") if isinstance(truth, Mapping) else None
+    if isinstance(truth, Mapping) and "target" in truth:
+        truth = truth["target"]
+    columns = {**record, _GROUND_TRUTH: truth}
+    answers = first_answers(columns, (*_ANSWER_KEYS, _GROUND_TRUTH), strict=True)
     if not answers:
-        raise ValueError("record without 'golden_answers'")
+        names = ", ".join(repr(k) for k in (*_ANSWER_KEYS, _GROUND_TRUTH))
+        raise ValueError(f"no answer: none of {names} holds one (an empty list, or a question without one)")
     return answers
