@@ -9,7 +9,8 @@ in :mod:`swift_rlfactory.retrieval.qa_data`. Answer sets come in many shapes; al
 * SQuAD-style dicts, by their ``text`` (else ``answer``) field: ``[{"text": "x", "answer_start": 3}]``,
   ``{"text": ["x", "y"], "answer_start": [3, 9]}``;
 * TriviaQA's answer dict, by its value and every alias: ``{"Value": "Mars", "Aliases": ["The Red Planet"],
-  "NormalizedAliases": ["mars", "red planet"]}`` (the official scorer matches the normalised aliases);
+  "NormalizedAliases": ["mars", "red planet"]}`` (the official scorer matches the normalised aliases), or
+  as the Hugging Face copy spells it, ``{"value": ..., "aliases": [...], "normalized_aliases": [...]}``;
 * aliases kept in a column of their own, named after the answer column with ``_aliases`` (MuSiQue's
   ``answer`` + ``answer_aliases``): :func:`first_answers` adds them to the column they belong to;
 * numpy arrays and scalars (how pandas hands back a parquet cell), through ``tolist()``.
@@ -28,7 +29,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 _DICT_FIELDS = ("text", "answer")
-_ALIAS_FIELDS = ("Value", "Aliases", "NormalizedAliases")  # TriviaQA's Answer: each one is accepted
+# TriviaQA's answer, as its own release (Answer) and the Hugging Face copy (answer) spell it: each is accepted
+_ALIAS_FIELDS = ("Value", "Aliases", "NormalizedAliases", "value", "aliases", "normalized_aliases")
 ALIASES = "_aliases"
 """The suffix of a column holding more accepted answers for the column it is named after (``answer_aliases``)."""
 REFERENCE_COLUMNS = ("golden_answers", "solution", "answer", "answers", "Answer")

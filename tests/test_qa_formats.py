@@ -71,6 +71,9 @@ VERL = {  # verl's math rows: ground_truth is the answer itself
     ("name", "data", "question", "answers"),
     [
         ("trivia.jsonl", [TRIVIAQA], "Which planet is called red?", ["Mars", "The Red Planet", "mars", "red planet"]),
+        ("trivia_hf.jsonl", [{"question": "Red one?", "answer": {"value": "Mars", "aliases": ["Red Planet"],
+          "normalized_aliases": ["mars", "red planet"], "type": "WikipediaEntity"}}], "Red one?",
+         ["Mars", "Red Planet", "mars", "red planet"]),
         ("musique.jsonl", [MUSIQUE], "Who founded X?", ["Ann", "Ann Lee"]),
         ("squad.json", SQUAD, "What is X?", ["Y"]),
         ("search_r1.jsonl", [SEARCH_R1], SEARCH_R1["prompt"][0]["content"], ["Shakespeare"]),
