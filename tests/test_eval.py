@@ -623,7 +623,7 @@ QUESTION = {"role": "user", "content": "What is 3 + 4?"}
         ({"messages": [{"role": "user"}], "solution": "7"}, "no question: the last user message's content is None"),
         ({"question": "   ", "golden_answers": ["7"]}, "no question: 'question' is missing, empty or not text"),
         ({"question": ["q"], "golden_answers": ["7"]}, "no question: 'question' is missing, empty or not text"),
-        ({"question": "q"}, "record without 'golden_answers'"),  # a QA record is a question and its answers
+        ({"question": "q"}, "no answer: none of 'golden_answers'"),  # a QA record is a question and its answers
     ],
 )  # fmt: skip
 def test_a_row_without_a_question_is_refused_naming_file_and_line(tmp_path: Path, record, message):
