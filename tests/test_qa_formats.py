@@ -135,3 +135,21 @@ def test_a_compressed_extra_file_is_its_own_split_named_without_its_suffixes(tmp
     rows = eval_sets.tagged_rows([str(ours), str(theirs), str(trivia)])
     assert [r["split"] for r in rows] == ["test", "nq_dev", "trivia"]  # their own "split" is not our test
     assert "hops" not in rows[1]  # no hops column: grouped as "None", not given one
+
+
+def test_rows_repeating_an_id_or_a_question_are_kept_and_named_in_a_warning(tmp_path: Path, caplog) -> None:
+    rows = [
+        {"id": "a", "question": "q1", "golden_answers": ["x"]},
+        {"id": "a", "question": "q2", "golden_answers": ["y"]},  # the same id: a copy edited, or a clash
+        {"id": "b", "question": "q3", "golden_answers": ["z"]},
+        {"id": "c", "question": "q3", "golden_answers": ["z"]},  # the same question under another id
+        {"question": "q4", "golden_answers": ["w"], "split": "dev"},
+        {"question": "q4", "golden_answers": ["w"], "split": "test"},  # another split: not a repeat
+    ]
+    path = write(tmp_path / "dups.jsonl", rows)
+    with caplog.at_level("WARNING", logger="swift_rlfactory.eval.runner"):
+        assert len(load_rows(path)) == 6  # nothing dropped
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert f"{path}: 2 rows repeat" in warning
+    assert "line 2 repeats the id of line 1 ('a')" in warning
+    assert "line 4 repeats the question of line 3 ('q3?')" in warning

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import jsonl, secrets
-from ..answers import REFERENCE_COLUMNS
+from ..answers import REFERENCE_COLUMNS, missing
 from ..env.environment import Environment
 from ..retrieval.qa_data import convert_qa_record, read_records
 from ..rewards import rules
@@ -122,7 +122,31 @@ def load_rows(
             _check_fields(rows[-1], requires or {})
         except ValueError as exc:
             raise ValueError(f"{path}: {where}: {exc}") from None
+    _warn_of_repeats(rows, [where for where, _ in records], path)
     return rows[:limit] if limit is not None else rows
+
+
+def _warn_of_repeats(rows: list[dict[str, Any]], wheres: list[str], path: Path) -> None:
+    """Log a warning naming the rows that repeat the ``id`` (``_id``) or the question of an earlier row of
+    the same ``split``: each copy is scored, so that question weighs twice in EM (a file concatenated
+    twice, a copy-paste). They are kept, not dropped: two rows may mean two samples on purpose."""
+    first: dict[tuple[Any, ...], str] = {}
+    repeats = []
+    for row, where in zip(rows, wheres, strict=True):
+        ident = row.get("id", row.get("_id"))
+        keys = [("question", row.get("split"), question_of(row))]
+        keys += [("id", row.get("split"), str(ident))] if ident is not None and not missing(ident) else []
+        for key in keys:
+            if key in first:
+                repeats.append(f"{where} repeats the {key[0]} of {first[key]} ({key[2]!r:.60})")
+                break
+        for key in keys:
+            first.setdefault(key, where)
+    if repeats:
+        logger.warning(
+            "%s: %d rows repeat an earlier row of their split, and are each scored (that question counts "
+            "twice): %s%s", path, len(repeats), "; ".join(repeats[:3]), " ..." if len(repeats) > 3 else "",
+        )  # fmt: skip
 
 
 def _row(record: Any) -> dict[str, Any]:
