@@ -123,7 +123,9 @@ def read_records(path: Path) -> list[tuple[str, Any]]:
     """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
     lines skipped), ``"record N"`` of a ``.json`` list or a ``.parquet`` table, and ``"data[i].paragraphs
     [j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs": [{"qas": [...]}]}]}``), whose
-    records are its questions. A text file may be gzip-compressed (``.jsonl.gz``, ``.json.gz``).
+    records are its questions. A ``.json`` file holding JSON Lines (what Hugging Face ``datasets``'
+    ``to_json`` writes) is read as JSON Lines. A text file may be gzip-compressed (``.jsonl.gz``,
+    ``.json.gz``).
 
     Text files are UTF-8, with or without a byte order mark; ``ValueError`` names the file (and line) of
     one that is not, or is not JSON, or of a ``.json`` file that is neither a list nor SQuAD-style.
@@ -139,6 +141,8 @@ def read_records(path: Path) -> list[tuple[str, Any]]:
     try:
         data = json.loads(jsonl.read_text(path))
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # one value after another: JSON Lines named .json (datasets' to_json)
+            return [(f"line {n}", record) for n, record in jsonl.records(path)]
         raise ValueError(
             f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})"
         ) from None
