@@ -61,6 +61,7 @@ SEARCH_R1 = {  # a Search-R1 parquet row as jsonl, its FlashRAG columns dropped:
 VERL = {  # verl's math rows: ground_truth is the answer itself
     "data_source": "openai/gsm8k",
     "question": "What is 2 + 2?",
+    "answer": "2 + 2 = 4 #### 4",  # the worked solution, where the raw column survived the conversion
     "prompt": user("What is 2 + 2? Think step by step."),
     "reward_model": {"style": "rule", "ground_truth": "4"},
     "extra_info": {"split": "test", "index": 0},

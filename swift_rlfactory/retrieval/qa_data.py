@@ -210,15 +210,16 @@ def _prompt(record: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def _answers(record: Mapping[str, Any]) -> list[str]:
-    """The first answer column holding an answer, with its ``_aliases`` column (an empty one is read past,
-    as the trajectory does), else verl's ``reward_model.ground_truth``: Search-R1's
-    ``{"target": [...]}``, or the answer itself (verl's math sets: ``"72"``)."""
+    """verl's ``reward_model.ground_truth`` (Search-R1's ``{"target": [...]}``, or the answer itself, as
+    verl's math sets keep it: ``"72"``), what verl scores such a row by, before any other column (a raw
+    ``answer`` beside it may be the worked solution, ``"... #### 72"``); else the first answer column
+    holding an answer, with its ``_aliases`` column (an empty one is read past, as the trajectory does)."""
     truth = record.get("reward_model")
     truth = truth.get("ground_truth") if isinstance(truth, Mapping) else None
     if isinstance(truth, Mapping) and "target" in truth:
         truth = truth["target"]
     columns = {**record, _GROUND_TRUTH: truth}
-    answers = first_answers(columns, (*_ANSWER_KEYS, _GROUND_TRUTH), strict=True)
+    answers = first_answers(columns, (_GROUND_TRUTH, *_ANSWER_KEYS), strict=True)
     if not answers:
         names = ", ".join(repr(k) for k in (*_ANSWER_KEYS, _GROUND_TRUTH))
         raise ValueError(f"no answer: none of {names} holds one (an empty list, or a question without one)")
