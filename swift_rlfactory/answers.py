@@ -18,8 +18,7 @@ in :mod:`swift_rlfactory.retrieval.qa_data`. Answer sets come in many shapes; al
 ``None``, NaN, empty and all-blank strings are no answer, and a column holding no answer is as good as
 absent: the next column is read. A container is never turned into an answer's text (``str()`` of a list
 is an answer nothing matches, so the episode silently scored 0); one this cannot read is refused by
-:func:`answers_of` with ``strict=True`` and skipped otherwise. An answer given twice (a value that is also
-one of its aliases) is kept once, where it first appears.
+:func:`answers_of` with ``strict=True`` and skipped otherwise.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ def answers_of(value: Any, *, strict: bool = False) -> list[str]:
     ``strict``: raise ``ValueError`` naming an entry that is neither text, a number, a list nor a dict
     with a ``text``/``answer`` field (what a loader does, to refuse the row); without it such an entry
     is skipped (what a reward does, so one odd row never crashes a batch)."""
-    return list(dict.fromkeys(_walk(value, strict)))
+    return list(_walk(value, strict))
 
 
 def first_answers(row: Mapping[str, Any], keys: Iterable[str], *, strict: bool = False) -> list[str]:
@@ -54,7 +53,7 @@ def first_answers(row: Mapping[str, Any], keys: Iterable[str], *, strict: bool =
     for key in keys:
         answers = _column(row, key, strict)
         if answers:
-            return list(dict.fromkeys(answers + _column(row, key + ALIASES, strict)))
+            return answers + _column(row, key + ALIASES, strict)
     return []
 
 

@@ -71,7 +71,7 @@ VERL = {  # verl's math rows: ground_truth is the answer itself
 @pytest.mark.parametrize(
     ("name", "data", "question", "answers"),
     [
-        ("trivia.jsonl", [TRIVIAQA], "Which planet is called red?", ["Mars", "The Red Planet", "mars", "red planet"]),
+        ("trivia.jsonl", [TRIVIAQA], "Which planet is called red?", ["Mars", "Mars", "The Red Planet", "mars", "red planet"]),
         ("trivia_hf.jsonl", [{"question": "Red one?", "answer": {"value": "Mars", "aliases": ["Red Planet"],
           "normalized_aliases": ["mars", "red planet"], "type": "WikipediaEntity"}}], "Red one?",
          ["Mars", "Red Planet", "mars", "red planet"]),
@@ -95,8 +95,8 @@ def test_public_qa_formats_load_with_every_accepted_answer(
 def test_aliases_count_for_rows_already_in_our_format() -> None:
     """The trajectory reads the same rule: a ``messages`` row keeping MuSiQue's or TriviaQA's answer
     columns is scored against every alias, not only the first answer."""
-    assert reference_answers({"answer": "Ann", "answer_aliases": ["Ann Lee", "Ann"]}) == ["Ann", "Ann Lee"]
-    assert reference_answers({"Answer": TRIVIAQA["Answer"]})[:2] == ["Mars", "The Red Planet"]
+    assert reference_answers({"answer": "Ann", "answer_aliases": ["Ann Lee"]}) == ["Ann", "Ann Lee"]
+    assert reference_answers({"Answer": TRIVIAQA["Answer"]})[:3] == ["Mars", "Mars", "The Red Planet"]
 
 
 @pytest.mark.parametrize(
