@@ -138,13 +138,14 @@ def test_a_gz_file_that_is_not_gzip_is_named(tmp_path: Path) -> None:
         load_rows(path)
 
 
-def test_a_compressed_extra_file_is_its_own_split_named_without_its_suffixes(tmp_path: Path) -> None:
+def test_a_compressed_extra_file_is_its_own_split_named_without_its_suffixes(tmp_path: Path, capsys) -> None:
     ours = write(tmp_path / "test.jsonl", [{"messages": user("q"), "solution": "a", "hops": 1}])
     theirs = write(tmp_path / "nq_dev.jsonl.gz", [{"question": "q2", "answer": ["b"], "split": "test"}])
     trivia = write(tmp_path / "trivia.jsonl", [TRIVIAQA])
     rows = eval_sets.tagged_rows([str(ours), str(theirs), str(trivia)])
     assert [r["split"] for r in rows] == ["test", "nq_dev", "trivia"]  # their own "split" is not our test
     assert "hops" not in rows[1]  # no hops column: grouped as "None", not given one
+    assert f"{theirs}: its rows' own split (test) is replaced by 'nq_dev'" in capsys.readouterr().err
 
 
 def test_rows_repeating_an_id_or_a_question_are_kept_and_named_in_a_warning(tmp_path: Path, caplog) -> None:

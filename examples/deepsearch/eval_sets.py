@@ -63,6 +63,13 @@ def tagged_rows(sources: list[str]) -> list[dict[str, Any]]:
                 f"{path}: {files[0][1]} already has a split named {name!r} (an earlier merge?): "
                 "its questions would count twice; give each extra file once, or NAME=FILE"
             )
+        own = sorted({str(row["split"]) for row in found if row.get("split") not in (None, "", name)})
+        if own:  # said, not done silently: a file with dev and test rows may want NAME=FILE per part
+            print(
+                f"eval_sets.py: {path}: its rows' own split ({', '.join(own)}) is replaced by {name!r}, "
+                "the file's name",
+                file=sys.stderr,
+            )
         rows += [{**row, "split": name} for row in found]
     return rows
 
