@@ -799,7 +799,11 @@ def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
         ),
         ("list.jsonl", "[1, 2]\n", r"line 1: a record is a JSON object, got list"),
         ("messages.jsonl", '{"messages": "hi"}\n', r"line 1: 'messages' must be a list"),
-        ("dict.json", '{"question": "a"}', r"a \.json dataset is a list of records or SQuAD's \{\"data\": \[\.\.\.\]\}, got dict with keys \['question'\]"),
+        (
+            "dict.json",
+            '{"question": "a"}',
+            r"a \.json dataset is a list of records or SQuAD's \{\"data\": \[\.\.\.\]\}, got dict with keys \['question'\]",
+        ),
         ("number.jsonl", '{"question": "a", "golden_answers": 7}\n', None),  # a number is an answer
         ("folder.jsonl", None, r"cannot read the dataset: Is a directory"),
     ],
@@ -1144,7 +1148,9 @@ def test_held_back_files_in_public_formats_are_scored_as_their_own_splits(tmp_pa
 
     ours = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
     trivia = tmp_path / "trivia.jsonl"
-    trivia.write_text(json.dumps({"Question": "What is 2 + 5?", "Answer": {"Value": "seven", "Aliases": ["7"]}}))
+    trivia.write_text(
+        json.dumps({"Question": "What is 2 + 5?", "Answer": {"Value": "seven", "Aliases": ["7"]}})
+    )
     musique = tmp_path / "musique_dev.jsonl.gz"
     row = {"id": "2hop__1", "question": "What is 6 + 1?", "answer": "seven", "answer_aliases": ["7"]}
     musique.write_bytes(gzip.compress(json.dumps(row).encode()))
@@ -1154,7 +1160,9 @@ def test_held_back_files_in_public_formats_are_scored_as_their_own_splits(tmp_pa
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True, capture_output=True,
     )  # fmt: skip
     with scripted_server() as server:
-        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", merged, tmp_path / "out", "--group-by", "split")
+        argv = served_eval(
+            f"http://127.0.0.1:{server.port}/v1", merged, tmp_path / "out", "--group-by", "split"
+        )
         assert main(argv) == 0, capsys.readouterr().out
     by_split = json.loads((tmp_path / "out" / "metrics.json").read_text())["by_split"]
     assert {name: (m["questions"], m["em"]) for name, m in by_split.items()} == {

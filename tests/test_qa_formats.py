@@ -124,7 +124,9 @@ def test_a_row_that_cannot_be_scored_names_its_file_place_and_what_is_missing(
 
 def test_json_lines_saved_as_json_are_read_line_by_line(tmp_path: Path) -> None:
     """Hugging Face ``datasets``' ``to_json("dev.json")`` writes JSON Lines: read as such, a bad line named."""
-    path = write(tmp_path / "dev.json", [{"question": "q1", "answer": "a"}, {"question": "q2", "answer": ["b"]}])
+    path = write(
+        tmp_path / "dev.json", [{"question": "q1", "answer": "a"}, {"question": "q2", "answer": ["b"]}]
+    )
     assert [row["golden_answers"] for row in load_rows(path)] == [["a"], ["b"]]
     path.write_text(path.read_text() + '{"question": "q3", "answer": []}\n')
     with pytest.raises(ValueError, match=rf"^{path}: line 3: no answer"):
