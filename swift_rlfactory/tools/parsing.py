@@ -198,6 +198,8 @@ def parse_json_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCa
         # is argument text: read the reply as written from the first tag on, and keep it if a call that
         # starts before the tag reads whole across it.
         tag = blocks[0][0] - len(_OPEN)
+        if "{" not in text[:tag]:  # no call object can start before the tag
+            return _block_calls(text, blocks)
         before = "".join(_scan(text[:tag])[1])
         written = before + text[tag:]
         calls = _llama_calls(written, tool_names)
@@ -296,9 +298,8 @@ def hermes_example(name: str) -> str:
 
 def _read_one(text: str, pos: int) -> _Body:
     """The one JSON value that starts at ``pos``, and where it ends (``end``); text after it is not read."""
-    decoder = json.JSONDecoder(strict=False, parse_constant=_no_constant, object_pairs_hook=no_duplicates)
     try:
-        value, end = decoder.raw_decode(text, pos)
+        value, end = _DECODER.raw_decode(text, pos)
     except DuplicateKey as exc:
         return _Body(len(text), len(text), error=str(exc))
     except (ValueError, RecursionError):
@@ -463,6 +464,10 @@ def _lex(
 def _no_constant(name: str) -> Any:
     """``json.loads``'s hook for ``NaN`` and ``Infinity``, which Python reads and strict JSON does not."""
     raise ValueError(f"{name} is not JSON")
+
+
+# :func:`_read_one`'s reader, made once: it reads a candidate object at every "{" of a reply's prose
+_DECODER = json.JSONDecoder(strict=False, parse_constant=_no_constant, object_pairs_hook=no_duplicates)
 
 
 def _strict(kind: str | None, tok: str) -> str:
