@@ -53,7 +53,7 @@ from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.log import TrajectoryLog
 from ..rollout.metrics import tool_metrics
-from ..tools.call_formats import call_parser
+from ..tools.call_formats import CallParser, call_parser
 from ..tools.executor import ToolRecord
 from ..trajectory import Trajectory
 from .swift_template import call_format, set_system_prompt, turn_end_id
@@ -196,6 +196,7 @@ class _Episode:
     tokens: int = 0
     group_size: int | None = None  # trajectories of this prompt started together (a GRPO group), if > 1
     error: str | None = None  # why it failed; its next on_turn_end ends it with stop reason "error"
+    parse: CallParser | None = None  # its turns' call parser, made at its first turn's end
 
 
 class RLFactoryScheduler(MultiTurnScheduler):
@@ -380,14 +381,15 @@ class RLFactoryScheduler(MultiTurnScheduler):
         read in the format the prompt asked for (typed by the row's ``tools``, else the environment's)."""
         episode.tokens += len(response_choice.token_ids or [])
         limit = min(self.max_turns or math.inf, env.max_turns)
-        schemas = tools or env.executor.schemas()  # every format needs the names offered
+        if episode.parse is None:  # every format needs the names offered, the same for every turn
+            episode.parse = call_parser(self.call_format, tools or env.executor.schemas())
         return plan_turn(
             response_choice.message.content or "",
             current_turn,
             limit,
             env.config.limits.max_calls_per_turn,
             response_choice.finish_reason,
-            call_parser(self.call_format, schemas),
+            episode.parse,
         )
 
     def _finish(self, infer_request, episode: _Episode, stop_reason: str, turn: int) -> dict[str, Any]:
