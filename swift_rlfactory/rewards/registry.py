@@ -370,7 +370,7 @@ class RewardSpec:
                 return self._failed(component, n_turns, f"missing_field: {name}")
         try:
             raw = await asyncio.wait_for(self._call(component, trajectory), component.timeout_s)
-        except NotAScore as exc:  # a user reward's value, read in its worker
+        except NotAScore as exc:  # a value float() cannot read (a user reward's, read in its worker)
             return self._not_a_score(component, n_turns, exc)
         except RewardStuck as exc:  # logged once by the workers, when the bound is reached
             return self._failed(component, n_turns, f"timeout: {exc}")
@@ -394,25 +394,19 @@ class RewardSpec:
             return self._failed(component, n_turns, f"error: {type(exc).__name__}")
         return self._checked(component, raw, n_turns)
 
-    async def _call(self, component: RewardComponent, trajectory: Trajectory) -> Any:
+    async def _call(self, component: RewardComponent, trajectory: Trajectory) -> float | list[float]:
+        """The component's value, read by :func:`score_value` where the reward ran (a user reward's in its
+        worker, so a blocking ``__float__`` is bounded by timeout_s too)."""
         fn, args = component.fn, component.args
         if component.workers is not None:  # user code may block: off this loop, so timeout_s holds
             return await component.workers.call(fn, trajectory, **args)
         value = fn(trajectory, **args)
         if inspect.isawaitable(value):
             value = await value
-        return value
+        return score_value(value)
 
-    def _checked(self, component: RewardComponent, raw: Any, n_turns: int) -> _Score:
-        """The score for a returned value: a finite float, or one finite float per assistant turn.
-
-        A user reward's value was read by :func:`score_value` in its worker already; a built-in's is read
-        here (it is a float)."""
-        if component.workers is None:
-            try:
-                raw = score_value(raw)
-            except NotAScore as exc:
-                return self._not_a_score(component, n_turns, exc)
+    def _checked(self, component: RewardComponent, raw: float | list[float], n_turns: int) -> _Score:
+        """The score for a value :meth:`_call` read: a finite float, or one finite float per assistant turn."""
         if isinstance(raw, list):
             values = raw
             if len(values) != n_turns:
