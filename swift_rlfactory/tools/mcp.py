@@ -90,7 +90,7 @@ from pydantic import ValidationError
 from ..secrets import install_log_redaction, redact, remember_url
 from ..wire import sendable
 from .base import Tool, ToolError, ToolSpec, TransportError, current_call
-from .mcp_config import PASSTHROUGH_ENV, McpConfig, McpServerConfig
+from .mcp_config import PASSTHROUGH_ENV, PYTHON_COMMANDS, McpConfig, McpServerConfig
 from .observation import render
 
 logger = logging.getLogger(__name__)
@@ -806,7 +806,7 @@ async def _stdio_transport(session: _Session, cap: int) -> AsyncIterator[tuple[A
     """
     config = session.config
     assert config.command is not None
-    command = sys.executable if config.command in ("python", "python3") else config.command
+    command = sys.executable if config.command in PYTHON_COMMANDS else config.command
     process = await anyio.open_process(
         [command, *config.args], env=_server_env(config), stderr=_server_stderr(), cwd=config.cwd,
         start_new_session=True,

@@ -130,6 +130,7 @@ _warned_timeouts: set[tuple[str, float]] = set()
 # Which tools of a server the model may see: Gemini CLI's allowlist ``includeTools`` and denylist
 # ``excludeTools``, Roo/Kilo's ``disabledTools``, Codex's ``enabled_tools`` /
 # ``disabled_tools``. A tool on any denylist is out, whatever the allowlist says (Gemini: exclude wins).
+PYTHON_COMMANDS = ("python", "python3")  # started as this interpreter, sys.executable (mcp.py)
 ALLOW_KEYS = ("includeTools", "enabled_tools")
 DENY_KEYS = ("excludeTools", "disabledTools", "disabled_tools")
 
@@ -271,13 +272,13 @@ class McpServerConfig(BaseModel):
             what = "does not exist" if not Path(self.cwd).exists() else "is not a folder"
             raise ValueError(f"cwd {self.cwd} {what}")
         command = self.command
-        if command in ("python", "python3") or shutil.which(command) or not command.strip().count(" "):
+        if command in PYTHON_COMMANDS or shutil.which(command) or not command.strip().count(" "):
             return
         try:
             program, *rest = shlex.split(command)
         except ValueError:
             return
-        if shutil.which(program) or program in ("python", "python3"):
+        if shutil.which(program) or program in PYTHON_COMMANDS:
             raise ValueError(
                 f"command {command!r} is not a program: the whole string is looked up as one name. "
                 f"Did you mean command: {program}, args: {json.dumps([*rest, *self.args])}?"

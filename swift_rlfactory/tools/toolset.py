@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import logging
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,8 +95,9 @@ class ToolSet:
             raise
 
     def _merge(self, results: Sequence[list[Tool]]) -> dict[str, Tool]:
-        own = {tool.spec.name for tools in results for tool in tools}  # a rename never takes one of these
-        clashing = {name for name in own if sum(t.spec.name == name for ts in results for t in ts) > 1}
+        counts = Counter(tool.spec.name for tools in results for tool in tools)
+        own = counts.keys()  # a rename never takes one of these
+        clashing = {name for name, n in counts.items() if n > 1}
         merged: dict[str, Tool] = {}
         for provider, tools in zip(self.providers, results, strict=True):
             prefix = getattr(provider, "name", type(provider).__name__)
