@@ -90,8 +90,13 @@ def records(path: Path) -> list[tuple[int, Any]]:
     The text is :func:`read_text`'s, so a leading byte order mark and ``\\r\\n`` line ends are read as
     well as plain ``\\n``; the last line may lack its ``\\n``. ``ValueError`` names the file and line of a
     line that is not JSON."""
+    return parse_lines(read_text(path), path)
+
+
+def parse_lines(text: str, path: Path) -> list[tuple[int, Any]]:
+    """:func:`records` of ``text``, already read from file ``path`` (named in errors)."""
     found = []
-    for number, line in enumerate(lines(read_text(path)), start=1):
+    for number, line in enumerate(lines(text), start=1):
         # A byte order mark may also open a later line, where `cat` joined files that each had one.
         line = line.removeprefix("\ufeff")
         if not line.strip():

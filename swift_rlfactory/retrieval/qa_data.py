@@ -138,11 +138,12 @@ def read_records(path: Path) -> list[tuple[str, Any]]:
         return [(f"record {n}", record) for n, record in enumerate(table, start=1)]
     if suffix != ".json":
         return [(f"line {n}", record) for n, record in jsonl.records(path)]
+    text = jsonl.read_text(path)
     try:
-        data = json.loads(jsonl.read_text(path))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # one value after another: JSON Lines named .json (datasets' to_json)
-            return [(f"line {n}", record) for n, record in jsonl.records(path)]
+            return [(f"line {n}", record) for n, record in jsonl.parse_lines(text, path)]
         raise ValueError(
             f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})"
         ) from None
