@@ -56,8 +56,12 @@ class SwiftPolicy:
         self.request_config = request_config
         self.max_length = max_length or getattr(engine, "max_model_len", None)
         self.max_tokens = request_config.max_tokens or 0
-        # The transformers engine answers the requests in flight as batches: see SwiftEpisode._config.
-        self.batches_requests = isinstance(engine, TransformersEngine)
+        # The transformers engine answers the requests in flight as batches, sized by their longest prompt:
+        # SwiftEpisode._config fits a prompt to this context (--max-length when shorter than the model's,
+        # what vLLM is given as its max_model_len); 0 on an engine that sizes each request alone.
+        limits = (self.max_length, getattr(engine, "max_model_len", None))
+        batched = isinstance(engine, TransformersEngine)
+        self.context_limit = min((n for n in limits if n), default=0) if batched else 0
         self.prefix_ids = self._response_prefix_ids()
         self.turn_end_id = turn_end_id(self.tokenizer, self.template)
         self.call_format = call_format(self.template)  # what its tools prompt asks for; refused if unread
@@ -204,11 +208,8 @@ class SwiftEpisode:
         generation"). A prompt with less room gets its own ``max_tokens`` here, which puts it in a batch of
         its own, and one with no room fails its own episode: what vLLM, which sizes each request alone,
         does with both."""
-        policy = self.policy
-        # --max-length when shorter than the model's: what vLLM is given as its max_model_len.
-        limits = (policy.max_length, getattr(policy.engine, "max_model_len", None))
-        limit = min((n for n in limits if n), default=0)
-        if not policy.batches_requests or not limit:
+        policy, limit = self.policy, self.policy.context_limit
+        if not limit:
             return policy.request_config
         prompt = len(policy.template.encode(request)["input_ids"])  # MaxLengthError past the template's
         room = limit - prompt
