@@ -8,13 +8,14 @@ temporary folder); the README's images are these screenshots, taken with it set 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,24 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 RECORDED_RUN = Path(__file__).parent / "fixtures" / "run"
+
+
+def sevens_eval(folder: Path, sums: Sequence[tuple[int, int]]) -> list[str]:
+    """``swift-rlfactory eval`` arguments for the model alone (no tools, scored by EM) on "What is a + b?"
+    for each of ``sums`` (each adds up to 7), the environment and dataset written into ``folder``; the
+    endpoint's and the output's arguments are the caller's."""
+    assert all(a + b == 7 for a, b in sums)
+    dataset = folder / "test.jsonl"
+    dataset.write_text(
+        "".join(
+            json.dumps({"messages": [{"role": "user", "content": f"What is {a} + {b}?"}], "solution": "7"})
+            + "\n"
+            for a, b in sums
+        )
+    )
+    env = folder / "env.yaml"  # no tools to start: the model alone answers
+    env.write_text("name: plain\nreward:\n  - {name: em}\n")
+    return ["eval", "--env", str(env), "--dataset", str(dataset)]
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import ScriptedChat
-from .conftest import RECORDED_RUN, Server
+from .conftest import RECORDED_RUN, Server, sevens_eval
 
 expect = pytest.importorskip("playwright.sync_api", reason="the ui extra is not installed").expect
 expect.set_options(timeout=60_000)
@@ -79,20 +79,14 @@ def retried_eval(tmp_path_factory) -> Path:
             return JSONResponse({"error": REFUSAL * 3}, status_code=400)
         return "<answer>7</answer>"
 
-    dataset = tmp / "test.jsonl"
-    dataset.write_text(
-        "".join(
-            json.dumps({"messages": [{"role": "user", "content": f"What is {a} + {b}?"}], "solution": "7"})
-            + "\n"
-            for a, b in [(3, 4), (2, 5), (1, 6)]
-        )
-    )
-    env = tmp / "env.yaml"
-    env.write_text("name: plain\nreward:\n  - {name: em}\n")
     out = tmp / "out"
     with ScriptedChat(reply) as server, ThreadPoolExecutor(1) as pool:  # eval runs its own event loop
-        argv = ["eval", "--env", str(env), "--base-url", f"http://127.0.0.1:{server.port}/v1"]
-        argv += ["--served-model", "m", "--dataset", str(dataset), "--output", str(out)]
+        argv = [
+            *sevens_eval(tmp, [(3, 4), (2, 5), (1, 6)]),
+            "--base-url",
+            f"http://127.0.0.1:{server.port}/v1",
+        ]
+        argv += ["--served-model", "m", "--output", str(out)]
         assert pool.submit(main, argv).result() == 1  # two episodes failed
         refused.discard("What is 2 + 5?")
         assert pool.submit(main, argv).result() == 1  # one of them failed again

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import AGENT_ENV, AGENT_PAIRS, ScriptedChat
-from .conftest import RECORDED_RUN
+from .conftest import RECORDED_RUN, sevens_eval
 
 expect = pytest.importorskip("playwright.sync_api", reason="the ui extra is not installed").expect
 expect.set_options(timeout=60_000)  # a loaded 2-core CI machine answers a click in seconds, not ms
@@ -215,20 +215,10 @@ def test_a_failed_eval_episode_shows_its_error_and_question(page, screenshots: P
             return JSONResponse({"error": error}, status_code=400)
         return "<answer>7</answer>"
 
-    dataset = tmp_path / "test.jsonl"
-    dataset.write_text(
-        "".join(
-            json.dumps({"messages": [{"role": "user", "content": f"What is {a} + {b}?"}], "solution": "7"})
-            + "\n"
-            for a, b in [(3, 4), (2, 5)]
-        )
-    )
-    env = tmp_path / "env.yaml"  # no tools to start: the model alone answers
-    env.write_text("name: plain\nreward:\n  - {name: em}\n")
     out = tmp_path / "out"
     with ScriptedChat(refuse_one) as server:
-        argv = ["eval", "--env", str(env), "--base-url", f"http://127.0.0.1:{server.port}/v1"]
-        argv += ["--served-model", "m", "--api-key", key, "--dataset", str(dataset), "--output", str(out)]
+        argv = [*sevens_eval(tmp_path, [(3, 4), (2, 5)]), "--base-url", f"http://127.0.0.1:{server.port}/v1"]
+        argv += ["--served-model", "m", "--api-key", key, "--output", str(out)]
         # in a thread of its own: playwright's event loop runs in this one, and eval runs its own
         with ThreadPoolExecutor(1) as pool:
             assert pool.submit(main, argv).result() == 1  # one episode failed
