@@ -443,6 +443,7 @@ def _web_ui(args: argparse.Namespace) -> int:
 def _view(args: argparse.Namespace) -> int:
     from .adapters.swift_webui import is_loopback
     from .ui.page import serve_options, viewer_app
+    from .ui.probe import patient_probe
 
     if not args.run.is_dir():
         errors.print(f"no such folder: {args.run}", markup=False)
@@ -451,7 +452,8 @@ def _view(args: argparse.Namespace) -> int:
         errors.print(
             f"note: {args.host} lets anyone who reaches it read this run; --auth USER:PASS", markup=False
         )
-    viewer_app(str(args.run)).launch(**serve_options(args.host, args.port, _auth(args.auth)))
+    with patient_probe():
+        viewer_app(str(args.run)).launch(**serve_options(args.host, args.port, _auth(args.auth)))
     return 0
 
 

@@ -7,7 +7,8 @@ ms-swift's own app builder (``SwiftWebUI.run``) with two wrappers in place for t
   plugin (``--external_plugins``, ``--multi_turn_scheduler``, ``--reward_funcs``, ``--callbacks``) and our tab
   is built right after it, inside the same ``gr.Tabs``;
 * ``gradio.Blocks.launch`` - the host, port and login we were given replace ms-swift's (which opens a
-  browser and has no login), with server-side rendering, the MCP endpoint and sharing off.
+  browser and has no login), with server-side rendering, the MCP endpoint and sharing off; and gradio's
+  check that the page answers on localhost waits as long as a busy machine needs (``ui/probe.py``).
 
 Every ms-swift tab is still built by ms-swift's code. On an ms-swift whose UI is laid out differently (no
 ``swift.ui.app.SwiftWebUI`` or ``LLMGRPO``, or our tab never got built) :class:`WebUIUnsupported` says so
@@ -111,6 +112,7 @@ def launch(
     import gradio as gr
 
     from ..ui.page import serve_options
+    from ..ui.probe import patient_probe
 
     swift_app = _swift_ui()
     grpo = swift_app.LLMGRPO
@@ -141,5 +143,9 @@ def launch(
         )
     for var in ("WEBUI_SERVER", "WEBUI_PORT", "WEBUI_SHARE"):  # ms-swift reads these over its arguments
         os.environ.pop(var, None)
-    with _patched(grpo, "build_ui", classmethod(build_ui)), _patched(gr.Blocks, "launch", serve):
+    with (
+        _patched(grpo, "build_ui", classmethod(build_ui)),
+        _patched(gr.Blocks, "launch", serve),
+        patient_probe(),  # gradio's own check of the served page gives up after 3 s
+    ):
         swift_app.webui_main(["--server_name", host, "--server_port", str(port), "--lang", lang])
