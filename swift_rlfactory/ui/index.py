@@ -13,8 +13,11 @@ trajectory: its stop reason here is :data:`FAILED`, so the stop-reason filter fi
 with the same ``--output`` tries it again and appends the new line, so an eval log can hold several lines of
 one ``(index, sample)`` episode: as for ``eval`` itself (:meth:`~swift_rlfactory.eval.runner.EvalLog.load`),
 the last one counts. The table, the filters and the counts show that one only (it knows its earlier
-attempts, :attr:`Entry.earlier`); an earlier line is still read by its number. A line is whatever was
-written: fields of the wrong type count as missing, and a line that is not a JSON object is skipped.
+attempts, :attr:`Entry.earlier`); an earlier line is still read by its number.
+
+Lines are read by :class:`~swift_rlfactory.ui.tail.JsonlTail` (a torn last line waits, a replaced file
+is indexed again from its start). A line is whatever was written: fields of the wrong type count as
+missing, and a line that is not a JSON object is skipped.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..eval.runner import episode_key, is_failed
+from .tail import JsonlTail
 
 FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt
 ERROR_CHARS = 200  # of an episode's error kept in the index (the table shows the start; the viewer all)
@@ -145,38 +149,25 @@ class TrajectoryIndex:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.entries: list[Entry] = []
-        self._end = 0  # bytes indexed so far (always at a line boundary)
+        self._tail = JsonlTail(self.path)
         self._lock = threading.Lock()
-        self.skipped = 0  # lines that are not a JSON object (a torn last line is retried on the next refresh)
         self._last: dict[tuple[int, int], int] = {}  # eval episode -> number of its last line
+
+    @property
+    def skipped(self) -> int:
+        """Lines that are not JSON objects (a torn last line is not one: it is read whole on a later refresh)."""
+        return self._tail.skipped
 
     def refresh(self) -> int:
         """Index lines appended since the last call; returns how many were added."""
         with self._lock:
-            if not self.path.exists():
-                return 0
-            if self.path.stat().st_size < self._end:  # the file was replaced: start over
-                self.entries, self._end, self.skipped, self._last = [], 0, 0, {}
+            restarted, records = self._tail.read()
+            if restarted:  # another file now: start over
+                self.entries, self._last = [], {}
             added = 0
-            with open(self.path, "rb") as f:
-                f.seek(self._end)
-                while True:
-                    offset = f.tell()
-                    line = f.readline()
-                    if not line.endswith(b"\n"):  # nothing more, or a line still being written
-                        break
-                    self._end = f.tell()
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except (json.JSONDecodeError, UnicodeDecodeError):
-                        record = None
-                    if not isinstance(record, dict):
-                        self.skipped += 1
-                        continue
-                    self._add(offset, record)
-                    added += 1
+            for record in records:
+                self._add(record.offset, record.value)
+                added += 1
             return added
 
     def _add(self, offset: int, record: dict[str, Any]) -> None:
@@ -285,6 +276,6 @@ class TrajectoryIndex:
                     if hit:
                         found.add(by_offset[offset])
                 offset += len(line)
-                if offset >= self._end:
+                if offset >= self._tail.end:
                     break
         return found

@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .charts import finite
 from .index import TrajectoryIndex
+from .tail import JsonlTail
 
 TRAJECTORIES = "trajectories.jsonl"
 LOGGING = "logging.jsonl"
@@ -67,41 +67,35 @@ def wanted(key: str, patterns: tuple[str, ...]) -> bool:
     return any(key.startswith(p) if p.endswith("/") else key == p for p in patterns)
 
 
-@dataclass
 class MetricLog:
-    """``logging.jsonl``, re-read from where it was last read; keeps the training steps' lines (the run's
-    closing summary and eval lines are not steps)."""
+    """``logging.jsonl``, read on from where it was last read (:class:`~swift_rlfactory.ui.tail.JsonlTail`);
+    keeps the training steps' lines (the run's closing summary and eval lines are not steps)."""
 
-    path: Path
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    skipped: int = 0  # lines that are not JSON (a torn last line is not one: it is read once whole)
-    _end: int = 0
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.rows: list[dict[str, Any]] = []
+        self._tail = JsonlTail(self.path)
+        self._lock = threading.Lock()
+
+    @property
+    def skipped(self) -> int:
+        """Lines that are not JSON objects (a torn last line is not one: it is read once whole)."""
+        return self._tail.skipped
 
     def refresh(self) -> int:
-        """Read lines appended since the last call; returns how many."""
-        if not self.path.exists():
-            return 0
-        if self.path.stat().st_size < self._end:
-            self.rows, self._end, self.skipped = [], 0, 0
-        added = 0
-        with open(self.path, "rb") as f:
-            f.seek(self._end)
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break
-                self._end += len(line)
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    self.skipped += 1
-                    continue
-                if isinstance(entry, dict) and ("loss" in entry or "reward" in entry):  # a training step
+        """Read lines appended since the last call; returns how many training steps they held."""
+        with self._lock:  # two page handlers may refresh one run at once
+            restarted, records = self._tail.read()
+            if restarted:
+                self.rows = []
+            added = 0
+            for record in records:
+                entry = record.value
+                if "loss" in entry or "reward" in entry:  # a training step
                     entry["_step"] = step_of(entry, len(self.rows))
                     self.rows.append(entry)
                     added += 1
-        return added
+            return added
 
     def series(self, patterns: tuple[str, ...]) -> list[dict[str, Any]]:
         """Long-form points ``{"step", "metric", "value"}`` for the keys a plot draws; a value that is not a
@@ -143,7 +137,7 @@ class Run:
         if skipped := self.metrics.skipped:  # said, so a step missing from the charts is not a mystery
             line += (
                 f"; {skipped} line{'' if skipped == 1 else 's'} of {LOGGING} "
-                f"{'is' if skipped == 1 else 'are'} not JSON and left out"
+                f"{'is' if skipped == 1 else 'are'} not JSON objects and left out"
             )
         return line
 

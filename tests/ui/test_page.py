@@ -116,7 +116,7 @@ def test_lines_of_logging_jsonl_that_are_not_json_are_counted_on_the_metrics_tab
     )
     status = page._plots(str(tmp_path))[-1]
     assert status.endswith(
-        "2 logged steps, 0 trajectories; 2 lines of logging.jsonl are not JSON and left out"
+        "2 logged steps, 0 trajectories; 2 lines of logging.jsonl are not JSON objects and left out"
     )
 
 

@@ -1,0 +1,107 @@
+"""Reading a JSON Lines file that is still being written: each read returns only what was appended since.
+
+A training run appends to ``logging.jsonl`` and ``trajectories.jsonl`` while the viewer reads them, so both
+readers (:class:`~swift_rlfactory.ui.runs.MetricLog`, :class:`~swift_rlfactory.ui.index.TrajectoryIndex`)
+keep a :class:`JsonlTail` and parse each line once. Its rules:
+
+* A line counts once its ``\\n`` is written: a last line without one is still being written (or was torn by
+  a crash) and is read whole by a later read. ``\\r\\n`` line ends and a UTF-8 byte order mark read as JSON
+  whitespace does; a blank line is nothing.
+* Another file at the path (a new run in the same folder, a log deleted or emptied and written again),
+  told by being shorter than what was read, by its inode, or by a first line other than the one read, is
+  read again from its start, and the read says so (``restarted``), so the
+  reader drops what it built from the old file.
+* A line that is not a JSON object (torn in the middle of the file, hand-edited, another tool's) is left
+  out with a warning naming its line, and counted (:attr:`JsonlTail.skipped`), so the page can say so; the
+  lines after it are read as usual. The warning never quotes the line: a log line may hold a credential.
+* A missing file (not written yet, or removed while it is being read) has no new lines; what was read stays.
+
+A tail is not thread-safe: its reader holds its own lock around a read and what it builds from it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+logger = logging.getLogger(__name__)
+
+HEAD = 256  # bytes of the first line kept to tell the file from another one at the same path
+
+
+@dataclass(frozen=True)
+class Record:
+    """One line of the file that holds a JSON object."""
+
+    offset: int  # where the line starts: a reader seeks there to read the line again
+    line: int  # its line number, from 1
+    value: dict[str, Any]
+
+
+class JsonlTail:
+    """The lines of ``path`` appended since the last :meth:`read`."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.skipped = 0  # lines read so far that are not JSON objects
+        self._end = 0  # bytes read so far (always at a line boundary)
+        self._lines = 0  # whole lines read so far
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file read
+        self._head = b""  # how the file starts (its first line, up to HEAD bytes), once read
+
+    @property
+    def end(self) -> int:
+        """How many bytes of the file have been read (always up to a line end)."""
+        return self._end
+
+    def read(self) -> tuple[bool, Iterator[Record]]:
+        """``(restarted, records)``: whether the file was replaced since the last read (then ``records``
+        start at its first line again), and the new lines that are JSON objects, parsed as they are
+        iterated (a big file is never held whole)."""
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - the generator below closes it
+        except FileNotFoundError:
+            return False, iter(())
+        stat = os.fstat(f.fileno())
+        identity = (stat.st_dev, stat.st_ino)
+        restarted = (
+            stat.st_size < self._end or self._identity not in (None, identity) or not self._same_start(f)
+        )
+        if restarted:
+            self.skipped, self._end, self._lines, self._head = 0, 0, 0, b""
+        self._identity = identity
+        return restarted, self._records(f)
+
+    def _same_start(self, f: IO[bytes]) -> bool:
+        """Whether the file still starts as it did when its first line was read (a file emptied and written
+        again by a new run starts otherwise: the first line of a log holds a time or a loss)."""
+        f.seek(0)
+        return f.read(len(self._head)) == self._head
+
+    def _records(self, f: IO[bytes]) -> Iterator[Record]:
+        with f:
+            f.seek(self._end)
+            for line in f:  # a binary file splits at b"\n" only, never inside a JSON string
+                if not line.endswith(b"\n"):  # still being written: read it whole next time
+                    return
+                offset = self._end
+                if not offset:
+                    self._head = line[:HEAD]
+                self._end += len(line)
+                self._lines += 1
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line)  # bytes: a leading byte order mark is read as UTF-8's
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    value = None
+                if not isinstance(value, dict):
+                    self.skipped += 1
+                    logger.warning("%s: line %d is not a JSON object; left out", self.path, self._lines)
+                    continue
+                yield Record(offset, self._lines, value)
