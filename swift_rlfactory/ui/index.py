@@ -15,6 +15,18 @@ one ``(index, sample)`` episode: as for ``eval`` itself (:meth:`~swift_rlfactory
 the last one counts. The table, the filters and the counts show that one only (it knows its earlier
 attempts, :attr:`Entry.earlier`); an earlier line is still read by its number.
 
+A training line is known by its ``step`` alone: it has no id of its own, and the lines of one step (every
+group of it, from every rank) are all written before the next step's, so one trainer's steps never go
+back. A line whose step is lower than the last counted one's is therefore the first of a *resumed* run
+(``--resume_from_checkpoint`` into the same folder, or a new run there), which logs that step and every
+later one again. Its lines replace those of the stopped run from that step on, the steps it has not
+reached yet included, as TensorBoard drops a restarted run's orphaned steps (and as the Live metrics
+tab does with ``logging.jsonl``): a resumed step samples its groups anew, so its lines are other
+trajectories, not copies to match one by one. The replaced lines are left out of the table, the filters
+and the counts and are still read by their number (:meth:`TrajectoryIndex.resumed_by`). A run resumed at
+the very step the stopped one was in the middle of cannot be told from more lines of that step: that
+step shows both runs' lines.
+
 Lines are read by :class:`~swift_rlfactory.ui.tail.JsonlTail` (a torn last line waits, a replaced file
 is indexed again from its start). A line is whatever was written: fields of the wrong type count as
 missing, and a line that is not a JSON object is skipped.
@@ -143,7 +155,7 @@ class TrajectoryIndex:
 
     :attr:`entries` holds every line (its number is its place there); the queries (:meth:`select`,
     :meth:`steps`, :meth:`groups`, :meth:`stop_reasons`, :meth:`count`) see only the lines that count, an
-    eval episode's earlier attempts left out (:meth:`counts`).
+    eval episode's earlier attempts and the steps a resumed run logged again left out (:meth:`counts`).
     """
 
     def __init__(self, path: str | Path):
@@ -152,6 +164,10 @@ class TrajectoryIndex:
         self._tail = JsonlTail(self.path)
         self._lock = threading.Lock()
         self._last: dict[tuple[int, int], int] = {}  # eval episode -> number of its last line
+        self._attempts = 0  # eval lines a later line of the same episode replaced
+        self._steps: list[tuple[int, int]] = []  # (step, number) of the training lines that count, in order
+        # a training line of a run that stopped -> the first line of the run resumed after it
+        self._resumed: dict[int, int] = {}
 
     @property
     def skipped(self) -> int:
@@ -163,7 +179,7 @@ class TrajectoryIndex:
         with self._lock:
             restarted, records = self._tail.read()
             if restarted:  # another file now: start over
-                self.entries, self._last = [], {}
+                self.entries, self._last, self._attempts, self._steps, self._resumed = [], {}, 0, [], {}
             added = 0
             for record in records:
                 self._add(record.offset, record.value)
@@ -178,12 +194,22 @@ class TrajectoryIndex:
             if episode in self._last:
                 last = self.entries[self._last[episode]]
                 earlier = (*last.earlier, last.number)
+                self._attempts += 1
             self._last[episode] = number
-        self.entries.append(summarize(number, offset, record, earlier))
+        entry = summarize(number, offset, record, earlier)
+        if episode is None and entry.step is not None:
+            if self._steps and entry.step < self._steps[-1][0]:  # a resumed run: this step and later again
+                while self._steps and self._steps[-1][0] >= entry.step:
+                    self._resumed[self._steps.pop()[1]] = number
+            self._steps.append((entry.step, number))
+        self.entries.append(entry)
 
     def counts(self, entry: Entry) -> bool:
-        """Whether ``entry`` is a line that counts: not an eval episode's attempt that a later line replaced."""
-        return entry.episode is None or self._last.get(entry.episode) == entry.number
+        """Whether ``entry`` is a line that counts: not an eval episode's attempt that a later line replaced,
+        nor a training line of a step that a resumed run logged again."""
+        if entry.episode is None:
+            return entry.number not in self._resumed
+        return self._last.get(entry.episode) == entry.number
 
     def latest(self, entry: Entry) -> Entry:
         """The line that counts for ``entry``'s episode (``entry`` itself unless a later attempt replaced it)."""
@@ -193,13 +219,24 @@ class TrajectoryIndex:
         """The entries that count, in log order."""
         return [e for e in self.entries if self.counts(e)]
 
+    def resumed_by(self, entry: Entry) -> Entry | None:
+        """For a training line of a run that stopped, the first line of the run resumed after it (which
+        logs its step and every later one again); ``None`` for a line that counts, or an eval line."""
+        number = self._resumed.get(entry.number)
+        return None if number is None else self.entries[number]
+
     def replaced(self) -> int:
         """How many lines are earlier attempts of an eval episode that a later line replaced."""
-        return sum(len(self.entries[n].earlier) for n in self._last.values())
+        return self._attempts
+
+    def relogged(self) -> int:
+        """How many training lines are of steps that a resumed run logged again."""
+        return len(self._resumed)
 
     def count(self) -> int:
-        """How many trajectories the log holds, an episode retried or re-run counted once."""
-        return len(self.entries) - self.replaced()
+        """How many trajectories the log holds, an episode retried or re-run counted once, a step logged
+        again by a resumed run counted as the resumed run logged it."""
+        return len(self.entries) - self._attempts - len(self._resumed)
 
     def read(self, number: int) -> dict[str, Any]:
         """The whole record of entry ``number`` (one seek, one line)."""

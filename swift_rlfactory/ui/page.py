@@ -24,7 +24,7 @@ from . import actions  # noqa: E402
 from .charts import line_chart  # noqa: E402
 from .index import Filters  # noqa: E402
 from .launch import MODES, GRPOForm, Job, shell_line  # noqa: E402
-from .render import STYLE, attempts_html, rewards_table, trajectory_html  # noqa: E402
+from .render import STYLE, attempts_html, resumed_html, rewards_table, trajectory_html  # noqa: E402
 from .runs import PLOTS, TRAJECTORIES, RunCache  # noqa: E402
 
 
@@ -186,6 +186,11 @@ def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text)
             f"; {replaced} earlier attempt{'' if replaced == 1 else 's'} of retried eval episodes "
             f"{'is' if replaced == 1 else 'are'} left out (each episode's last line counts, as in eval)"
         )
+    if relogged := index.relogged():
+        note += (
+            f"; {relogged} trajector{'y' if relogged == 1 else 'ies'} of steps a resumed run logged again "
+            f"{'is' if relogged == 1 else 'are'} left out (the resumed run's lines count)"
+        )
     if index.skipped:
         note += (
             "; 1 line of the log is not a JSON object and is left out"
@@ -229,6 +234,7 @@ def _show(folder: str, number) -> str:
         return f"<p>cannot read trajectory #{n}: {html.escape(str(exc))}; refresh the table</p>"
     entry = index.entries[n]
     attempts = attempts_html(entry, index.latest(entry), [index.entries[k] for k in entry.earlier])
+    attempts += resumed_html(index.resumed_by(entry))
     return trajectory_html(record, title=f"trajectory #{n}", attempts=attempts)
 
 

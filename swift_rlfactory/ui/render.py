@@ -150,6 +150,19 @@ def attempts_html(entry: Entry, latest: Entry, earlier: list[Entry]) -> str:
     )
 
 
+def resumed_html(resumed: Entry | None) -> str:
+    """For a training line of a run that stopped, ``resumed`` being the first line of the run resumed
+    after it (which logs its step and every later one again): that this line no longer counts. Empty for
+    any other line (``resumed`` is ``None``)."""
+    if resumed is None:
+        return ""
+    return (
+        f'<div class="rlf-attempts">from a run that stopped: the run resumed at step {resumed.step} '
+        f"(trajectory #{resumed.number}) logs that step and every later one again, and its lines are the "
+        "ones that count</div>"
+    )
+
+
 def trajectory_html(record: dict[str, Any], title: str = "", attempts: str = "") -> str:
     """The whole trajectory: where it stands among its episode's attempts (``attempts``, from
     :func:`attempts_html`), its error if it has one, prompt, each assistant turn with its calls, the

@@ -8,6 +8,7 @@ holding one run under a version folder (``v0-2026...``) is opened at its newest 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import threading
@@ -52,14 +53,16 @@ def resolve_run(folder: str | Path) -> Path:
     return folder
 
 
-def step_of(entry: dict[str, Any], position: int) -> int:
-    """The global step of one logging line (``global_step/max_steps`` is ``"3/100"``), else its ``step``,
-    else its position (a hand-written line's ``"step": "x"`` does not stop the log being read)."""
+def step_of(entry: dict[str, Any]) -> int | None:
+    """The global step of one logging line (``global_step/max_steps`` is ``"3/100"``), else its ``step`` (a
+    whole number, or its digits as text); ``None`` when it has neither (a hand-written ``"step": "x"``)."""
     value = entry.get("global_step/max_steps")
     if isinstance(value, str) and value.split("/")[0].isdigit():
         return int(value.split("/")[0])
     step = entry.get("step")
-    return step if isinstance(step, int) and not isinstance(step, bool) else position + 1
+    if isinstance(step, str) and step.isdigit():
+        return int(step)
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
 def wanted(key: str, patterns: tuple[str, ...]) -> bool:
@@ -69,11 +72,20 @@ def wanted(key: str, patterns: tuple[str, ...]) -> bool:
 
 class MetricLog:
     """``logging.jsonl``, read on from where it was last read (:class:`~swift_rlfactory.ui.tail.JsonlTail`);
-    keeps the training steps' lines (the run's closing summary and eval lines are not steps)."""
+    keeps the training steps' lines (the run's closing summary and eval lines are not steps), one per step.
+
+    A trainer logs its steps in order, so a step that is not after the last one kept is logged *again*: by a
+    run resumed from a checkpoint (``--resume_from_checkpoint`` into the same ``--output_dir``, which logs
+    every step after the checkpoint once more), or by a new run in the same folder. As TensorBoard does
+    with a restarted run, the later lines count and every kept step from that one on is dropped, those the
+    new run has not reached yet included: they belong to the run that stopped, not to the model that goes
+    on training. A line without a readable step is taken for the step after the last one.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[dict[str, Any]] = []  # in step order, each with its step as "_step"
+        self.replaced = 0  # steps logged again by a resumed run: their earlier lines were dropped
         self._tail = JsonlTail(self.path)
         self._lock = threading.Lock()
 
@@ -87,14 +99,23 @@ class MetricLog:
         with self._lock:  # two page handlers may refresh one run at once
             restarted, records = self._tail.read()
             if restarted:
-                self.rows = []
+                self.rows, self.replaced = [], 0
             added = 0
             for record in records:
                 entry = record.value
-                if "loss" in entry or "reward" in entry:  # a training step
-                    entry["_step"] = step_of(entry, len(self.rows))
-                    self.rows.append(entry)
-                    added += 1
+                if "loss" not in entry and "reward" not in entry:  # not a training step
+                    continue
+                last = self.rows[-1]["_step"] if self.rows else 0
+                step = step_of(entry)
+                if step is None:
+                    step = last + 1
+                elif step <= last:  # logged again: drop it and every later step, as kept so far
+                    keep = bisect.bisect_left(self.rows, step, key=lambda row: row["_step"])
+                    self.replaced += len(self.rows) - keep
+                    self.rows = self.rows[:keep]  # a new list: a page reading the old one is not cut short
+                entry["_step"] = step
+                self.rows.append(entry)
+                added += 1
             return added
 
     def series(self, patterns: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -138,6 +159,11 @@ class Run:
             line += (
                 f"; {skipped} line{'' if skipped == 1 else 's'} of {LOGGING} "
                 f"{'is' if skipped == 1 else 'are'} not JSON objects and left out"
+            )
+        if replaced := self.metrics.replaced:  # said, so a run with fewer steps than it had is no mystery
+            line += (
+                f"; {replaced} step{'' if replaced == 1 else 's'} logged again by a resumed run: the "
+                "later lines count"
             )
         return line
 

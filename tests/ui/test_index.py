@@ -321,3 +321,39 @@ def test_step_timeline_charges_each_phase_its_own_time():
     assert metrics["timeline/other_s"] == pytest.approx(0.1)
     assert metrics["timeline/step_s"] == pytest.approx(4.1)
     assert metrics["timeline/tool_chain_s"] <= metrics["timeline/tools_s"]
+
+
+def test_steps_a_resumed_run_logs_again_replace_the_stopped_runs_lines_of_them_and_after(tmp_path: Path):
+    """A run logged steps 1-3 (two groups a step, two ranks writing) and stopped; resumed from its step-1
+    checkpoint into the same folder, it logs step 2 again, then 3. The table shows each step's lines once,
+    the resumed run's, where it showed steps 2 and 3 twice; the stopped run's lines are read by number."""
+    path = tmp_path / "trajectories.jsonl"
+    stopped = [line(s, f"q{s}{g}", 0.0) for s in (1, 2, 3) for g in "ab"]
+    path.write_text("".join(stopped) + line(2, "again 2a", 1.0))
+    index = TrajectoryIndex(path)
+    assert index.refresh() == 7
+    assert [e.number for e in index.select(Filters())] == [0, 1, 6]
+    assert (index.count(), index.relogged(), index.steps()) == (3, 4, [1, 2])
+    with open(path, "a") as f:  # the other rank's line of step 2, then step 3
+        f.write(line(2, "again 2b", 1.0) + line(3, "again 3a", 1.0))
+    index.refresh()
+    assert [e.number for e in index.select(Filters())] == [0, 1, 6, 7, 8]
+    assert [e.prompt for group in index.groups(step=2).values() for e in group] == ["again 2a", "again 2b"]
+    assert [e.number for e in index.select(Filters(step=3))] == [8]
+    assert index.select(Filters(text="q3a")) == []  # the stopped run's step 3
+    assert (index.count(), index.relogged(), index.steps()) == (5, 4, [1, 2, 3])
+    resumed = [index.resumed_by(e) for e in index.entries]
+    assert [None if e is None else e.number for e in resumed] == [None, None, 6, 6, 6, 6, None, None, None]
+    assert index.read(4)["messages"][0]["content"] == "q3a"
+
+
+def test_a_step_of_an_eval_log_or_a_line_without_a_step_is_never_taken_for_a_resume(tmp_path: Path):
+    path = tmp_path / "trajectories.jsonl"
+    no_step = json.loads(line(1, "no step", 0.0))
+    del no_step["step"]
+    path.write_text(
+        line(3, "a", 0.0) + json.dumps(no_step) + "\n" + json.dumps(FAILED_EVAL) + "\n" + line(3, "b", 0)
+    )
+    index = TrajectoryIndex(path)
+    index.refresh()
+    assert index.count() == 4 and index.relogged() == 0

@@ -137,3 +137,19 @@ def test_an_eval_folder_shows_its_results_on_the_metrics_tab(tmp_path: Path):
     assert "no steps logged yet" not in status and "eval results" in status
     assert "| **EM** | 0.6667 |" in status and "| failed_episodes | 1 |" in status
     assert "config" not in status and "time" not in status
+
+
+def test_the_table_and_the_viewer_say_which_lines_a_resumed_run_logged_again(tmp_path: Path):
+    step = '{"step": %d, "messages": [{"role": "user", "content": "%s"}], "rewards": {"total": 1.0}}\n'
+    (tmp_path / "trajectories.jsonl").write_text(
+        step % (1, "a") + step % (2, "b") + step % (3, "c") + step % (2, "d")
+    )
+    note = table_note(str(tmp_path))
+    assert note == (
+        "2 shown of 2 trajectories; 2 trajectories of steps a resumed run logged again are left out (the "
+        "resumed run's lines count)"
+    )
+    for stopped in ("1", "2"):
+        shown = page._show(str(tmp_path), stopped)
+        assert "from a run that stopped: the run resumed at step 2 (trajectory #3) logs that step" in shown
+    assert "resumed" not in page._show(str(tmp_path), "3") and "resumed" not in page._show(str(tmp_path), "0")

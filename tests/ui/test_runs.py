@@ -1,4 +1,4 @@
-"""A run folder's metric log as the Live metrics tab reads it: growing, replaced, torn and odd files."""
+"""A run folder's metric log as the Live metrics tab reads it: resumed runs, odd steps, odd files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from swift_rlfactory.ui.runs import MetricLog
+from swift_rlfactory.ui.runs import MetricLog, Run
 
 
 def step_line(step: int, reward: float, max_steps: int = 10) -> str:
@@ -24,6 +24,66 @@ def step_line(step: int, reward: float, max_steps: int = 10) -> str:
 
 def points(log: MetricLog) -> list[tuple[int, float]]:
     return [(p["step"], p["value"]) for p in log.series(("reward",))]
+
+
+def test_steps_a_resumed_run_logs_again_replace_the_stopped_runs_and_those_after_them(tmp_path: Path):
+    """A run stopped after step 5, resumed from its step-2 checkpoint into the same folder: it logs 3, 4
+    again. The chart draws steps 1-4 once each, the resumed run's values for 3 and 4, and not the stopped
+    run's step 5 (the model that goes on training never had it), where it drew 3, 4, 5, 3, 4."""
+    path = tmp_path / "logging.jsonl"
+    path.write_text("".join(step_line(s, 0.1 * s) for s in range(1, 6)))
+    log = MetricLog(path)
+    assert log.refresh() == 5 and log.replaced == 0
+    with open(path, "a") as f:
+        f.write(step_line(3, 0.9) + step_line(4, 0.8))
+    assert log.refresh() == 2
+    assert points(log) == [(1, 0.1), (2, 0.2), (3, 0.9), (4, 0.8)]
+    assert log.replaced == 3
+    with open(path, "a") as f:
+        f.write(step_line(5, 0.7) + step_line(6, 0.6))
+    log.refresh()
+    assert [step for step, _ in points(log)] == [1, 2, 3, 4, 5, 6] and points(log)[4] == (5, 0.7)
+
+
+def test_a_resumed_run_read_in_one_pass_and_a_new_run_in_the_same_folder(tmp_path: Path):
+    path = tmp_path / "logging.jsonl"
+    path.write_text("".join(step_line(s, r) for s, r in ((1, 0.1), (2, 0.2), (3, 0.3), (2, 0.8), (3, 0.9))))
+    log = MetricLog(path)
+    log.refresh()
+    assert points(log) == [(1, 0.1), (2, 0.8), (3, 0.9)]
+    assert log.replaced == 2
+    with open(path, "a") as f:  # a new run from step 1, same folder (--add_version false)
+        f.write(step_line(1, 0.5))
+    log.refresh()
+    assert points(log) == [(1, 0.5)] and log.replaced == 5
+
+
+def test_the_metrics_tab_says_how_many_steps_a_resumed_run_logged_again(tmp_path: Path):
+    (tmp_path / "logging.jsonl").write_text("".join(step_line(s, 0.5) for s in (1, 2, 3, 2)))
+    assert (
+        Run(tmp_path)
+        .describe()
+        .endswith(
+            "2 logged steps, 0 trajectories; 2 steps logged again by a resumed run: the later lines count"
+        )
+    )
+
+
+def test_a_line_without_a_readable_step_follows_the_last_step(tmp_path: Path):
+    """With ``--logging_steps 5`` the steps are 5, 10, 15: a line whose step is not a number is drawn after
+    the last one, where it was drawn at its place in the file (step 3, back in time, and before step 5)."""
+    path = tmp_path / "logging.jsonl"
+    lines = [
+        step_line(5, 0.1),
+        step_line(10, 0.2),
+        json.dumps({"loss": 1.0, "reward": 0.3, "step": "x"}) + "\n",
+        json.dumps({"loss": 1.0, "reward": 0.4, "global_step/max_steps": "?/20", "step": "20"}) + "\n",
+        json.dumps({"loss": 1.0, "reward": 0.5, "step": True}) + "\n",
+    ]
+    path.write_text("".join(lines))
+    log = MetricLog(path)
+    log.refresh()
+    assert points(log) == [(5, 0.1), (10, 0.2), (11, 0.3), (20, 0.4), (21, 0.5)] and log.replaced == 0
 
 
 def test_windows_line_ends_and_an_empty_log_read(tmp_path: Path):
