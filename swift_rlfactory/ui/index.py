@@ -299,8 +299,12 @@ class TrajectoryIndex:
         forms = {needle, json.dumps(needle, ensure_ascii=False)[1:-1], json.dumps(needle)[1:-1]}
         ascii_forms = [form.encode() for form in forms if form.isascii()]
         by_offset = {e.offset: e.number for e in self.entries}
-        found = set()
-        with open(self.path, "rb") as f:
+        found: set[int] = set()
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:  # removed since it was indexed: no line to match
+            return found
+        with f:
             offset = 0
             for line in f:
                 if offset in by_offset:

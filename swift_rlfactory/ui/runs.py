@@ -9,7 +9,6 @@ holding one run under a version folder (``v0-2026...``) is opened at its newest 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import json
 import threading
 from pathlib import Path
@@ -143,10 +142,12 @@ class Run:
         """Pick up what the run wrote since the last refresh."""
         self.metrics.refresh()
         self.trajectories.refresh()
-        summary = self.folder / "metrics.json"  # an eval's aggregate metrics
-        if summary.exists():
-            with contextlib.suppress(json.JSONDecodeError):  # being written: read it next time
-                self.summary = json.loads(summary.read_text())
+        try:  # an eval's aggregate metrics
+            summary = json.loads((self.folder / "metrics.json").read_text())
+        except (OSError, ValueError):  # none (yet, or removed), or being written: read it next time
+            return
+        if isinstance(summary, dict):
+            self.summary = summary
 
     def describe(self) -> str:
         """One line for the page: where, how many steps and trajectories."""

@@ -357,3 +357,13 @@ def test_a_step_of_an_eval_log_or_a_line_without_a_step_is_never_taken_for_a_res
     index = TrajectoryIndex(path)
     index.refresh()
     assert index.count() == 4 and index.relogged() == 0
+
+
+def test_a_text_search_in_a_log_removed_since_it_was_indexed_finds_nothing(tmp_path: Path):
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(line(1, "a", 1.0))
+    index = TrajectoryIndex(path)
+    index.refresh()
+    path.unlink()
+    assert index.refresh() == 0 and index.count() == 1
+    assert index.select(Filters(text="a")) == []  # where the search raised FileNotFoundError

@@ -130,3 +130,19 @@ def test_refreshes_of_one_run_at_once_read_each_step_once(tmp_path: Path):
     for thread in threads:
         thread.join()
     assert [row["_step"] for row in log.rows] == list(range(1, 20_001)) and log.skipped == 0
+
+
+def test_an_eval_summary_that_is_not_an_object_or_not_json_is_not_shown(tmp_path: Path):
+    (tmp_path / "trajectories.jsonl").write_text("")
+    summary = tmp_path / "metrics.json"
+    summary.write_text("[1, 2]")
+    run = Run(tmp_path)
+    assert run.summary == {}
+    summary.write_bytes(b"\xff\xfe")
+    run.refresh()
+    summary.write_text('{"em": 0.5}')
+    run.refresh()
+    assert run.summary == {"em": 0.5}
+    summary.unlink()
+    run.refresh()
+    assert run.summary == {"em": 0.5}  # the eval's results stay on the page
