@@ -78,11 +78,13 @@ def test_a_line_that_is_not_a_json_object_is_left_out_with_a_warning_that_does_n
     assert "SECRET" not in caplog.text
 
 
-def test_windows_line_ends_a_byte_order_mark_and_blank_lines_read_as_json_whitespace(tmp_path: Path):
+def test_windows_line_ends_byte_order_marks_and_blank_lines_are_read(tmp_path: Path):
     path = tmp_path / "log.jsonl"
-    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\r\n\r\n   \n{"b": "x\\r\\n"}\r\n')
+    bom = b"\xef\xbb\xbf"  # also opening a later line, where `cat` joined files that each had one
+    path.write_bytes(bom + b'{"a": 1}\r\n\r\n   \n{"b": "x\\r\\n"}\r\n' + bom + b'{"c": 3}\n')
     tail = JsonlTail(path)
-    assert [(line, value) for _, line, value in read(tail)[1]] == [(1, {"a": 1}), (4, {"b": "x\r\n"})]
+    records = [(line, value) for _, line, value in read(tail)[1]]
+    assert records == [(1, {"a": 1}), (4, {"b": "x\r\n"}), (5, {"c": 3})]
     assert tail.skipped == 0
 
 
