@@ -133,6 +133,14 @@ def test_a_turn_cut_by_truncation_keeps_the_outcome_advantage_only():
     assert token_advantages(0.5, [2.0, -1.0], owners, turn_weight=0.5) == [0.5, 0.5, 0.0, 0.0]
 
 
+def test_a_trajectory_none_of_whose_turns_is_found_keeps_the_outcome_advantage_only():
+    """Its only turn cut by truncation, or no turn ids at all: every trained token is nobody's (this raised
+    ValueError inside the trainer's batch postprocess, ending the run)."""
+    assert trained_token_turns([8, 9, 5], [8, 9, 5], [[7, 8]]) == [None, None, None]
+    assert trained_token_turns([8, 9], [X, 9], []) == [None]
+    assert token_advantages(0.5, [2.0], [None, None], turn_weight=1.0) == [0.5, 0.5]
+
+
 def test_token_advantages_add_the_weighted_turn_part():
     assert token_advantages(1.0, [2.0, -2.0], [0, 0, 1], turn_weight=0.25) == [1.5, 1.5, 0.5]
     assert token_advantages(1.0, [2.0], [0, 1], turn_weight=1.0) == [3.0, 1.0]  # no reward for turn 1

@@ -168,7 +168,7 @@ def trained_token_turns(
             continue
         starts.append((at, turn))
         cursor = at + len(ids)
-    next_start = [p for p, _ in starts[1:]] + [n]
+    next_start = [p for p, _ in starts[1:]] + [n] * bool(starts)  # none found (a lone turn cut): all None
     for (at, turn), stop in zip(starts, next_start, strict=True):
         end = at + len(turns[turn])
         q = at
