@@ -149,6 +149,15 @@ def redact(text: str) -> str:
     return _QUERY_VALUE.sub(r"\1***", redact_recorded(text))
 
 
+def excerpt(text: str, limit: int = 200) -> str:
+    """The first ``limit`` characters of ``text``, redacted (:func:`redact`), for an error message.
+
+    The whole text is redacted, then cut: cutting first can split a secret (a server that echoes the API
+    key at character 190 of its error body), and the part left is no longer one redaction recognises.
+    """
+    return redact(text)[:limit]
+
+
 def redact_recorded(text: str) -> str:
     """``text`` with every recorded secret shown as its ``${VAR}``, and nothing else changed: for data, such
     as a trajectory, whose URLs are what the model wrote or read rather than our configuration."""

@@ -262,7 +262,7 @@ def test_the_api_key_is_sent_but_never_logged(server, monkeypatch, caplog, tmp_p
     monkeypatch.setenv("JUDGE_KEY", secret)
     caplog.set_level(logging.DEBUG)
     texts = []
-    for model in ("rule", "malformed", "error500", "hang", "echo401"):  # echo401's body repeats the key
+    for model in ("rule", "malformed", "error500", "hang", "echo401", "echo_late"):  # echo*: repeat the key
         spec = judge_spec(server, model=model, api_key="${JUDGE_KEY}", call_timeout_s=0.5, retries=1)
         batch = [traj("Paris")]
         spec.score(batch)
@@ -270,8 +270,8 @@ def test_the_api_key_is_sent_but_never_logged(server, monkeypatch, caplog, tmp_p
         texts += [repr(judge.config), str(judge.config), str(batch[0].reward_errors)]
         spec.close()
     assert f"Bearer {secret}" in server.stats()["auth"]
-    assert caplog.records and secret not in caplog.text
-    assert all(secret not in text for text in texts)
+    assert caplog.records and secret[:10] not in caplog.text  # not even the part an excerpt's cut leaves
+    assert all(secret[:10] not in text for text in texts)
     # a password in base_url, expanded from ${VAR}: the HTTP client logs every request URL at INFO
     password = "pw-7c6b5a4d3e2f"
     monkeypatch.setenv("JUDGE_PW", password)

@@ -360,7 +360,7 @@ class Judge:
         def score(reply: str) -> float:
             value = judge_text.parse_score(reply, self.config.max_score)
             if value is None:
-                raise JudgeError(f"the judge's reply holds no score: {secrets.redact(reply[:200])!r}")
+                raise JudgeError(f"the judge's reply holds no score: {secrets.excerpt(reply)!r}")
             return value
 
         return score(await self._cached(messages, score))
@@ -371,7 +371,7 @@ class Judge:
         def scores(reply: str) -> list[float]:
             values = judge_text.parse_group_scores(reply, len(members), self.config.max_score)
             if values is None:
-                shown = secrets.redact(reply[:200])
+                shown = secrets.excerpt(reply)
                 raise JudgeError(f"the judge's reply holds no {len(members)} scores: {shown!r}")
             return values
 
@@ -444,11 +444,11 @@ class Judge:
             where = secrets.redact(response.headers.get("location", "?"))
             raise JudgeError(f"HTTP {response.status_code}: redirected to {where}; point base_url there")
         if response.status_code >= 400:
-            raise JudgeError(f"HTTP {response.status_code}: {secrets.redact(response.text[:200])!r}")
+            raise JudgeError(f"HTTP {response.status_code}: {secrets.excerpt(response.text)!r}")
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise JudgeError(f"not a chat completion: {secrets.redact(response.text[:200])!r}") from None
+            raise JudgeError(f"not a chat completion: {secrets.excerpt(response.text)!r}") from None
         self.stats.latencies.append(latency)
         return content_text(content)
 

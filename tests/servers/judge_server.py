@@ -16,6 +16,7 @@ The requested ``model`` picks the behaviour, so one server serves every test:
 ``hang_wrong`` never answers when the answer is wrong, else ``rule`` (abandoned judgments' slots)
 ``ratelimit``  HTTP 429 with ``Retry-After: 1`` for the first request of each prompt, then ``rule``
 ``echo401``    HTTP 401 whose body repeats the authorization header (as some gateways do)
+``echo_late``  ``echo401``, the key at offset 190 of the body (where a 200-character excerpt cuts it)
 ``redirect``   HTTP 307 to another path
 ``parts``      ``rule``'s reply as a list of content parts (text, then an image part)
 =============  ===============================================================================
@@ -38,7 +39,7 @@ from collections import Counter
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 app = FastAPI()
 _requests: Counter[str] = Counter()
@@ -122,9 +123,13 @@ async def chat(request: Request):
                 return JSONResponse({"error": "slow down"}, status_code=429, headers={"Retry-After": "1"})
             if _prompts[prompt] == 2:
                 _retry_gaps.append(time.monotonic() - _first_seen[prompt])
+        seen = request.headers.get("authorization", "")
         if model == "echo401":
-            seen = request.headers.get("authorization", "")
             return JSONResponse({"error": f"invalid credentials: {seen}"}, status_code=401)
+        if model == "echo_late":
+            text = json.dumps({"error": f"invalid credentials: {seen}"})
+            text = text.replace("invalid", " " * (190 - text.index(seen.removeprefix("Bearer "))) + "invalid")
+            return Response(text, status_code=401, media_type="application/json")
         if model == "redirect":
             return JSONResponse({}, status_code=307, headers={"Location": "/v2/chat/completions"})
         if model == "error500" or (model == "flaky" and _prompts[prompt] <= 2):
