@@ -257,6 +257,24 @@ def test_a_hung_judge_times_out(server, model):
     stuck.close()
 
 
+@pytest.mark.parametrize(
+    ("model", "error"),
+    [("endless", "the reply passed 8 MiB"), ("braces", "the judge's reply holds no score")],
+)
+def test_a_reply_without_end_or_full_of_braces_fails_at_once(server, caplog, model, error):
+    """A body that never ends is cut at MAX_REPLY_BYTES, not read into memory until call_timeout_s (a
+    gigabyte a second at local speed); a megabyte of braces is parsed in linear time, not the minutes of
+    the judge's loop that hold up every later judgment."""
+    spec = judge_spec(server, model=model, call_timeout_s=30, retries=0, timeout_s=20, fallback=0.5)
+    batch = [traj("Paris")]
+    t0 = time.perf_counter()
+    assert spec.score(batch) == [0.5]
+    assert time.perf_counter() - t0 < 10
+    assert batch[0].reward_errors == {"judge": "error: JudgeError"}
+    assert error in caplog.text
+    spec.close()
+
+
 def test_the_api_key_is_sent_but_never_logged(server, monkeypatch, caplog, tmp_path):
     secret = "sk-test-9f8e7d6c5b4a"
     monkeypatch.setenv("JUDGE_KEY", secret)

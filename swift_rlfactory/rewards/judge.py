@@ -22,7 +22,7 @@ later judgments need. Each reply is cached in the environment's cache (key: the 
 sampling settings and the exact prompt, which holds the trajectory text; the score is read from the reply
 each time, so a new ``max_score`` applies to cached replies too), retried on transport errors, 429 and 5xx
 (after the server's ``Retry-After``, up to :data:`~swift_rlfactory.wire.RETRY_AFTER_MAX_S`), and bounded
-by ``call_timeout_s``.
+by ``call_timeout_s`` and, in size, by :data:`MAX_REPLY_BYTES`.
 The API key and every ``${VAR}`` value are recorded as secrets, so no log or error shows them. A judgment
 that cannot be had (the endpoint is down, the reply holds no score) raises :class:`JudgeError`; the reward
 spec turns that into the term's ``fallback`` and counts it. Metrics: ``judge/calls``,
@@ -66,6 +66,10 @@ DEFAULT_RUBRIC = (
 )
 _PENDING_LIMIT = 8192  # judgments kept for the reward to pick up; older ones are recomputed (or cached)
 _BACKOFF = wait_exponential(multiplier=0.25, max=2.0)
+MAX_REPLY_BYTES = 8 << 20
+"""Longest response body read: a reply of ``max_tokens`` tokens is kilobytes, so this is room for logprobs and
+verbose servers, while a server that sends without end (at local speed, gigabytes before ``call_timeout_s``,
+once per request in flight) cannot fill the training process's memory."""
 
 
 class JudgeError(RuntimeError):
@@ -433,24 +437,40 @@ class Judge:
             self.stats.calls += 1
             t0 = time.perf_counter()
             try:
-                async with asyncio.timeout(self.config.call_timeout_s):
-                    response = await self._client.post("/chat/completions", json=body)
+                async with (
+                    asyncio.timeout(self.config.call_timeout_s),
+                    self._client.stream("POST", "/chat/completions", json=body) as response,
+                ):
+                    if response.status_code == 429 or response.status_code >= 500:
+                        raise _Transient(f"HTTP {response.status_code}", retry_after(response.headers))
+                    data = await _read(response)
             except (httpx.TransportError, TimeoutError) as exc:
                 raise _Transient(_describe(exc)) from None
             latency = time.perf_counter() - t0
-        if response.status_code == 429 or response.status_code >= 500:
-            raise _Transient(f"HTTP {response.status_code}", retry_after(response.headers))
+        text = data.decode("utf-8", "replace")
         if response.is_redirect:
             where = secrets.redact(response.headers.get("location", "?"))
             raise JudgeError(f"HTTP {response.status_code}: redirected to {where}; point base_url there")
         if response.status_code >= 400:
-            raise JudgeError(f"HTTP {response.status_code}: {secrets.excerpt(response.text)!r}")
+            raise JudgeError(f"HTTP {response.status_code}: {secrets.excerpt(text)!r}")
         try:
-            content = response.json()["choices"][0]["message"]["content"]
+            content = json.loads(data)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise JudgeError(f"not a chat completion: {secrets.excerpt(response.text)!r}") from None
+            raise JudgeError(f"not a chat completion: {secrets.excerpt(text)!r}") from None
         self.stats.latencies.append(latency)
         return content_text(content)
+
+
+async def _read(response: httpx.Response) -> bytes:
+    """The body of ``response``, or :class:`JudgeError` once it passes :data:`MAX_REPLY_BYTES` (counted
+    decompressed, so a small gzip body that inflates to gigabytes is stopped too)."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise JudgeError(f"the reply passed {MAX_REPLY_BYTES >> 20} MiB: not a chat completion")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _describe(exc: BaseException) -> str:

@@ -48,6 +48,8 @@ _SCORE_TAG = re.compile(r"<score>\s*([-+]?\d+(?:\.\d+)?)\s*</score>")
 # A reply cut off after its leading score (the comma proves the number is whole): '{"score": 0.8, "rea'.
 _CUT_SCORE = re.compile(r'^\s*\{\s*"score"\s*:\s*([-+]?\d+(?:\.\d+)?)\s*,')
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+JSON_TAIL_CHARS = 32_768
+"""How far from its end a reply is searched for its JSON score object (where every format puts it)."""
 
 
 def placeholders(rubric: str) -> set[str]:
@@ -151,13 +153,20 @@ def _visible(reply: str) -> str:
 
 
 def _json_objects(text: str) -> list[Any]:
-    """Every JSON object embedded in ``text``, in order (nested ones only as part of their parent)."""
+    """Every JSON object embedded in the last :data:`JSON_TAIL_CHARS` characters of ``text``, in order
+    (nested ones only as part of their parent).
+
+    Only the tail: each ``{`` that starts no object costs a failed decode whose error message counts the
+    lines before it, so a long reply full of braces (``{"a": "{"a": "...``) took quadratic time, minutes
+    of the judge's loop for one megabyte. Objects nested past Python's recursion limit are skipped too.
+    """
+    text = text[-JSON_TAIL_CHARS:]
     decoder = json.JSONDecoder()
     found, i = [], text.find("{")
     while i != -1:
         try:
             obj, end = decoder.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):
             i = text.find("{", i + 1)
             continue
         found.append(obj)

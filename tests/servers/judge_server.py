@@ -17,6 +17,8 @@ The requested ``model`` picks the behaviour, so one server serves every test:
 ``ratelimit``  HTTP 429 with ``Retry-After: 1`` for the first request of each prompt, then ``rule``
 ``echo401``    HTTP 401 whose body repeats the authorization header (as some gateways do)
 ``echo_late``  ``echo401``, the key at offset 190 of the body (where a 200-character excerpt cuts it)
+``endless``    a 200 whose chat completion never ends, sent as fast as the socket takes it
+``braces``     a megabyte-long reply of ``{"a": "`` repeated, no score in it
 ``redirect``   HTTP 307 to another path
 ``parts``      ``rule``'s reply as a list of content parts (text, then an image part)
 =============  ===============================================================================
@@ -93,6 +95,14 @@ async def _trickle():
         await asyncio.sleep(0.1)
 
 
+async def _endless():
+    yield b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "'
+    chunk = b"x" * (1 << 20)
+    while True:
+        yield chunk
+        await asyncio.sleep(0)
+
+
 @app.post("/v1/chat/completions")
 async def chat(request: Request):
     global _in_flight, _max_in_flight
@@ -113,6 +123,8 @@ async def chat(request: Request):
             await asyncio.sleep(3600)
         if model == "trickle":
             return StreamingResponse(_trickle(), media_type="application/json")
+        if model == "endless":
+            return StreamingResponse(_endless(), media_type="application/json")
         if model == "slow":
             await asyncio.sleep(0.3)
         if model == "hang_wrong" and not _grade(body["messages"])[0]:
@@ -134,7 +146,7 @@ async def chat(request: Request):
             return JSONResponse({}, status_code=307, headers={"Location": "/v2/chat/completions"})
         if model == "error500" or (model == "flaky" and _prompts[prompt] <= 2):
             return JSONResponse({"error": "judge overloaded"}, status_code=500)
-        content = _reply(model, body["messages"])
+        content = '{"a": "' * 150_000 if model == "braces" else _reply(model, body["messages"])
         if model == "parts":
             content = [{"type": "text", "text": content}, {"type": "image_url", "image_url": {"url": "x"}}]
     finally:
