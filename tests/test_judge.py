@@ -204,6 +204,14 @@ def test_a_429_is_retried_after_the_servers_retry_after(server):
     spec.close()
 
 
+def test_a_reply_with_no_text_says_why(server, caplog):
+    """A thinking judge whose max_tokens ran out while it thought sends content null: the error says so."""
+    spec = judge_spec(server, model="thinking", max_tokens=64)
+    assert spec.score([traj("Paris")]) == [0.0]
+    assert "the reply has no text (finish_reason 'length'): max_tokens=64 ran out first" in caplog.text
+    spec.close()
+
+
 def test_a_redirect_names_where_it_points(server, caplog):
     spec = judge_spec(server, model="redirect")
     assert spec.score([traj("Paris")]) == [0.0]

@@ -454,11 +454,21 @@ class Judge:
         if response.status_code >= 400:
             raise JudgeError(f"HTTP {response.status_code}: {secrets.excerpt(text)!r}")
         try:
-            content = json.loads(data)["choices"][0]["message"]["content"]
+            choice = json.loads(data)["choices"][0]
+            reply = content_text(choice["message"]["content"])
         except (ValueError, KeyError, IndexError, TypeError):
             raise JudgeError(f"not a chat completion: {secrets.excerpt(text)!r}") from None
         self.stats.latencies.append(latency)
-        return content_text(content)
+        if not reply.strip():  # a thinking judge that spent max_tokens thinking sends null content
+            why = choice.get("finish_reason")
+            hint = (
+                f": max_tokens={self.config.max_tokens} ran out first (a thinking judge needs more, or "
+                "extra_body: {chat_template_kwargs: {enable_thinking: false}})"
+            )
+            raise JudgeError(
+                f"the reply has no text (finish_reason {why!r}){hint if why == 'length' else ''}"
+            )
+        return reply
 
 
 async def _read(response: httpx.Response) -> bytes:

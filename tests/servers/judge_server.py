@@ -21,6 +21,7 @@ The requested ``model`` picks the behaviour, so one server serves every test:
 ``braces``     a megabyte-long reply of ``{"a": "`` repeated, no score in it
 ``redirect``   HTTP 307 to another path
 ``parts``      ``rule``'s reply as a list of content parts (text, then an image part)
+``thinking``   ``content: null`` and ``finish_reason: length``, the reply spent on ``reasoning_content``
 =============  ===============================================================================
 
 ``GET /stats`` returns the requests seen per model, the authorization headers seen, the most requests in
@@ -151,13 +152,15 @@ async def chat(request: Request):
             content = [{"type": "text", "text": content}, {"type": "image_url", "image_url": {"url": "x"}}]
     finally:
         _in_flight -= 1
+    message = {"role": "assistant", "content": content}
+    if model == "thinking":  # a reasoning parser moved everything out of content, and max_tokens ran out
+        message = {"role": "assistant", "content": None, "reasoning_content": "Let me compare the"}
+    finish = "length" if model == "thinking" else "stop"
     return {
         "id": "judge-1",
         "object": "chat.completion",
         "model": model,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
     }
 
 
