@@ -82,6 +82,8 @@ def test_rescoring_with_a_group_judge_sends_one_request_per_question(tmp_path, c
         ('{"messages": [{"role": "user", "content": [1]}]}\n', r":1: messages\[0\]\.content must be text"),
         ('{"messages": [], "tool_calls": {"a": 1}}\n', r":1: 'tool_calls' must be a list"),
         ('{"messages": [], "row": []}\n', r":1: 'row' must be a object"),
+        ('{"messages": [], "turns": null}\n', r":1: 'turns' must be a whole number"),  # was a TypeError
+        ('{"messages": [], "turns": "2"}\n', r":1: 'turns' must be a whole number"),
     ],
 )
 def test_bad_files_fail_clearly_naming_the_line(tmp_path, capsys, content, message):

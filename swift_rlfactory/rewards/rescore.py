@@ -134,6 +134,9 @@ def _recorded(data: Any, number: int, where: str) -> Recorded:
             raise TrajectoryFileError(f"{where}: '{name}' must be a {'list' if kind is list else 'object'}")
     if not all(isinstance(c, dict) for c in data.get("tool_calls", [])):
         raise TrajectoryFileError(f"{where}: every entry of 'tool_calls' must be an object")
+    turns = data.get("turns", 0)
+    if not isinstance(turns, int) or isinstance(turns, bool) or turns < 0:  # null: every reward raised
+        raise TrajectoryFileError(f"{where}: 'turns' must be a whole number (the assistant turns generated)")
     recorded_total = (data.get("rewards") or {}).get("total")
     trajectory = Trajectory.from_dict({**data, "rewards": {}, "turn_rewards": {}, "reward_errors": {}})
     total = float(recorded_total) if isinstance(recorded_total, int | float) else None
