@@ -329,6 +329,12 @@ def test_the_api_key_is_sent_but_never_logged(server, monkeypatch, caplog, tmp_p
     [
         ({"model": "m"}, r"reward\[0\]\.args\.base_url: Field required"),
         ({"base_url": "127.0.0.1:8000", "model": "m"}, r"args\.base_url: .*http://"),
+        ({"base_url": "http://judge:notaport/v1", "model": "m"}, r"args\.base_url: .*Invalid port"),
+        ({"base_url": "http:///v1", "model": "m"}, r"args\.base_url: .*names no host"),
+        (
+            {"base_url": "http://judge:99999/v1", "model": "m"},
+            r"args\.base_url: .*port 99999 is out of range",
+        ),
         ({"base_url": "http://h/v1", "model": "m", "mode": "pairwise"}, r"args\.mode: "),
         ({"base_url": "http://h/v1", "model": "m", "rubrik": "x"}, r"args\.rubrik: Extra inputs"),
         ({"base_url": "http://h/v1", "model": "m", "call_timeout_s": float("inf")}, r"args\.call_timeout_s"),

@@ -132,6 +132,14 @@ class JudgeConfig(BaseModel):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         secrets.remember_url(value, "<judge base_url credential>")  # http://user:key@host/v1?key=...
+        try:  # what the HTTP client refuses or cannot connect to fails here, not in every judgment
+            url = httpx.URL(value)
+        except httpx.InvalidURL as exc:
+            raise ValueError(str(exc)) from None
+        if not url.host:
+            raise ValueError("names no host (http://HOST:PORT/v1)")
+        if url.port is not None and not 0 < url.port < 65536:
+            raise ValueError(f"port {url.port} is out of range")
         return value.rstrip("/")
 
 
