@@ -7,6 +7,7 @@ import math
 import threading
 import time
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -293,6 +294,20 @@ def test_rows_without_golden_answers_are_counted_with_one_warning(caplog):
     aliased = Trajectory(messages=rows[3].messages, row={"solution": "Paris"})
     spec.score([aliased])
     assert aliased.reward_errors == {} and aliased.rewards["em"] == 1.0
+
+
+def test_a_required_field_holding_an_array_or_nan_is_read_not_raised():
+    """A parquet row read through pandas holds numpy arrays and NaN: ``array in (None, "", [])`` raised
+    "truth value of an array is ambiguous" out of scoring, losing the whole batch."""
+    register_reward("needs_tags", requires=("tags",))(lambda trajectory: 1.0)
+    spec = RewardSpec([RewardTerm(name="needs_tags", fallback=0.5)])
+    rows = [traj("x") for _ in range(4)]
+    for row, tags in zip(
+        rows, [np.array(["a", "b"]), np.array(["a"]), np.array([]), float("nan")], strict=True
+    ):
+        row.row["tags"] = tags
+    assert spec.score(rows) == [1.0, 1.0, 0.5, 0.5]
+    assert [r.reward_errors for r in rows[2:]] == [{"needs_tags": "missing_field: tags"}] * 2
 
 
 @pytest.mark.parametrize(

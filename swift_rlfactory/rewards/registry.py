@@ -63,7 +63,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..answers import reference_answers
+from ..answers import missing, reference_answers
 from ..loading import import_target
 from ..tools.base import cancelled_by_caller
 from ..tools.cache import ToolCache
@@ -519,7 +519,11 @@ def _unique(name: str, taken: Sequence[str]) -> str:
 def row_has_field(row: Mapping[str, Any], name: str) -> bool:
     """Whether a dataset row holds field ``name`` as a reward that ``requires`` it reads it:
     ``golden_answers`` is any reference answer (:func:`~swift_rlfactory.answers.reference_answers`), any
-    other field a value other than ``None``, ``""`` or ``[]``."""
+    other field a value other than ``None``, NaN, ``""`` or ``[]``. A numpy array (how pandas hands back a
+    parquet cell) is read as its list: ``==`` on one is elementwise, and its truth value raised."""
     if name == GOLDEN_ANSWERS:
         return bool(reference_answers(row))
-    return row.get(name) not in (None, "", [])
+    value = row.get(name)
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    return not (missing(value) or (isinstance(value, str | list) and not value))
