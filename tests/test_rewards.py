@@ -4,6 +4,7 @@ import asyncio
 import json
 import logging
 import math
+import re
 import threading
 import time
 
@@ -15,7 +16,13 @@ from hypothesis import strategies as st
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.rewards.metrics import reward_metrics
 from swift_rlfactory.rewards.registry import RewardSpec, register_reward
-from swift_rlfactory.rewards.rules import exact_match, extract_answer, normalize_answer, token_f1
+from swift_rlfactory.rewards.rules import (
+    answer_blocks,
+    exact_match,
+    extract_answer,
+    normalize_answer,
+    token_f1,
+)
 from swift_rlfactory.rewards.terms import RewardTerm
 from swift_rlfactory.trajectory import Trajectory
 
@@ -44,6 +51,21 @@ def test_exact_match_compares_numbers_as_numbers():
     assert token_f1("Paris, France", ["Paris"]) == pytest.approx(2 / 3)
     assert token_f1("nothing", ["Paris"]) == 0.0
     assert extract_answer("<answer>a</answer> then <answer> b </answer>") == "b"
+
+
+@given(st.lists(st.sampled_from(["<answer>", "</answer>", "<answer", "answer>", "x", "\n"]), max_size=12))
+def test_answer_blocks_read_as_the_regex_did(pieces):
+    text = "".join(pieces)
+    assert answer_blocks(text) == re.findall(r"<answer>(.*?)</answer>", text, re.DOTALL)
+
+
+def test_a_reply_repeating_the_answer_tag_is_scored_in_linear_time():
+    """A policy degenerating into "<answer><answer>..." (64k characters): the regex took 3.6 s per reward,
+    on the reward's event loop, where no timeout_s can stop an inline rule."""
+    spec = RewardSpec([RewardTerm(name="em"), RewardTerm(name="f1"), RewardTerm(name="format")])
+    t0 = time.perf_counter()
+    assert spec.score([traj("<answer>" * 8000)]) == [0.0]
+    assert time.perf_counter() - t0 < 2.0
 
 
 def test_builtin_rewards_through_spec():

@@ -154,7 +154,7 @@ def test_an_answer_counts_exactly_where_a_call_in_its_place_would_run(pieces, an
     for slot, name in zip(slots, names, strict=True):
         as_answers[slot] = f"<answer>{name}</answer>"
         as_calls[slot] = f'<tool_call>{{"name": "{name}", "arguments": {{}}}}</tool_call>'
-    seen = rules.ANSWER_TAG.findall(visible_reply("".join(as_answers)))
+    seen = rules.answer_blocks(visible_reply("".join(as_answers)))
     run = [call.name for call in parse_tool_calls("".join(as_calls)) if call.name in names]
     assert seen == run
     last = extract_answer("".join(as_answers))
