@@ -53,6 +53,7 @@ from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.log import TrajectoryLog
 from ..rollout.metrics import tool_metrics
+from ..secrets import excerpt
 from ..tools.call_formats import CallParser, call_parser
 from ..tools.executor import ToolRecord
 from ..trajectory import Trajectory
@@ -68,7 +69,7 @@ INFO_KEY = "rlfactory"
 ERROR = "error"  # the stop reason of a trajectory that failed inside the plugin
 BROKEN_RETRY_S = 300.0  # how long a broken environment file fails fast before it is tried again
 WATCHDOG_GRACE_S = 5.0  # slack of the turn watchdog over the executor's own bound (see _execute)
-MAX_CAUSE_CHARS = 2000  # an error cause kept in rollout infos and the trajectory log
+MAX_CAUSE_CHARS = 2000  # an error cause kept in rollout infos and the trajectory log (redacted, then cut)
 
 # Reward-kwarg keys that are ms-swift's bookkeeping, not dataset fields a reward should see as the row.
 _NOT_ROW = {
@@ -363,7 +364,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
 
     def _failure(self, where: str, request: Any, exc: Exception) -> str:
         """Log an unexpected exception of one trajectory (traceback once per kind) and return its cause."""
-        cause = f"{where}: {type(exc).__name__}: {exc}"[:MAX_CAUSE_CHARS]
+        cause = excerpt(f"{where}: {type(exc).__name__}: {exc}", MAX_CAUSE_CHARS)
         kind = (where, type(exc).__name__)
         uuid = getattr(request, "uuid", None)
         if kind in self._logged:
@@ -510,7 +511,7 @@ class RLFactoryReward(AsyncORM):
             try:
                 env = RUN.env(env_path)
             except Exception as exc:  # e.g. a per-row env of a row another scheduler rolled out
-                cause = f"reward: {type(exc).__name__}: {exc}"[:MAX_CAUSE_CHARS]
+                cause = excerpt(f"reward: {type(exc).__name__}: {exc}", MAX_CAUSE_CHARS)
                 logger.error("%d trajectories end with stop reason 'error': %s", len(indices), cause)
                 for i in indices:
                     trajectories[i].stop_reason, trajectories[i].error = ERROR, cause

@@ -25,6 +25,7 @@ import torch
 from swift.rl_core.data import OnPolicySample
 from swift.rl_core.grpo_algorithm import compute_rewards_per_func
 
+from swift_rlfactory import secrets
 from swift_rlfactory.adapters import swift as adapter
 from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryReward, RLFactoryScheduler
 from swift_rlfactory.rollout.episode import Generation, run_episode
@@ -215,3 +216,21 @@ def test_the_evaluation_loop_ends_a_failing_trajectory_with_error(run_state):
     assert (broken.stop_reason, broken.error) == ("error", "OverflowError: budget check broke")
     assert [c["observation"] for c in broken.tool_calls] == ["hi"]  # what happened before is kept
     assert (healthy.stop_reason, healthy.error, healthy.turns) == ("answer", None, 2)
+
+
+def test_an_error_cause_cut_to_its_length_keeps_no_part_of_a_secret(run_state, template, monkeypatch, caplog):
+    """A failure whose message holds a recorded secret where the cause's cut falls: the cause is redacted
+    whole, then cut, so neither the log nor the trajectory's error shows the secret's first characters."""
+    secret = "sk-cause-1234567890abcdef"
+    secrets.remember(secret, "${CAUSE_KEY}")
+
+    def plan_turn(response, *args, **kwargs):
+        raise RuntimeError("x" * (adapter.MAX_CAUSE_CHARS - 40) + secret)  # the cut falls inside it
+
+    monkeypatch.setattr(adapter, "plan_turn", plan_turn)
+    scheduler = RLFactoryScheduler(max_turns=2, tokenizer=template.tokenizer, template=template)
+    with caplog.at_level(logging.ERROR, logger="swift_rlfactory"):
+        [out] = run_batch(scheduler, template, [request("leaky")], {}, max_turns=2).values()
+    info = out.rollout_infos[INFO_KEY]
+    assert info["stop_reason"] == "error" and info["error"].endswith("${CAUSE_KEY}")
+    assert secret[:10] not in info["error"] and secret[:10] not in caplog.text
