@@ -335,12 +335,17 @@ class ToolExecutor:
                     reraise=True,
                 ):
                     with attempt:
-                        record.repeated = record.repeated or reached
+                        # A repeat is a try that may have run after one that may have run: a try that
+                        # never reached the tool (its server is down) repeats nothing, whatever came before.
+                        delivered = True
                         try:
                             result = await self._attempt(tool, arguments, record, timeout)
                         except TransportError as again:
-                            reached = reached or again.delivered
+                            delivered = again.delivered
                             raise
+                        finally:
+                            record.repeated = record.repeated or (reached and delivered)
+                            reached = reached or delivered
         except TimeoutError:
             raise _CallFailed(f"tool {name!r} timed out after {timeout:g} s") from None
         except ToolError as exc:

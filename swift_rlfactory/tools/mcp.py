@@ -13,7 +13,9 @@ call's account (:data:`~.base.current_call`):
 * **Session expired** (a streamable-HTTP server answers ``Session not found`` / HTTP 404 after a restart):
   the server did not run the call, so the session is reopened and the call sent again.
 * **Session died** (a stdio server exited, a connection dropped): every call in flight on it is re-run,
-  marked ``repeated`` (the server may have run it before dying), without using up the executor's retries.
+  without using up the executor's retries, and marked ``repeated`` once a re-run is sent (the server may
+  have run it before dying). A re-run that finds no session to send it on (a remote server that is down)
+  repeats nothing: the call fails as unreachable, marked ``repeated`` only if a later try reaches a server.
   Re-runs after a death go one at a time, each alone on a session ("solo"), so a *poison call* - one whose
   arguments crash the server - cannot take innocent calls down with it twice. A call that crashed the
   server twice while it was the only call there is not tried again: it becomes an error observation.
@@ -243,15 +245,15 @@ class McpProvider:
         arguments = sendable(arguments)
         account = current_call.get()
         crashes = reruns = 0
-        solo = False
+        solo = may_have_run = False
         while True:
             try:
                 if solo:
                     async with self._solo:
-                        return await self._call_once(name, arguments, solo=True)
-                return await self._call_once(name, arguments, solo=False)
+                        return await self._call_once(name, arguments, solo=True, repeat=may_have_run)
+                return await self._call_once(name, arguments, solo=False, repeat=may_have_run)
             except _SessionExpired:
-                repeated = False  # the server refused the call without running it
+                pass  # the server refused the call without running it
             except _SessionDied as death:
                 crashes += death.alone
                 if crashes >= _POISON_CRASHES:
@@ -259,22 +261,31 @@ class McpProvider:
                         f"MCP server {self.name!r} crashed {crashes} times while running this call alone; "
                         "not retried (the arguments may crash the server)"
                     ) from None
-                repeated, solo = True, True
+                may_have_run, solo = True, True
+            except TransportError as down:  # no session opened: this try never left, an earlier one may have
+                if may_have_run and not down.delivered:
+                    raise TransportError(*down.args, delivered=True) from None
+                raise
             reruns += 1
             if reruns > _MAX_RERUNS:
                 raise TransportError(f"MCP server {self.name!r} lost {reruns} sessions under this call")
             if account is not None:
                 account.attempts += 1
-                account.repeated = account.repeated or repeated
 
-    async def _call_once(self, name: str, arguments: dict[str, Any], solo: bool) -> Any:
+    async def _call_once(self, name: str, arguments: dict[str, Any], solo: bool, repeat: bool) -> Any:
+        """One try on a live session; ``repeat`` when an earlier try may have run the call, so that this
+        one, once it is sent, marks the call's account ``repeated`` (a try that finds no live session to send
+        it on repeats nothing: the first call after a remote server went down is no repeat)."""
         session, client = await self._pick()
+        account = current_call.get()
         marker = object()
         try:
             if solo:  # wait until the session is ours alone, holding back new calls meanwhile
                 session.reserved = True
                 while session.in_flight and session.client is client:
                     await asyncio.sleep(0.01)
+            if repeat and account is not None:
+                account.repeated = True
             session.in_flight.add(marker)
             result = await client.call_tool(name, arguments)
         except asyncio.CancelledError:

@@ -88,17 +88,53 @@ def test_calls_that_never_reached_a_down_server_are_no_repeats(
         with ToolExecutor([McpProvider("down", config)], limits) as executor:
             assert executor.execute([ToolCall("echo", {"text": "up"})])[0].ok
             stop(proc)
-            # The first call finds the session dead mid-call: the SDK cannot say if it was sent (a repeat).
-            executor.execute([ToolCall("echo", {"text": "first"})])
+            # The first call may find the session dead under it (the SDK cannot say if it was sent), but its
+            # re-runs find no session to send it on: nothing ran it twice.
+            first = executor.execute([ToolCall("echo", {"text": "first"})])[0]
             later = executor.execute([ToolCall("echo", {"text": "later"})])[0]
     finally:
         stop(proc)
-    assert not later.ok and "unavailable" in (later.error or ""), later.error
-    assert later.attempts == 3 and not later.repeated
+    for record in (first, later):
+        assert not record.ok and "unavailable" in (record.error or ""), record.error
+        assert not record.repeated, record
+    assert later.attempts == 3 and first.attempts >= 3
     said = [r.getMessage() for r in caplog.records if r.name == "swift_rlfactory.tools.mcp"]
     assert not any("stderr" in line for line in said), said
     if transport == "sse":  # the next call finds the session lost (streamable HTTP: that call or the session)
         assert any("lost (the connection to the server closed" in line for line in said), said
+
+
+@pytest.mark.timeout(90)
+def test_a_call_cut_by_a_server_death_is_a_repeat_once_a_retry_reaches_the_server_again() -> None:
+    """The server dies under a running call and is down for the provider's own re-run; the executor's retry
+    finds it back and runs the call again: it ran twice, and says so (its re-run that reached nothing must
+    not make the retry look like a first run)."""
+    import threading
+
+    port = free_port()
+    proc = start_http(port)
+    config = McpServerConfig(url=f"http://127.0.0.1:{port}/mcp")
+    limits = Limits(call_timeout_s=30, retries=4, retry_backoff_s=1.0)
+    back: list[subprocess.Popen] = []
+
+    def redeploy() -> None:
+        time.sleep(1.0)  # the call is running
+        stop(proc)
+        time.sleep(0.5)  # down while the provider re-runs the call
+        back.append(start_http(port))
+
+    try:
+        with ToolExecutor([McpProvider("redeployed", config)], limits) as executor:
+            assert executor.execute([ToolCall("echo", {"text": "up"})])[0].ok
+            thread = threading.Thread(target=redeploy)
+            thread.start()
+            record = executor.execute([ToolCall("sleep", {"seconds": 2})])[0]
+            thread.join()
+    finally:
+        for server in [proc, *back]:
+            stop(server)
+    assert record.ok and record.observation == "slept", record.error
+    assert record.repeated and record.attempts >= 3, record
 
 
 @pytest.mark.timeout(120)
