@@ -116,3 +116,45 @@ def test_the_files_an_mcp_config_names_are_part_of_what_the_tools_are(tmp_path: 
     edited_server = namespace(copy / "env.yaml")
     (copy / "data" / "corpus.jsonl").write_text('{"text": "ibuprofen"}\n')
     assert len({original, edited_server, namespace(copy / "env.yaml")}) == 3
+
+
+def test_an_mcp_config_in_a_subfolder_names_the_files_its_servers_run(tmp_path: Path):
+    """``tools/mcp.json`` saying ``args: [server.py]`` runs ``tools/server.py`` (its servers start in its
+    folder, as the loader resolves them): that file's edits change the digest, and a ``server.py`` beside the
+    environment file, which no server runs, does not count. A relative ``cwd`` moves the start again."""
+    project = tmp_path / "project"
+    (project / "tools" / "sub").mkdir(parents=True)
+    for where in ("server.py", "tools/server.py", "tools/sub/helper.py"):
+        (project / where).write_text(f"print({where!r})\n")
+    servers = {
+        "search": {"command": "python", "args": ["server.py", "--corpus=data.jsonl"]},
+        "helper": {"command": "python", "args": ["helper.py"], "cwd": "sub"},
+    }
+    (project / "tools" / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    (project / "tools" / "data.jsonl").write_text('{"text": "aspirin"}\n')
+    (project / "env.yaml").write_text("tools: {mcp_config: tools/mcp.json}\nreward: [{name: em}]\n")
+    seen = [namespace(project / "env.yaml")]
+    (project / "server.py").write_text("print('not what any server runs')\n")
+    assert namespace(project / "env.yaml") == seen[0]
+    for edited in ("tools/server.py", "tools/data.jsonl", "tools/sub/helper.py"):
+        (project / edited).write_text("edited\n")
+        seen.append(namespace(project / "env.yaml"))
+    assert len(set(seen)) == 4, seen
+
+
+def test_what_an_mcp_config_file_says_is_part_of_what_the_tools_are(tmp_path: Path):
+    """A flag that names no file (``--mode=fast``) or a remote server's url changes what a tool answers as
+    much as its script does."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "env.yaml").write_text("tools: {mcp_config: mcp.json}\nreward: [{name: em}]\n")
+    digests = set()
+    for servers in (
+        {"search": {"command": "python", "args": ["-m", "search", "--mode=fast"]}},
+        {"search": {"command": "python", "args": ["-m", "search", "--mode=slow"]}},
+        {"search": {"url": "http://127.0.0.1:8000/mcp"}},
+        {"search": {"url": "http://127.0.0.1:8001/mcp"}},
+    ):
+        (project / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+        digests.add(namespace(project / "env.yaml"))
+    assert len(digests) == 4

@@ -53,13 +53,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from .. import yaml_errors
 from ..rewards.terms import RewardTerm
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
-from ..tools.mcp_config import McpConfig, read_config_file, workspace_folder
+from ..tools.mcp_config import McpConfig, McpServerConfig, read_config_file, workspace_folder
 
 
 class EnvConfigError(ValueError):
@@ -169,6 +177,7 @@ class EnvConfig(_Strict):
     credit: CreditConfig = Field(default_factory=CreditConfig)
     base_dir: Path = Field(default=Path("."), exclude=True)
     source: Path | None = Field(default=None, exclude=True, description="the YAML file, for messages")
+    _mcp: tuple[dict[str, McpServerConfig], McpConfig] | None = PrivateAttr(default=None)  # read once
 
     def resolve(self, path: str) -> Path:
         """``path`` made absolute against the environment's folder."""
@@ -179,7 +188,22 @@ class EnvConfig(_Strict):
         """Inline servers merged with those of ``mcp_config``; a name given twice is an error.
 
         Relative paths and ``${workspaceFolder}`` of an inline server start from the environment's folder,
-        those of a server in ``mcp_config`` from that file's workspace (:func:`workspace_folder`)."""
+        those of a server in ``mcp_config`` from that file's workspace (:func:`workspace_folder`). Read once:
+        the loader reads them, and the environment (its servers, its cache digest) uses what it read, so
+        each problem of the file is warned about once."""
+        return self._mcp_servers()[1]
+
+    def mcp_servers_written(self) -> dict[str, McpServerConfig]:
+        """The same servers as their files write them, before ``${VAR}`` expansion and path resolution:
+        what the servers are, without the values of secrets (the cache digest names them by this)."""
+        return self._mcp_servers()[0]
+
+    def _mcp_servers(self) -> tuple[dict[str, McpServerConfig], McpConfig]:
+        if self._mcp is None:
+            self._mcp = self._read_mcp_servers()
+        return self._mcp
+
+    def _read_mcp_servers(self) -> tuple[dict[str, McpServerConfig], McpConfig]:
         servers = dict(self.tools.mcp.mcpServers) if self.tools.mcp else {}
         folders = dict.fromkeys(servers, self.base_dir)  # where each server's relative paths start
         if self.tools.mcp_config:
@@ -205,7 +229,7 @@ class EnvConfig(_Strict):
                 resolved[name] = server.resolved(folders[name])
             except ValueError as exc:
                 raise EnvConfigError(f"tools: MCP server {name!r}: {exc}") from None
-        return McpConfig(mcpServers=resolved)
+        return servers, McpConfig(mcpServers=resolved)
 
     def check_tool_names(self, known: Collection[str]) -> None:
         """Fail, naming the field and the tools that exist, if a limit or the cache names another tool.
@@ -254,7 +278,10 @@ def load_env_config(path: str | Path) -> EnvConfig:
             f"{path}: {written[0]}: set by the loader (the file's own folder and path), not in the file"
         )
     try:
-        config = EnvConfig.model_validate({**data, "base_dir": path.parent, "source": path})
+        # The context names the file in warnings about its inline MCP servers (told once per file).
+        config = EnvConfig.model_validate(
+            {**data, "base_dir": path.parent, "source": path}, context={"source": path}
+        )
     except ValidationError as exc:
         raise EnvConfigError(f"{path}:\n{_describe(exc)}") from None
     servers = config.mcp_servers()  # reads and checks mcp_config now, not when the servers start

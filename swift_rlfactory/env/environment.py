@@ -18,7 +18,6 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterable
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from ..tools.builtin import builtin_providers
 from ..tools.cache import ToolCache
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..tools.mcp import mcp_providers
-from ..tools.mcp_config import read_config_file
 from ..tools.parsing import ToolCall
 from ..tools.python_tool import load_python_tools
 from ..tools.toolset import PythonProvider
@@ -178,25 +176,42 @@ def validate_env_files(paths: Iterable[str | Path], start: bool = False) -> list
 
 
 def _tools_digest(config: EnvConfig) -> str:
-    """A digest of what an environment's tools are, for the cache's keys: its ``tools`` section as written,
-    and the content of every file in the environment's folder that the section (or its ``mcp_config`` file)
-    names - a tool module, a server script, a corpus given as an argument.
+    """A digest of what an environment's tools are, for the cache's keys: its ``tools`` section and its MCP
+    servers as written (an ``mcp_config`` file's servers included), and the content of every file that the
+    section names - a tool module, a server script, a corpus given as an argument.
 
     Two environments sharing one cache file, whose ``search`` tools differ (or read different corpora
-    named in their configs), must not replay each other's results; ranks of one run share theirs. Files
-    enter by their path relative to the folder, so a project folder that is moved or copied elsewhere
-    keeps its cache, while an edit of a tool changes the digest. What the section does not name (a file a
-    tool opens by a path in its own code, a module it imports) is not looked at.
+    named in their configs), must not replay each other's results; ranks of one run share theirs. A
+    server's paths are read as the loader resolved them (:meth:`EnvConfig.mcp_servers`: ``${VAR}`` and
+    ``${workspaceFolder}`` expanded, relative to the server's ``cwd``), so ``server.py`` in
+    ``tools/mcp.json`` is ``tools/server.py``, the file the server runs. Files enter by their path relative
+    to the environment's folder (or, outside it, to the server's ``cwd``), so a project folder that is moved
+    or copied elsewhere keeps its cache, while an edit of a tool changes the digest. What the section does
+    not name (a file a tool opens by a path in its own code, a module it imports) is not looked at.
     """
     base = config.base_dir.resolve()
-    section = config.tools.model_dump(mode="json")
-    written: list[Any] = [section]
-    if config.tools.mcp_config:
-        with suppress(OSError, ValueError):  # read and validated by mcp_servers() already
-            written.append(read_config_file(config.resolve(config.tools.mcp_config)))  # its args name files
-    digest = hashlib.sha256(json.dumps(section, sort_keys=True).encode())
-    for path in sorted({path for text in _strings(written) for path in _files_named(text, base)}):
-        digest.update(f"\0{path.relative_to(base).as_posix()}\0".encode())
+    written = {
+        "tools": config.tools.model_dump(mode="json"),
+        "mcpServers": {name: s.model_dump(mode="json") for name, s in config.mcp_servers_written().items()},
+    }
+    digest = hashlib.sha256(json.dumps(written, sort_keys=True).encode())
+    named: dict[str, Path] = {}  # where a file is named from -> the file
+    for text in _strings([config.tools.python, config.tools.builtin]):
+        for path in _files_named(text, base):
+            if path.is_relative_to(base):
+                named.setdefault(path.relative_to(base).as_posix(), path)
+    for name, server in config.mcp_servers().mcpServers.items():
+        if server.command is None or server.cwd is None:  # a remote server names no files of ours
+            continue
+        cwd = Path(server.cwd)
+        for text in [server.command, *server.args]:
+            for path in _files_named(text, cwd):
+                if path.is_relative_to(base):
+                    named.setdefault(path.relative_to(base).as_posix(), path)
+                elif path.is_relative_to(cwd):
+                    named.setdefault(f"{name}:{path.relative_to(cwd).as_posix()}", path)
+    for where, path in sorted(named.items()):
+        digest.update(f"\0{where}\0".encode())
         digest.update(_fingerprint(path))
     return digest.hexdigest()[:16]
 
@@ -218,10 +233,9 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(item)
 
 
-def _files_named(text: str, base: Path) -> list[Path]:
-    """The files inside ``base`` that ``text`` may name: a path (``tools.py``, ``${workspaceFolder}/s.py``),
-    a Python tool reference (``tools.py:search``, ``pkg.tools:search``) or a ``--flag=path`` argument."""
-    text = text.replace("${workspaceFolder}", str(base))
+def _files_named(text: str, start: Path) -> list[Path]:
+    """The files that ``text`` may name, a relative path taken from ``start``: a path (``tools.py``), a
+    Python tool reference (``tools.py:search``, ``pkg.tools:search``) or a ``--flag=path`` argument."""
     target = text.partition(":")[0] if not Path(text).is_absolute() else text
     candidates = {text, target, text.partition("=")[2]}
     if target and all(part.isidentifier() for part in target.split(".")):
@@ -230,8 +244,8 @@ def _files_named(text: str, base: Path) -> list[Path]:
     found = []
     for candidate in filter(None, candidates):
         try:
-            path = (base / Path(candidate).expanduser()).resolve()
-            if path.is_file() and path.is_relative_to(base):
+            path = (start / Path(candidate).expanduser()).resolve()
+            if path.is_file():
                 found.append(path)
         except (OSError, ValueError, RuntimeError):  # no path at all (a NUL, a name too long, a loop)
             continue

@@ -125,7 +125,21 @@ _SECONDS_ENTRY_KEYS = frozenset({"alwaysAllow", "watchPaths"})
 _SECONDS_FILES = frozenset({"cline_mcp_settings.json", "mcp_settings.json"})
 _SECONDS_FOLDERS = frozenset({".roo", ".kilocode"})
 _MS_FOLDERS = frozenset({".gemini"})
-_warned_timeouts: set[tuple[str, float]] = set()
+
+# What was warned about, by the file it is in: a file is read anew by each load (the dataset's check, then
+# the run), and each of its problems is told once; the same problem in another file is told again.
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_once(info: ValidationInfo, level: int, message: str) -> None:
+    """Log ``message`` unless it was logged for the same config file before; the file is the validation
+    context's ``path`` (an ``mcp_config`` file) or ``source`` (the environment file of an inline block)."""
+    context = info.context or {}
+    where = str(context.get("path") or context.get("source") or "")
+    if (where, message) not in _warned:
+        _warned.add((where, message))
+        logger.log(level, message)
+
 
 # Which tools of a server the model may see: Gemini CLI's allowlist ``includeTools`` and denylist
 # ``excludeTools``, Roo/Kilo's ``disabledTools``, Codex's ``enabled_tools`` /
@@ -172,7 +186,7 @@ class McpServerConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _client_spellings(cls, data: Any) -> Any:
+    def _client_spellings(cls, data: Any, info: ValidationInfo) -> Any:
         """Map every client's spelling onto ours; drop UI-only keys."""
         if not isinstance(data, dict):
             return data
@@ -210,7 +224,9 @@ class McpServerConfig(BaseModel):
                 if key in nested:
                     data[key] = _joined(f"command.{key}", nested.pop(key), data.get(key, _ABSENT))
             for key in nested:
-                logger.warning("MCP config: ignoring unknown key %r of the nested 'command'", key)
+                _warn_once(
+                    info, logging.WARNING, f"MCP config: ignoring unknown key {key!r} of the nested 'command'"
+                )
         elif isinstance(command, list):  # opencode: "command": ["npx", "-y", "server"]
             data["command"], *args = command or [None]
             data["args"] = _joined("command", args, data.get("args", _ABSENT))
@@ -222,7 +238,7 @@ class McpServerConfig(BaseModel):
                 data[key] = {k: _scalar_text(v) for k, v in data[key].items()}
         known = {*cls.model_fields, *(f.alias for f in cls.model_fields.values() if f.alias)}
         for key in [k for k in data if k not in known]:
-            logger.warning("MCP config: ignoring unknown server key %r", key)
+            _warn_once(info, logging.WARNING, f"MCP config: ignoring unknown server key {key!r}")
             del data[key]
         return data
 
@@ -377,7 +393,7 @@ class McpConfig(BaseModel):
         if not isinstance(data, dict):
             return data
         path = (info.context or {}).get("path")
-        gemini = _gemini_server_lists(data)
+        gemini = _gemini_server_lists(data, info)
         servers: dict[str, Any] = {}
         for key in SERVER_KEYS:
             block = data.get(key)
@@ -401,9 +417,11 @@ class McpConfig(BaseModel):
                 )
             logger.debug("MCP config: ignoring top-level key %r", key)
         if gemini is not None:
-            servers = _gemini_selected(servers, *gemini)
+            servers = _gemini_selected(servers, *gemini, info)
         file_unit = _file_timeout_unit(data, gemini is not None, path)
-        return {"mcpServers": {name: _timeout_with_unit(name, s, file_unit) for name, s in servers.items()}}
+        return {
+            "mcpServers": {name: _timeout_with_unit(name, s, file_unit, info) for name, s in servers.items()}
+        }
 
     @field_validator("mcpServers")
     @classmethod
@@ -417,7 +435,6 @@ class McpConfig(BaseModel):
 # opencode's ``mcp`` maps names to servers instead; the shape tells them apart (no value here is a server).
 _GEMINI_MCP_KEYS = frozenset({"allowed", "excluded", "serverCommand"})
 _GEMINI_OLD_KEYS = {"allowMCPServers": "allowed", "excludeMCPServers": "excluded"}  # settings.json before v2
-_warned_lists: set[tuple[str, ...]] = set()
 
 
 def _is_gemini_mcp_block(block: Any) -> bool:
@@ -430,7 +447,9 @@ def _is_gemini_mcp_block(block: Any) -> bool:
     )
 
 
-def _gemini_server_lists(data: dict[str, Any]) -> tuple[list[str] | None, list[str]] | None:
+def _gemini_server_lists(
+    data: dict[str, Any], info: ValidationInfo
+) -> tuple[list[str] | None, list[str]] | None:
     """Gemini CLI's ``mcp.allowed`` and ``mcp.excluded`` (or the older top-level ``allowMCPServers`` and
     ``excludeMCPServers``), or ``None`` when the file has neither. Each must be a list of server names."""
     block = data.get("mcp")
@@ -444,8 +463,10 @@ def _gemini_server_lists(data: dict[str, Any]) -> tuple[list[str] | None, list[s
     lists: dict[str, Any] = {}
     if block is not None:
         if "serverCommand" in block:
-            logger.warning(
-                "MCP config: ignoring Gemini CLI's mcp.serverCommand (start servers from mcpServers)"
+            _warn_once(
+                info,
+                logging.WARNING,
+                "MCP config: ignoring Gemini CLI's mcp.serverCommand (start servers from mcpServers)",
             )
         lists.update({f"mcp.{k}": block[k] for k in ("allowed", "excluded") if k in block})
     lists.update({old: data[old] for old in _GEMINI_OLD_KEYS if old in data})
@@ -461,17 +482,16 @@ def _gemini_server_lists(data: dict[str, Any]) -> tuple[list[str] | None, list[s
 
 
 def _gemini_selected(
-    servers: dict[str, Any], allowed: list[str] | None, excluded: list[str]
+    servers: dict[str, Any], allowed: list[str] | None, excluded: list[str], info: ValidationInfo
 ) -> dict[str, Any]:
     """The servers Gemini CLI would connect to: those ``allowed`` names (all when it is not given) that
     ``excluded`` does not. A name the file does not define is logged (a warning for ``allowed``), not fatal:
     these lists live in a user's global settings and may name servers of other projects."""
     for field, names in (("mcp.allowed", allowed or []), ("mcp.excluded", excluded)):
         unknown = [n for n in names if n not in servers]
-        if unknown and (field, *unknown) not in _warned_lists:  # once, not again when the servers start
-            _warned_lists.add((field, *unknown))
+        if unknown:
             level = logging.WARNING if field == "mcp.allowed" else logging.INFO  # excluding more is harmless
-            logger.log(level, "MCP config: %s names servers this file does not define: %s", field, unknown)
+            _warn_once(info, level, f"MCP config: {field} names servers this file does not define: {unknown}")
     kept = {}
     for name, server in servers.items():
         if (allowed is not None and name not in allowed) or name in excluded:
@@ -505,10 +525,12 @@ def _entry_timeout_unit(entry: dict[str, Any]) -> Literal["s", "ms"] | None:
     return None
 
 
-def _timeout_with_unit(name: str, entry: Any, file_unit: Literal["s", "ms"] | None) -> Any:
+def _timeout_with_unit(
+    name: str, entry: Any, file_unit: Literal["s", "ms"] | None, info: ValidationInfo
+) -> Any:
     """``entry`` with a bare ``timeout`` renamed ``timeout_s`` or ``timeout_ms`` when the dialect says the
-    unit; otherwise as it is (seconds up to 3600, milliseconds above), with a warning, once per server and
-    value, when the value reads as a plausible timeout either way (``3000``: 50 min or 3 s?)."""
+    unit; otherwise as it is (seconds up to 3600, milliseconds above), with a warning, once per file, server
+    and value, when the value reads as a plausible timeout either way (``3000``: 50 min or 3 s?)."""
     if not isinstance(entry, dict) or "timeout" not in entry or {"timeout_s", "timeout_ms"} & entry.keys():
         return entry
     unit = _entry_timeout_unit(entry) or file_unit
@@ -519,14 +541,15 @@ def _timeout_with_unit(name: str, entry: Any, file_unit: Literal["s", "ms"] | No
     value = entry["timeout"]
     low, high = _TIMEOUT_AMBIGUOUS
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if number and low < value < high and (name, value) not in _warned_timeouts:
-        _warned_timeouts.add((name, value))
+    if number and low < value < high:
         read = f"{value:g} s" if value <= _TIMEOUT_SECONDS_MAX else f"{value / 1000:g} s (milliseconds)"
-        logger.warning(
-            "MCP server %r: the bare 'timeout: %g' is read as %s: clients differ (Cline and Roo write "
-            "seconds, Gemini CLI and opencode milliseconds), and this file does not say which; write "
-            "timeout_s or timeout_ms to say the unit", name, value, read,
-        )  # fmt: skip
+        _warn_once(
+            info,
+            logging.WARNING,
+            f"MCP server {name!r}: the bare 'timeout: {value:g}' is read as {read}: clients differ (Cline and "
+            "Roo write seconds, Gemini CLI and opencode milliseconds), and this file does not say which; "
+            "write timeout_s or timeout_ms to say the unit",
+        )
     return entry
 
 

@@ -154,6 +154,27 @@ def test_an_ambiguous_bare_timeout_is_warned_about_once(
     assert len(warnings) == 1 and read in warnings[0] and "timeout_s or timeout_ms" in warnings[0]
 
 
+def test_each_problem_of_a_config_file_is_warned_about_once_and_again_in_another_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Loading an environment read its ``mcp_config`` twice (the loader, then the environment's servers),
+    so an unknown key was warned about twice; the module-wide sets that kept other warnings to one also
+    kept quiet about the same server, with the same problem, in a second file."""
+    from swift_rlfactory.env.environment import Environment
+
+    entry = {**SLOW, "timeout": 3000, "futureKey": 1}
+    envs = [
+        env_for(write(tmp_path / name / "mcp.json", {"mcpServers": {"same": entry}}), tmp_path / name)
+        for name in ("one", "two")
+    ]
+    with caplog.at_level(logging.WARNING):
+        for env in [*envs, envs[0]]:  # the first file again: its problems are told already
+            Environment.load(env).close()
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("unknown server key 'futureKey'" in line for line in said) == 2, said
+    assert sum("bare 'timeout: 3000'" in line for line in said) == 2, said
+
+
 def test_paths_in_a_config_file_start_from_its_workspace(tmp_path: Path) -> None:
     """``${workspaceFolder}``, relative paths and the default cwd of ``proj/.vscode/mcp.json`` mean ``proj``,
     whatever folder the environment file sits in; an inline server keeps the environment's folder."""
