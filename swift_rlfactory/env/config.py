@@ -65,6 +65,7 @@ from pydantic import (
 
 from .. import yaml_errors
 from ..rewards.terms import RewardTerm
+from ..secrets import redact
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
 from ..tools.mcp_config import McpConfig, McpServerConfig, read_config_file, workspace_folder
@@ -188,9 +189,11 @@ class EnvConfig(_Strict):
         """Inline servers merged with those of ``mcp_config``; a name given twice is an error.
 
         Relative paths and ``${workspaceFolder}`` of an inline server start from the environment's folder,
-        those of a server in ``mcp_config`` from that file's workspace (:func:`workspace_folder`). Read once:
-        the loader reads them, and the environment (its servers, its cache digest) uses what it read, so
-        each problem of the file is warned about once."""
+        those of a server in ``mcp_config`` from that file's workspace (:func:`workspace_folder`). A server
+        that cannot start as written (a ``command`` that is no program, a ``cwd`` that is no folder) fails
+        here, naming the server and the field, before any model is loaded. Read once: the loader reads
+        them, and the environment (its servers, its cache digest) uses what it read, so each problem of
+        the file is warned about once."""
         return self._mcp_servers()[1]
 
     def mcp_servers_written(self) -> dict[str, McpServerConfig]:
@@ -227,8 +230,9 @@ class EnvConfig(_Strict):
         for name, server in servers.items():
             try:
                 resolved[name] = server.resolved(folders[name])
+                resolved[name].check_startable()
             except ValueError as exc:
-                raise EnvConfigError(f"tools: MCP server {name!r}: {exc}") from None
+                raise EnvConfigError(redact(f"tools: MCP server {name!r}: {exc}")) from None
         return servers, McpConfig(mcpServers=resolved)
 
     def check_tool_names(self, known: Collection[str]) -> None:

@@ -58,7 +58,8 @@ relative path is taken from the folder ``${workspaceFolder}`` names, and a file 
 at load naming the field and the path. ``${workspaceFolder}`` (and the folder relative paths and a default
 ``cwd`` start from) is the config file's folder, or the project folder above it for a file a client keeps
 in its own folder (``proj/.vscode/mcp.json`` -> ``proj``; :func:`workspace_folder`); ``~`` in ``cwd`` is the
-home folder, and a ``cwd`` that is not a folder fails start-up naming ``cwd``. VS Code's
+home folder; a ``cwd`` that is not a folder and a ``command`` that names no program fail at load naming
+the field (:meth:`McpServerConfig.check_startable`). VS Code's
 other path variables (``${userHome}``, ``${pathSeparator}``, ``${/}``, ``${workspaceFolderBasename}``)
 mean what they mean there; ``${input:...}`` (a prompt in the editor), ``${command:...}`` and
 ``${config:...}`` fail at load, since nothing answers them in a training run. Expanded values are
@@ -280,25 +281,43 @@ class McpServerConfig(BaseModel):
 
     def check_startable(self) -> None:
         """Fail, naming the field, for a stdio server that cannot start as written: a ``cwd`` that is not a
-        folder (the OS would report it as a missing command), or a whole command line in ``command``
-        (``"node x.js stdio"``), which is looked up as one program name."""
+        folder (the OS would report it as a missing command), a ``command`` that names no program - none of
+        that name on the server's ``PATH`` (its ``env:`` may set one), or, for a path (``./run.sh``), no
+        executable file there, taken from ``cwd`` as the OS takes it - and a whole command line in ``command``
+        (``"node x.js stdio"``), which is looked up as one program name.
+
+        The environment's loader calls it (:meth:`~swift_rlfactory.env.config.EnvConfig.mcp_servers`), so a
+        typo fails before any model is loaded, and so does each start, for a file that went away since.
+        """
         if self.command is None:
             return
         if self.cwd is not None and not Path(self.cwd).is_dir():
             what = "does not exist" if not Path(self.cwd).exists() else "is not a folder"
             raise ValueError(f"cwd {self.cwd} {what}")
         command = self.command
-        if command in PYTHON_COMMANDS or shutil.which(command) or not command.strip().count(" "):
+        if command in PYTHON_COMMANDS or self._program(command):
             return
         try:
             program, *rest = shlex.split(command)
         except ValueError:
-            return
-        if shutil.which(program) or program in PYTHON_COMMANDS:
+            program, rest = "", []
+        if rest and (self._program(program) or program in PYTHON_COMMANDS):
             raise ValueError(
                 f"command {command!r} is not a program: the whole string is looked up as one name. "
                 f"Did you mean command: {program}, args: {json.dumps([*rest, *self.args])}?"
             )
+        if "/" in command:
+            where = f" (taken from cwd {self.cwd})" if self.cwd and not Path(command).is_absolute() else ""
+            raise ValueError(f"command {command!r} is no executable file{where}")
+        raise ValueError(f"command {command!r} names no program on PATH (install it, or give its full path)")
+
+    def _program(self, command: str) -> bool:
+        """Whether ``command`` starts a program, found as the OS finds it for this server: a path (it has
+        a ``/``) from ``cwd``, a bare name on the ``PATH`` the server gets (its ``env:``, else ours)."""
+        if "/" in command:
+            path = Path(self.cwd or ".", command)
+            return path.is_file() and os.access(path, os.X_OK)
+        return shutil.which(command, path=self.env.get("PATH", os.environ.get("PATH"))) is not None
 
     def select_tools(self, offered: Sequence[str]) -> list[str]:
         """The names in ``offered`` that the model may see, in the server's order: those the allowlist

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from swift_rlfactory.env.config import load_env_config
+from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.tools import ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider, mcp_providers
 from swift_rlfactory.tools.mcp_config import McpConfig, McpServerConfig
@@ -180,6 +182,7 @@ def test_paths_in_a_config_file_start_from_its_workspace(tmp_path: Path) -> None
     whatever folder the environment file sits in; an inline server keeps the environment's folder."""
     proj = tmp_path / "proj"
     (proj / "keys").mkdir(parents=True)
+    (proj / "tools").mkdir()
     (proj / "keys" / "token").write_text("tok-123\n")
     (proj / ".env").write_text("FROM=proj\n")
     vscode = {
@@ -243,8 +246,39 @@ def test_a_command_line_in_command_says_how_to_split_it(tmp_path: Path) -> None:
         RuntimeError, match=rf"MCP server 'cmd' cannot start: command .* is not a program.*{hint}"
     ):
         ToolExecutor([McpProvider("cmd", config)]).start()
-    with pytest.raises(RuntimeError, match="failed to start"):  # no hint when the first word is no program
+    with pytest.raises(RuntimeError, match="names no program on PATH"):  # no hint: the first word is none
         ToolExecutor([McpProvider("cmd", McpServerConfig(command="no-such-program x.js"))]).start()
+
+
+@pytest.mark.timeout(60)
+def test_a_command_that_names_no_program_fails_at_load_naming_server_and_command(tmp_path: Path) -> None:
+    """A misspelt ``command`` failed only when the servers started - in a trainer, after the model was
+    loaded. Now the loader looks it up as the OS will: on the server's PATH (its ``env:`` may set one), or,
+    for a path, from its ``cwd``; a program found that way loads, and starts."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    script = tools / "run.sh"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} {SLOW_SERVER}\n")
+    script.chmod(0o755)
+    (tools / "slow-server").symlink_to(script)
+    bad = {
+        "nodee": ({"command": "nodee", "args": ["x.js"]}, "command 'nodee' names no program on PATH"),
+        "script": ({"command": "./missing.sh", "cwd": str(tools)}, "command './missing.sh' is no executable"),
+        "path": ({"command": "slow-server"}, "command 'slow-server' names no program on PATH"),
+    }
+    for name, (entry, message) in bad.items():
+        env = env_for(write(tmp_path / name / "mcp.json", {"mcpServers": {name: entry}}), tmp_path / name)
+        with pytest.raises(EnvConfigError, match=rf"MCP server '{name}': {re.escape(message)}"):
+            load_env_config(env)
+    good = {
+        "script": {"command": "./run.sh", "cwd": "tools"},
+        "path": {"command": "slow-server", "env": {"PATH": f"{tools}:{os.environ['PATH']}"}},
+    }
+    env = env_for(write(tmp_path / "good" / "mcp.json", {"mcpServers": good}), tmp_path / "good")
+    (tmp_path / "good" / "tools").symlink_to(tools)
+    with ToolExecutor(mcp_providers(load_env_config(env).mcp_servers())) as executor:
+        records = executor.execute([ToolCall("echo", {"text": "a"}), ToolCall("path_echo", {"text": "b"})])
+    assert [r.observation for r in records] == ["a", "b"], records
 
 
 @pytest.mark.timeout(30)

@@ -203,6 +203,7 @@ EXPECTED: dict[str, dict[str, tuple[str, float | None]]] = {
 def env_with(tmp_path: Path, file_name: str, text: str, extra: str = "") -> Path:
     (tmp_path / file_name).write_text(text)
     (tmp_path / ".env").write_text("# VS Code envFile\nexport FROM_FILE='yes'\n")
+    (tmp_path / "srv").mkdir(exist_ok=True)  # a shape's cwd: a cwd that is no folder fails at load
     env = tmp_path / "env.yaml"
     env.write_text(f"tools:\n  mcp_config: {file_name}\n{extra}")
     return env

@@ -297,7 +297,7 @@ def test_claude_code_defaults_and_every_variable_form_expand(
             {
                 "mcpServers": {
                     "local": {
-                        "command": "${RLF_UNSET:-dflt-cmd-5150}",
+                        "command": "${RLF_UNSET:-./dflt-cmd-5150}",
                         "args": ["${RLF_SECRET:-x}", "${RLF_UNSET:-dflt-arg-31337}", "${userHome}${/}a", "$RLF_UNSET"],
                         "env": {"A": "${env:RLF_SECRET}", "B": "{env:RLF_SECRET}", "C": "${RLF_EMPTY:-dflt-fallback-6161}"},
                         "cwd": "${workspaceFolder}/srv",
@@ -310,11 +310,14 @@ def test_claude_code_defaults_and_every_variable_form_expand(
             }
         )
     )  # fmt: skip
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "srv" / "dflt-cmd-5150").write_text("#!/bin/sh\n")
+    (tmp_path / "srv" / "dflt-cmd-5150").chmod(0o755)  # a command names a program, or fails at load
     env = tmp_path / "env.yaml"
     env.write_text("tools:\n  mcp_config: server.json\n")
     servers = load_env_config(env).mcp_servers().mcpServers
     local, remote = servers["local"], servers["remote"]
-    assert local.command == "dflt-cmd-5150" and local.cwd == str(tmp_path / "srv")
+    assert local.command == "./dflt-cmd-5150" and local.cwd == str(tmp_path / "srv")
     assert local.args == [SECRET, "dflt-arg-31337", f"{Path.home()}{os.sep}a", "$RLF_UNSET"]
     assert local.env == {"A": SECRET, "B": SECRET, "C": "dflt-fallback-6161"}
     assert remote.url == f"http://127.0.0.1:1/mcp?k={SECRET}"
