@@ -2,13 +2,23 @@
 redaction of every message and log record we write.
 
 Config files name secrets indirectly (``"Authorization": "Bearer ${API_TOKEN}"``, ``?key=${KEY}`` in a URL,
-``--token ${TOKEN}`` in a stdio server's args). :func:`expand` substitutes them and records each value
-with the name it came from (a ``${VAR:-default}`` default that is used, too: it stands in for the value);
-:func:`redact` turns any text back into its ``${VAR}`` form and blanks the values of URL query parameters
-(``?key=***``). An unset variable in braces with no default is an error naming it: a training run should
-stop at start-up, not send the text ``${TOKEN}`` and read 401s from step 300 on. Header values, and ``env:`` values whose name looks like a
-credential (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...), are recorded too, since literal
-keys in a Claude Desktop file are as secret as expanded ones.
+``--token ${TOKEN}`` in a stdio server's args). :func:`expand` substitutes them and records the values that
+are secrets with the name they came from (a ``${VAR:-default}`` default that is used, too: it stands in for
+the value); :func:`redact` turns any text back into its ``${VAR}`` form and blanks the values of URL query
+parameters (``?key=***``). An unset variable in braces with no default is an error naming it: a training
+run should stop at start-up, not send the text ``${TOKEN}`` and read 401s from step 300 on.
+
+Which values are secrets (:func:`expand`): a ``${file:PATH}``'s content; a variable whose name looks like a
+credential (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSW*``, ``*AUTH*``, ...: :func:`looks_secret`); a value
+shaped like a key (:func:`looks_like_key`: 16 or more characters, letters and digits, no space, no path;
+on the safe side, a long versioned model name counts too); and every value in a field that carries
+credentials, which the caller marks (headers and URLs, an ``env:`` entry or an argument after a flag whose
+name looks like a credential, a judge's ``api_key``). Other values - a data folder, a mode - are not
+secrets: recording them replaced every mention of,
+say, the corpus path in every observation with ``${DATA_DIR}``, and a model that copied the path it read
+into its next call sent that text. Header values, and ``env:`` values whose name looks like a credential,
+are recorded when written literally too, since literal keys in a Claude Desktop file are as secret as
+expanded ones.
 
 Redaction is applied where text leaves us: start-up and config errors, and - through a log-record factory
 installed the first time a secret is recorded - every log record of every logger, the HTTP client's
@@ -45,6 +55,8 @@ _VAR = re.compile(
 # punctuation: ``(see http://h/mcp?key=VALUE).`` keeps its ``).``, while a ``)`` inside a value is still hidden.
 _QUERY_VALUE = re.compile(r"([?&][^=&#\s'\"]+=)[^&#\s'\"]*[^&#\s'\")\]}>.,;:!?]")
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE)
+# A key, by its shape: one long word of letters and digits (``sk-...``, ``ghp_...``, hex, base64), no path.
+_KEY_SHAPE = re.compile(r"(?=[^/\\\s]*[A-Za-z])(?=[^/\\\s]*\d)[^/\\\s]{16,}")
 _HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")
 
 _lock = threading.Lock()
@@ -53,18 +65,33 @@ _pattern: re.Pattern[str] | None = None
 _factory_installed = False
 
 
-def expand(text: str, plain: Mapping[str, str] | None = None, base_dir: Path = Path(".")) -> str:
+def looks_secret(name: str) -> bool:
+    """Whether a variable, header, ``env:`` entry or ``--flag`` named ``name`` holds a credential."""
+    return _CREDENTIAL_NAME.search(name) is not None
+
+
+def looks_like_key(value: str) -> bool:
+    """Whether ``value`` is shaped like a key or token: 16 or more characters without whitespace or a path
+    separator, letters and digits both (``sk-4f9a...``, a hex digest); a path, a URL or a word is not."""
+    return _KEY_SHAPE.fullmatch(value) is not None
+
+
+def expand(
+    text: str, plain: Mapping[str, str] | None = None, base_dir: Path = Path("."), secret: bool = False
+) -> str:
     """``text`` with environment variables and files substituted; raises ``ValueError`` naming an unset
     variable or a file that cannot be read.
 
     ``${VAR}`` and ``${env:VAR}`` (VS Code, Cursor, Windsurf), ``{env:VAR}`` (opencode): the variable's
     value, an error if it is unset. ``${VAR:-default}`` (Claude Code, like the shell): the value, or
     ``default`` when it is unset or empty. A bare ``$VAR`` (Gemini CLI): the value, or left as written
-    when unset, since a ``$`` in a literal password is no reference. Every substituted value (a used
-    default included) is recorded as a secret shown as ``${VAR}``. ``plain`` answers ``${NAME}`` for
-    names that are not secrets (a config's ``${workspaceFolder}``): not recorded, and ahead of the
-    environment except in the ``${env:NAME}`` form. ``${file:PATH}`` (Windsurf): the content of that file,
-    stripped of surrounding whitespace (a key file's trailing newline), recorded as a secret shown as
+    when unset, since a ``$`` in a literal password is no reference. A substituted value (a used default
+    included) is recorded as a secret shown as ``${VAR}`` when ``secret`` (the field carries credentials),
+    when the variable's name looks like a credential (:func:`looks_secret`) or when the value looks like a
+    key (:func:`looks_like_key`); other values (a path, a mode) are shown as they are. ``plain`` answers
+    ``${NAME}`` for names that are not secrets (a config's ``${workspaceFolder}``): not recorded, and ahead
+    of the environment except in the ``${env:NAME}`` form. ``${file:PATH}`` (Windsurf): the content of that
+    file, stripped of surrounding whitespace (a key file's trailing newline), recorded as a secret shown as
     ``${file:PATH}``; ``~`` is the home folder and a relative path is taken from ``base_dir`` (the
     config's folder). One pass: a value's own ``${...}`` stays as it is, and a path may not hold one.
     """
@@ -89,7 +116,8 @@ def expand(text: str, plain: Mapping[str, str] | None = None, base_dir: Path = P
                 raise ValueError(
                     f"environment variable {name} is not set (write ${{{name}:-default}} to give a default)"
                 )
-        remember(value, f"${{{name}}}")
+        if secret or looks_secret(name) or looks_like_key(value):
+            remember(value, f"${{{name}}}")
         return value
 
     return _VAR.sub(substitute, text)
@@ -140,7 +168,7 @@ def remember_url(url: str, shown_as: str = "***") -> None:
 def remember_env(env: Mapping[str, str]) -> None:
     """Record the values of ``env`` entries whose names look like credentials."""
     for name, value in env.items():
-        if _CREDENTIAL_NAME.search(name):
+        if looks_secret(name):
             remember(value, f"${{{name}}}")
 
 

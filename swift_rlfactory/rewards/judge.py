@@ -113,16 +113,21 @@ class JudgeConfig(BaseModel):
     max_chars: int = Field(default=16_000, gt=100)
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("base_url", "model", mode="before")
+    @field_validator("model", mode="before")
     @classmethod
     def _expand(cls, value: Any, info: ValidationInfo) -> Any:
         return _expanded(value, info) if isinstance(value, str) else value
+
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _expand_url(cls, value: Any, info: ValidationInfo) -> Any:  # a URL may carry a key anywhere
+        return _expanded(value, info, secret=True) if isinstance(value, str) else value
 
     @field_validator("api_key", mode="before")
     @classmethod
     def _expand_secret(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, str):
-            value = _expanded(value, info)
+            value = _expanded(value, info, secret=True)
             secrets.remember(value, "<judge api_key>")  # a literal key too (an expanded one is ${VAR})
         return value or None
 
@@ -143,11 +148,12 @@ class JudgeConfig(BaseModel):
         return value.rstrip("/")
 
 
-def _expanded(text: str, info: ValidationInfo) -> str:
+def _expanded(text: str, info: ValidationInfo, secret: bool = False) -> str:
     """``text`` with variables expanded by the rule every config follows (:func:`secrets.expand`, as in
-    MCP configs); a relative ``${file:...}`` is taken from the ``base_dir`` of the validation context."""
+    MCP configs; ``secret``: every value is one); a relative ``${file:...}`` is taken from the ``base_dir``
+    of the validation context."""
     base_dir = (info.context or {}).get("base_dir", Path("."))
-    return secrets.expand(text, base_dir=base_dir)
+    return secrets.expand(text, base_dir=base_dir, secret=secret)
 
 
 class _Transient(Exception):

@@ -62,8 +62,11 @@ home folder; a ``cwd`` that is not a folder and a ``command`` that names no prog
 the field (:meth:`McpServerConfig.check_startable`). VS Code's
 other path variables (``${userHome}``, ``${pathSeparator}``, ``${/}``, ``${workspaceFolderBasename}``)
 mean what they mean there; ``${input:...}`` (a prompt in the editor), ``${command:...}`` and
-``${config:...}`` fail at load, since nothing answers them in a training run. Expanded values are
-secrets: errors and logs show ``${VAR}`` instead (see :mod:`swift_rlfactory.secrets`).
+``${config:...}`` fail at load, since nothing answers them in a training run. Expanded values that are
+secrets - all of those in ``url`` and ``headers``, in an ``env:`` entry or after a ``--flag`` named like a
+credential, and elsewhere those named like one (``${API_KEY}``) or shaped like a key - are shown as
+``${VAR}`` in errors, logs and observations; a folder or a mode is shown as it is (see
+:mod:`swift_rlfactory.secrets`).
 """
 
 from __future__ import annotations
@@ -340,10 +343,12 @@ class McpServerConfig(BaseModel):
         return [name for name in offered if name in allowed and name not in self.exclude_tools]
 
     def resolved(self, base_dir: Path) -> McpServerConfig:
-        """A copy with ``${VAR}`` and ``${file:PATH}`` expanded in every string field (each value recorded as
-        a secret; a relative ``PATH`` is taken from ``base_dir``), and a working directory that defaults to
-        ``base_dir`` (the environment file's folder for an inline server, the config file's workspace
-        folder for one from ``mcp_config``), ``~`` expanded.
+        """A copy with ``${VAR}`` and ``${file:PATH}`` expanded in every string field (a relative ``PATH`` is
+        taken from ``base_dir``), the values that are secrets recorded as such (every one in ``url`` and
+        ``headers``, in an ``env:`` entry or after a ``--flag`` named like a credential, and elsewhere one
+        named or shaped like a key: :func:`~swift_rlfactory.secrets.expand`), and a working directory that
+        defaults to ``base_dir`` (the environment file's folder for an inline server, the config file's
+        workspace folder for one from ``mcp_config``), ``~`` expanded.
 
         Raises ``ValueError`` naming the field for an unset variable without a default, an unreadable
         ``${file:...}``, and for VS Code's
@@ -357,7 +362,7 @@ class McpServerConfig(BaseModel):
             "pathSeparator": os.sep,
         }
 
-        def expand(text: str, field: str) -> str:
+        def expand(text: str, field: str, secret: bool = False) -> str:
             if asked := _EDITOR_VARIABLE.search(text):
                 raise ValueError(
                     f"{field}: {asked[0]} is answered in the editor (VS Code asks for it), and nothing can "
@@ -365,20 +370,23 @@ class McpServerConfig(BaseModel):
                     "${env:NAME} (or ${NAME}) instead"
                 )
             try:
-                return secrets.expand(text.replace("${/}", os.sep), predefined, base_dir)
+                return secrets.expand(text.replace("${/}", os.sep), predefined, base_dir, secret=secret)
             except ValueError as exc:
                 raise ValueError(f"{field}: {exc}") from None
 
-        env = {k: expand(v, f"env.{k}") for k, v in self.env.items()}
+        env = {k: expand(v, f"env.{k}", secret=secrets.looks_secret(k)) for k, v in self.env.items()}
         if self.env_file:
             path = Path(expand(self.env_file, "envFile"))
             env = {**_dotenv(path if path.is_absolute() else base_dir / path), **env}
         update: dict[str, Any] = {
-            "args": [expand(a, f"args[{i}]") for i, a in enumerate(self.args)],
+            "args": [expand(a, f"args[{i}]", _credential_arg(self.args, i)) for i, a in enumerate(self.args)],
             "env": env,
-            "headers": {k: expand(v, f"headers.{k}") for k, v in self.headers.items()},
+            "headers": {k: expand(v, f"headers.{k}", secret=True) for k, v in self.headers.items()},
         }
         secrets.remember_env(update["env"])
+        for i, value in enumerate(update["args"]):
+            if _credential_arg(self.args, i):  # a literal key after --token is as secret as an expanded one
+                secrets.remember(value.partition("=")[2] if value.startswith("-") else value, "<secret arg>")
         for name, value in update["headers"].items():
             if "$" not in self.headers[name]:  # a literal key; expanded ones are recorded as ${VAR}
                 secrets.remember(value, f"<{name} header>")
@@ -386,13 +394,28 @@ class McpServerConfig(BaseModel):
                     if part.lower() not in ("bearer", "basic", "token", "digest"):
                         secrets.remember(part, f"<{name} header>")
         if self.url is not None:
-            update["url"] = expand(self.url, "url")
+            update["url"] = expand(self.url, "url", secret=True)
             secrets.remember_url(update["url"])
         if self.command is not None:
             update["command"] = expand(self.command, "command")
             cwd = Path(expand(self.cwd, "cwd")).expanduser() if self.cwd else base_dir
             update["cwd"] = str(cwd if cwd.is_absolute() else (base_dir / cwd).resolve())
         return self.model_copy(update=update)
+
+
+def _credential_arg(args: Sequence[str], i: int) -> bool:
+    """Whether ``args[i]`` is a credential by its flag: it carries one (``--token=KEY``) or follows a flag
+    whose name looks like one (``--token KEY``, ``--api-key KEY``; not ``--no-auth``, which takes none)."""
+    flag, equals, _ = args[i].partition("=")
+    if args[i].startswith("-") and equals:
+        return secrets.looks_secret(flag)
+    before = args[i - 1] if i > 0 else ""
+    return (
+        before.startswith("-")
+        and not before.startswith("--no-")
+        and "=" not in before
+        and secrets.looks_secret(before)
+    )
 
 
 class McpConfig(BaseModel):

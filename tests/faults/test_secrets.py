@@ -443,3 +443,77 @@ def test_windsurf_file_variables_read_the_file_and_an_unreadable_one_fails_at_lo
         with pytest.raises(EnvConfigError, match=r"MCP server 's1': headers\.X-Key: ") as failure:
             load_env_config(env).mcp_servers()
         assert why in str(failure.value)
+
+
+@pytest.mark.timeout(60)
+def test_a_path_or_a_mode_from_a_variable_is_no_secret_and_reaches_the_model_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every expanded value was a secret: a server given its corpus folder as ``${RLF_DATA_DIR}`` showed the
+    model ``${RLF_DATA_DIR}`` wherever it wrote that folder (and the trajectory log kept the same text), so
+    a model that copied a path it read into its next call sent the text ``${RLF_DATA_DIR}/...``."""
+    data = tmp_path / "corpus-2026"
+    monkeypatch.setenv("RLF_DATA_DIR", str(data))
+    monkeypatch.delenv("RLF_MODE", raising=False)
+    servers = (
+        f"      fs: {{command: python, args: ['{SLOW_SERVER}'],"
+        " env: {DATA_DIR: '${RLF_DATA_DIR}', MODE: '${RLF_MODE:-careful-reader}'}}\n"
+    )
+    with ToolExecutor(providers(tmp_path, servers), Limits(call_timeout_s=20)) as executor:
+        folder, mode, echoed = executor.execute(
+            [
+                ToolCall("getenv", {"name": "DATA_DIR"}),
+                ToolCall("getenv", {"name": "MODE"}),
+                ToolCall("echo", {"text": f"found {data}/a.txt"}),
+            ]
+        )
+    assert (folder.observation, mode.observation) == (str(data), "careful-reader")
+    assert echoed.observation == f"found {data}/a.txt"
+    log = TrajectoryLog(tmp_path / "trajectories.jsonl")
+    log.write([Trajectory(messages=[{"role": "tool", "content": echoed.observation}])])
+    assert read_trajectories(log.path)[0]["messages"][0]["content"] == echoed.observation
+
+
+def test_values_named_shaped_or_placed_like_credentials_stay_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What is not redacted any more is only what is neither named like a credential, nor shaped like a
+    key, nor in a field that carries one: a key in ``${RLF_SEARCH}``, a pass phrase in a header, after
+    ``--api-key`` or under an ``env:`` name like ``TOKEN``, a literal key after ``--token`` and a
+    ``${file:...}`` all stay out of every log line and observation."""
+    values = {
+        "RLF_SEARCH": "a1b2c3d4e5f6a7b8c9d0",  # shaped like a key
+        "RLF_PHRASE": "correct horse battery staple",  # a header value
+        "RLF_WORDS": "open-sesame-please",  # after --api-key
+        "RLF_PLAIN": "purple-monkey-dish",  # under env TOKEN
+        "RLF_API_KEY": "named-like-one",  # an argument of its own, secret by the variable's name
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "key.txt").write_text("filed-away-words\n")
+    literal = "literal-arg-words"
+    servers = (
+        "      s: {command: python, args: ['-c', 'pass', '--api-key', '${RLF_WORDS}', '--token', "
+        f"'{literal}', '--search=${{RLF_SEARCH}}', '--file', '${{file:key.txt}}', '${{RLF_API_KEY}}'],"
+        " env: {TOKEN: '${RLF_PLAIN}'}}\n"
+        "      r: {url: 'http://127.0.0.1:1/mcp', headers: {X-Phrase: '${RLF_PHRASE}'}}\n"
+    )
+    providers(tmp_path, servers)
+    hidden = [*values.values(), literal, "filed-away-words"]
+    said = "; ".join(f"the server said {value}" for value in hidden)
+    logging.getLogger("tests.leak").warning(said)
+    with ToolExecutor([PythonProvider([parrot])], Limits()) as executor:
+        (record,) = executor.execute([ToolCall("parrot", {"text": said})])
+    for text in (redact(said), record.observation, logged(caplog)):
+        assert not [value for value in hidden if value in text], text
+    assert "${RLF_SEARCH}" in record.observation and "${RLF_PHRASE}" in record.observation
+
+
+@tool
+def parrot(text: str) -> str:
+    """Say ``text`` back, as a server that echoes its configuration does.
+
+    Args:
+        text: what to say
+    """
+    return text
