@@ -112,6 +112,17 @@ def test_calls_spread_over_all_sessions(stdio_executor: ToolExecutor) -> None:
     assert len({r.observation for r in records}) == 4  # four server processes, each given calls
 
 
+def test_a_servers_state_is_shared_by_the_episodes_of_a_run(stdio_executor: ToolExecutor) -> None:
+    """What the module docstring of ``tools.mcp`` and the README say: one server serves every trajectory,
+    so a counter one episode bumps is bumped for all of them, and with several sessions the calls of one
+    episode may even reach different processes, each with its own count."""
+    with ToolExecutor([McpProvider("one", stdio())], Limits(call_timeout_s=10)) as shared:
+        records = shared.execute_batch([[ToolCall("count", {"key": "episode-state"})] for _ in range(3)])
+    assert sorted(int(r.observation) for [r] in records) == [1, 2, 3]
+    first, second = stdio_executor.execute([ToolCall("count", {"key": "spread-state"})] * 2)
+    assert (first.observation, second.observation) == ("1", "1")  # two processes, two counters
+
+
 # Over HTTP each call costs a few ms of CPU in the SDK on both sides (a POST answered by an SSE stream), which a
 # loaded 2-core machine stretches to ~1.5 s for 64 calls; 3 s still proves > 10-way parallelism (serial: 32 s).
 HTTP_BOUND_S = 3.0

@@ -4,7 +4,10 @@ Each entry of ``mcpServers`` becomes one :class:`McpProvider`. On :meth:`~McpPro
 ``sessions`` client sessions (for a stdio server, that many server processes), lists the server's tools and
 hands them to the executor with the server's own names, descriptions and input schemas. A call goes to the
 live session with the fewest calls in flight, which spreads the load evenly over server processes (one
-Python process runs CPU-bound tools one at a time, whatever the number of requests it accepts).
+Python process runs CPU-bound tools one at a time, whatever the number of requests it accepts). One
+provider serves every trajectory its process runs, all of a batch at once: what a server remembers between
+calls is shared by all those episodes, and two calls of one episode may reach different server processes.
+There is no per-episode server; a stateful tool should take what names its state as an argument.
 
 A training run lasts hours, and servers crash, get OOM-killed, restart under a load balancer or forget idle
 sessions. The provider heals all of these itself, inside the call, and records every extra try on the
