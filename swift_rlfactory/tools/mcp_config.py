@@ -81,6 +81,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -283,15 +284,21 @@ class McpServerConfig(BaseModel):
         return None
 
     def check_startable(self) -> None:
-        """Fail, naming the field, for a stdio server that cannot start as written: a ``cwd`` that is not a
-        folder (the OS would report it as a missing command), a ``command`` that names no program - none of
-        that name on the server's ``PATH`` (its ``env:`` may set one), or, for a path (``./run.sh``), no
-        executable file there, taken from ``cwd`` as the OS takes it - and a whole command line in ``command``
-        (``"node x.js stdio"``), which is looked up as one program name.
+        """Fail, naming the field, for a server that cannot start as written: a ``url`` that is not http(s)
+        (``localhost:8000/mcp``, ``ws://...``); for a stdio server a ``cwd`` that is not a folder (the OS
+        would report it as a missing command), a ``command`` that names no program - none of that name on
+        the server's ``PATH`` (its ``env:`` may set one), or, for a path (``./run.sh``), no executable file
+        there, taken from ``cwd`` as the OS takes it - and a whole command line in ``command`` (``"node
+        x.js stdio"``), which is looked up as one program name.
 
         The environment's loader calls it (:meth:`~swift_rlfactory.env.config.EnvConfig.mcp_servers`), so a
         typo fails before any model is loaded, and so does each start, for a file that went away since.
         """
+        if self.url is not None:
+            scheme = urlsplit(self.url).scheme
+            if scheme.lower() not in ("http", "https"):  # the url itself is not shown: it may hold a key
+                given = f"it starts with {scheme}://" if "://" in self.url else "it has none"
+                raise ValueError(f"url must start with http:// or https:// ({given})")
         if self.command is None:
             return
         if self.cwd is not None and not Path(self.cwd).is_dir():

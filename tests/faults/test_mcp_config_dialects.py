@@ -281,6 +281,24 @@ def test_a_command_that_names_no_program_fails_at_load_naming_server_and_command
     assert [r.observation for r in records] == ["a", "b"], records
 
 
+@pytest.mark.parametrize(
+    ("url", "given"),
+    [("localhost:8000/mcp", "it has none"), ("ws://127.0.0.1:1/mcp?k=${RLF_WS_KEY}", "ws://")],
+)
+def test_a_url_that_is_not_http_fails_at_load_without_showing_it(
+    url: str, given: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It failed when the servers started (httpx's "missing an 'http://' or 'https://' protocol"), after the
+    model was loaded; the url is not shown, since it may carry a key."""
+    monkeypatch.setenv("RLF_WS_KEY", "ws-key-never-shown")
+    env = env_for(write(tmp_path / "mcp.json", {"mcpServers": {"remote": {"url": url}}}), tmp_path)
+    with pytest.raises(
+        EnvConfigError, match=rf"MCP server 'remote': url must start with http:// .*{given}"
+    ) as err:
+        load_env_config(env)
+    assert "ws-key-never-shown" not in str(err.value) and "8000" not in str(err.value)
+
+
 @pytest.mark.timeout(30)
 def test_a_start_up_timeout_names_startup_timeout_s() -> None:
     config = McpServerConfig(
