@@ -16,9 +16,9 @@ credentials, which the caller marks (headers and URLs, an ``env:`` entry or an a
 name looks like a credential, a judge's ``api_key``). Other values - a data folder, a mode - are not
 secrets: recording them replaced every mention of,
 say, the corpus path in every observation with ``${DATA_DIR}``, and a model that copied the path it read
-into its next call sent that text. Header values, and ``env:`` values whose name looks like a credential,
-are recorded when written literally too, since literal keys in a Claude Desktop file are as secret as
-expanded ones.
+into its next call sent that text. Header values, and ``env:`` values whose name looks like a credential
+or that are shaped like keys, are recorded when written literally too, since literal keys in a Claude
+Desktop file are as secret as expanded ones.
 
 Redaction is applied where text leaves us: start-up and config errors, and - through a log-record factory
 installed the first time a secret is recorded - every log record of every logger, the HTTP client's
@@ -166,9 +166,10 @@ def remember_url(url: str, shown_as: str = "***") -> None:
 
 
 def remember_env(env: Mapping[str, str]) -> None:
-    """Record the values of ``env`` entries whose names look like credentials."""
+    """Record the values of ``env`` entries whose names look like credentials or that are shaped like keys
+    (a Claude Desktop file's literal ``"SERPER": "3f9a..."``)."""
     for name, value in env.items():
-        if looks_secret(name):
+        if looks_secret(name) or looks_like_key(value):
             remember(value, f"${{{name}}}")
 
 

@@ -479,8 +479,8 @@ def test_values_named_shaped_or_placed_like_credentials_stay_secrets(
 ) -> None:
     """What is not redacted any more is only what is neither named like a credential, nor shaped like a
     key, nor in a field that carries one: a key in ``${RLF_SEARCH}``, a pass phrase in a header, after
-    ``--api-key`` or under an ``env:`` name like ``TOKEN``, a literal key after ``--token`` and a
-    ``${file:...}`` all stay out of every log line and observation."""
+    ``--api-key`` or under an ``env:`` name like ``TOKEN``, a literal key after ``--token`` or under an
+    ``env:`` name like ``SERPER`` and a ``${file:...}`` all stay out of every log line and observation."""
     values = {
         "RLF_SEARCH": "a1b2c3d4e5f6a7b8c9d0",  # shaped like a key
         "RLF_PHRASE": "correct horse battery staple",  # a header value
@@ -495,11 +495,11 @@ def test_values_named_shaped_or_placed_like_credentials_stay_secrets(
     servers = (
         "      s: {command: python, args: ['-c', 'pass', '--api-key', '${RLF_WORDS}', '--token', "
         f"'{literal}', '--search=${{RLF_SEARCH}}', '--file', '${{file:key.txt}}', '${{RLF_API_KEY}}'],"
-        " env: {TOKEN: '${RLF_PLAIN}'}}\n"
+        " env: {TOKEN: '${RLF_PLAIN}', SERPER: '9f86d081884c7d659a2f'}}\n"
         "      r: {url: 'http://127.0.0.1:1/mcp', headers: {X-Phrase: '${RLF_PHRASE}'}}\n"
     )
     providers(tmp_path, servers)
-    hidden = [*values.values(), literal, "filed-away-words"]
+    hidden = [*values.values(), literal, "filed-away-words", "9f86d081884c7d659a2f"]
     said = "; ".join(f"the server said {value}" for value in hidden)
     logging.getLogger("tests.leak").warning(said)
     with ToolExecutor([PythonProvider([parrot])], Limits()) as executor:
