@@ -204,7 +204,7 @@ def _is_timeout(exc: BaseException) -> bool:
 
 def _start(text: str) -> str:
     """The start of a response body for an error message, secrets redacted."""
-    return secrets.redact(text[:300])
+    return secrets.excerpt(text, 300)  # redacted whole, then cut: a cut can split a key past redaction
 
 
 def _written(call: Any, call_format: str) -> str:

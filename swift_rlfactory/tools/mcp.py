@@ -1059,9 +1059,15 @@ def _parse_line(line: bytes) -> SessionMessage | Exception:
 
 
 def _excerpt(text: bytes, limit: int = 200) -> str:
-    """``text`` for a log line: decoded, redacted, cut to ``limit`` characters, control characters escaped."""
-    shown = redact(text[: limit * 4].decode("utf-8", "replace"))
-    return repr(shown[:limit] + ("..." if len(shown) > limit or len(text) > limit * 4 else ""))
+    """``text`` for a log line: decoded, redacted, cut to ``limit`` characters, control characters escaped.
+
+    Redacted before the cut (a key split by the cut is no longer one redaction recognises), over the first
+    64 KiB only: the line may be megabytes, and what redaction shortens cannot bring text from past 64 KiB
+    into the first ``limit`` characters.
+    """
+    head = text[:65536]
+    shown = redact(head.decode("utf-8", "replace"))
+    return repr(shown[:limit] + ("..." if len(shown) > limit or len(text) > len(head) else ""))
 
 
 _HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')

@@ -517,3 +517,22 @@ def parrot(text: str) -> str:
         text: what to say
     """
     return text
+
+
+def test_error_excerpts_redact_before_they_cut() -> None:
+    """A key straddling an excerpt's cut: cut first, its first characters were left for the message."""
+    from swift_rlfactory.eval.openai_client import _start
+    from swift_rlfactory.secrets import remember
+    from swift_rlfactory.tools.mcp import _excerpt
+
+    key, token = "sk-excerpt-" + "7f3a" * 6, "tok-" + "q" * 46
+    remember(key, "${EXCERPT_KEY}")
+    remember(token, "${T}")
+    # a judge or eval server's error body, its first 300 characters shown: the key across character 300
+    assert key[:8] not in _start("x" * 290 + key)
+    # an MCP server's stray line, 200 characters shown: earlier secrets redacted to 4 characters bring
+    # a key at byte 790 of the raw line, cut at 800, into them
+    line = (token * 15 + "y" * 40 + key).encode()
+    assert line.index(key.encode()) == 790
+    shown = _excerpt(line)
+    assert shown.count("${T}") == 15 and key[:8] not in shown, shown
