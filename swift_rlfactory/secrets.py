@@ -36,7 +36,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -56,6 +56,11 @@ _VAR = re.compile(
 _QUERY_VALUE = re.compile(r"([?&][^=&#\s'\"]+=)[^&#\s'\"]*[^&#\s'\")\]}>.,;:!?]")
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE)
 # A key, by its shape: one long word of letters and digits (``sk-...``, ``ghp_...``, hex, base64), no path.
+# A credential --flag, by how its name ends: --hub_token, --api-key, --db-password, --auth (not --max_tokens
+# or --use_hf_token_cache, which take counts and switches).
+_CREDENTIAL_FLAG = re.compile(
+    r"^--?[\w-]*(?:token|key|secret|passwd|password|credentials?|auth)$", re.IGNORECASE
+)
 _KEY_SHAPE = re.compile(r"(?=[^/\\\s]*[A-Za-z])(?=[^/\\\s]*\d)[^/\\\s]{16,}")
 _HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")
 
@@ -68,6 +73,17 @@ _factory_installed = False
 def looks_secret(name: str) -> bool:
     """Whether a variable, header, ``env:`` entry or ``--flag`` named ``name`` holds a credential."""
     return _CREDENTIAL_NAME.search(name) is not None
+
+
+def credential_arg(args: Sequence[str], i: int) -> bool:
+    """Whether ``args[i]`` of a command line is a credential by its flag: it carries one (``--token=KEY``)
+    or is the value of a flag named like one (``--token KEY``, ``--api-key KEY``; not ``--no-auth``, which
+    takes none, nor another flag after it)."""
+    flag, equals, _ = args[i].partition("=")
+    if args[i].startswith("-"):
+        return bool(equals) and _CREDENTIAL_FLAG.match(flag) is not None
+    before = args[i - 1] if i > 0 else ""
+    return not before.startswith("--no-") and _CREDENTIAL_FLAG.match(before) is not None
 
 
 def looks_like_key(value: str) -> bool:

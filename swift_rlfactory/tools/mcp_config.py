@@ -386,13 +386,17 @@ class McpServerConfig(BaseModel):
             path = Path(expand(self.env_file, "envFile"))
             env = {**_dotenv(path if path.is_absolute() else base_dir / path), **env}
         update: dict[str, Any] = {
-            "args": [expand(a, f"args[{i}]", _credential_arg(self.args, i)) for i, a in enumerate(self.args)],
+            "args": [
+                expand(a, f"args[{i}]", secrets.credential_arg(self.args, i)) for i, a in enumerate(self.args)
+            ],
             "env": env,
             "headers": {k: expand(v, f"headers.{k}", secret=True) for k, v in self.headers.items()},
         }
         secrets.remember_env(update["env"])
         for i, value in enumerate(update["args"]):
-            if _credential_arg(self.args, i):  # a literal key after --token is as secret as an expanded one
+            if secrets.credential_arg(
+                self.args, i
+            ):  # a literal key after --token is as secret as an expanded one
                 secrets.remember(value.partition("=")[2] if value.startswith("-") else value, "<secret arg>")
         for name, value in update["headers"].items():
             if "$" not in self.headers[name]:  # a literal key; expanded ones are recorded as ${VAR}
@@ -408,21 +412,6 @@ class McpServerConfig(BaseModel):
             cwd = Path(expand(self.cwd, "cwd")).expanduser() if self.cwd else base_dir
             update["cwd"] = str(cwd if cwd.is_absolute() else (base_dir / cwd).resolve())
         return self.model_copy(update=update)
-
-
-def _credential_arg(args: Sequence[str], i: int) -> bool:
-    """Whether ``args[i]`` is a credential by its flag: it carries one (``--token=KEY``) or follows a flag
-    whose name looks like one (``--token KEY``, ``--api-key KEY``; not ``--no-auth``, which takes none)."""
-    flag, equals, _ = args[i].partition("=")
-    if args[i].startswith("-") and equals:
-        return secrets.looks_secret(flag)
-    before = args[i - 1] if i > 0 else ""
-    return (
-        before.startswith("-")
-        and not before.startswith("--no-")
-        and "=" not in before
-        and secrets.looks_secret(before)
-    )
 
 
 class McpConfig(BaseModel):

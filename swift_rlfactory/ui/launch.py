@@ -17,7 +17,6 @@ import contextlib
 import logging
 import math
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -37,7 +36,6 @@ PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
 MODES = ("cpu", "colocate", "server")
 # A flag names a credential when the last word of its name does: --hub_token, --api_key, --db-password,
 # but not --max_new_tokens or --use_hf_token_cache, whose values are no secret.
-_CREDENTIAL_FLAG = re.compile(r"^--?[\w-]*(?:token|key|secret|passwd|password)$", re.IGNORECASE)
 LOG_PIECE = 64 * 1024  # bytes of output without a line break that the log writer holds back at most
 COUNTS = ("steps", "lora_rank", "max_turns", "num_generations", "batch_size", "max_completion_length")
 
@@ -142,15 +140,15 @@ def hide_credentials(argv: list[str]) -> tuple[list[str], list[str]]:
     ``***``, and those values, for :func:`secrets.remember`."""
     shown, values = list(argv), []
     for i, arg in enumerate(argv):
-        flag, equals, value = arg.partition("=")
-        if not _CREDENTIAL_FLAG.match(flag):
+        if not secrets.credential_arg(argv, i):
             continue
-        if equals:
+        flag, _, value = arg.partition("=")
+        if arg.startswith("-"):  # --api_key=X
             shown[i] = f"{flag}=***"
             values.append(value)
-        elif i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-            shown[i + 1] = "***"
-            values.append(argv[i + 1])
+        else:  # X after --api_key
+            shown[i] = "***"
+            values.append(arg)
     return shown, values
 
 
