@@ -796,3 +796,27 @@ def test_near_json_calls_are_repaired_in_blocks_and_in_llama_prose(text, argumen
     call_format = "hermes" if where.startswith("<tool_call>") else "llama3_json"
     [call] = call_parser(call_format, CASE_TOOLS)(where.format(text))
     assert (call.name, call.arguments, call.error) == ("search", arguments, None)
+
+
+@pytest.mark.parametrize("tools", [5, "search", {"name": "search"}, [None, 3, "x"]])
+def test_xml_calls_of_a_row_whose_tools_are_not_schemas_run_untyped(tools):
+    """A dataset row's ``tools`` may hold anything: the call is read, its values stay text."""
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    [call] = call_parser("qwen3_coder", tools)(xml_call("search", top_k="3"))
+    assert (call.name, call.arguments, call.error) == ("search", {"top_k": "3"}, None)
+
+
+def test_xml_call_values_are_typed_by_parameters_written_as_a_json_string():
+    """ms-swift accepts a tool's ``parameters`` as a JSON string; its types still apply."""
+    import json
+
+    [schema] = XML_TOOLS
+    as_text = [
+        {
+            **schema,
+            "function": {**schema["function"], "parameters": json.dumps(schema["function"]["parameters"])},
+        }
+    ]
+    [call] = xml(xml_call("search", top_k="3", exact="true"), as_text)
+    assert call.arguments == {"top_k": 3, "exact": True}

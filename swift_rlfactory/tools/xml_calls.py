@@ -78,13 +78,22 @@ Properties = Mapping[str, Mapping[str, Any]]
 
 
 def schema_properties(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Properties]:
-    """Each tool's parameter schemas by tool name, from OpenAI-style tool schemas (wrapped or not)."""
+    """Each tool's parameter schemas by tool name, from OpenAI-style tool schemas (wrapped or not).
+
+    ``tools`` comes from a dataset row, so anything may stand there: what is not a list of schemas gives
+    no types (values stay text), and ``parameters`` written as a JSON string is read, as ms-swift reads it.
+    """
     out: dict[str, Properties] = {}
-    for tool in tools or []:
+    for tool in tools if isinstance(tools, Sequence) and not isinstance(tools, str | bytes) else []:
         if not isinstance(tool, Mapping):
             continue
         function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
         name, parameters = function.get("name"), function.get("parameters")
+        if isinstance(parameters, str):
+            try:
+                parameters = json.loads(parameters)
+            except ValueError:
+                parameters = None
         if isinstance(name, str):  # a tool without parameters is still a tool the model may call
             properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
             out[name] = properties if isinstance(properties, Mapping) else {}
