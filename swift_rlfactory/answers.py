@@ -5,6 +5,9 @@ Two readers use this one rule: :attr:`swift_rlfactory.trajectory.Trajectory.gold
 in :mod:`swift_rlfactory.retrieval.qa_data`. Answer sets come in many shapes; all of these are read:
 
 * one value or a list: ``"Paris"``, ``["Paris", "City of Light"]``; a number is its text (``2`` is ``"2"``);
+* a boolean (BoolQ's ``"answer": true``, StrategyQA's) is the answers ``"yes"`` and ``"true"`` (``false``:
+  ``"no"``, ``"false"``): a model answers a yes/no question in words, as HotpotQA's yes/no answers are
+  written, and EM lower-cases, so ``True`` (its ``str()``) matched only a model that wrote "true";
 * nested lists, flattened at any depth: ``[["Paris", "City of Light"]]``;
 * SQuAD-style dicts, by their ``text`` (else ``answer``) field: ``[{"text": "x", "answer_start": 3}]``,
   ``{"text": ["x", "y"], "answer_start": [3, 9]}``;
@@ -30,6 +33,7 @@ from typing import Any
 _DICT_FIELDS = ("text", "answer")
 # TriviaQA's answer, as its own release (Answer) and the Hugging Face copy (answer) spell it: each is accepted
 _ALIAS_FIELDS = ("Value", "Aliases", "NormalizedAliases", "value", "aliases", "normalized_aliases")
+_BOOLEAN = {True: ("yes", "true"), False: ("no", "false")}
 ALIASES = "_aliases"
 """The suffix of a column holding more accepted answers for the column it is named after (``answer_aliases``)."""
 REFERENCE_COLUMNS = ("golden_answers", "solution", "answer", "answers", "Answer")
@@ -83,6 +87,8 @@ def _walk(value: Any, strict: bool) -> Iterable[str]:
     if isinstance(value, str):
         if value.strip():
             yield value.strip()
+    elif isinstance(value, bool):  # before Number: True is an int
+        yield from _BOOLEAN[value]
     elif isinstance(value, numbers.Number):
         yield str(value)
     elif isinstance(value, list | tuple):

@@ -9,8 +9,13 @@ becomes a record that ``splitlines`` cuts in two, with neither half JSON. Every 
 
 Dataset files come from every editor and tool: :func:`read_text` reads them as UTF-8 with or without the
 byte order mark Windows tools write (what Python calls ``utf-8-sig``), and names the file and line of
-anything that is not UTF-8 text, so a user knows which file to save again, and decompresses a ``.gz``
-file (datasets are often shipped as ``.jsonl.gz``).
+anything that is not UTF-8 text, so a user knows which file to save again, and decompresses gzip data
+(datasets are often shipped as ``.jsonl.gz``, and logs come back from the GPU benchmarks so).
+
+The gzip rule lives here alone (:func:`is_gzip`, :func:`format_suffix`, :func:`read_bytes`): a file is gzip
+when its name ends in ``.gz`` (any case) or its bytes open with gzip's magic number (a ``.jsonl`` that
+was compressed without being renamed); its format is the suffix under ``.gz`` (``nq.JSONL.GZ`` is JSON
+Lines).
 """
 
 from __future__ import annotations
@@ -45,17 +50,43 @@ def lines(text: str) -> list[str]:
     return parts
 
 
-def read_text(path: Path) -> str:
-    """The UTF-8 text of ``path``, without the byte order mark it may start with (:func:`decode`); a
-    ``.gz`` file is decompressed first (``ValueError`` naming it when it is not gzip data).
-    ``OSError`` (a missing file, a folder) is the caller's to word."""
+GZIP_SUFFIX = ".gz"
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str | Path) -> bool:
+    """Whether ``path`` is named as gzip-compressed (``.gz``, in any case)."""
+    return Path(path).suffix.lower() == GZIP_SUFFIX
+
+
+def without_gzip(path: str | Path) -> Path:
+    """``path`` without its ``.gz`` suffix, if it has one: ``nq_dev.jsonl.gz`` -> ``nq_dev.jsonl``."""
+    path = Path(path)
+    return path.with_suffix("") if is_gzip(path) else path
+
+
+def format_suffix(path: str | Path) -> str:
+    """The lower-case suffix that names the file's format, under any ``.gz``: ``nq.JSONL.GZ`` -> ``.jsonl``."""
+    return without_gzip(path).suffix.lower()
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``, decompressed when they are gzip data (by name or by magic number);
+    ``ValueError`` naming a ``.gz`` file that is not complete gzip data. ``OSError`` is the caller's."""
     data = path.read_bytes()
-    if path.suffix == ".gz":
+    if is_gzip(path) or data.startswith(_GZIP_MAGIC):
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:  # not gzip, or cut short
             raise ValueError(f"{path}: not a complete gzip file ({exc})") from None
-    return decode(data, path)
+    return data
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of ``path``, without the byte order mark it may start with (:func:`decode`),
+    decompressed first when it is gzip (:func:`read_bytes`). ``OSError`` (a missing file, a folder) is
+    the caller's to word."""
+    return decode(read_bytes(path), path)
 
 
 def decode(data: bytes, path: Path) -> str:
@@ -84,17 +115,21 @@ def decode(data: bytes, path: Path) -> str:
     return text
 
 
-def records(path: Path) -> list[tuple[int, Any]]:
+def records(path: Path, skipped: list[tuple[int, str]] | None = None) -> list[tuple[int, Any]]:
     """``(line number, value)`` of each line of the JSON Lines file ``path`` that is not blank.
 
     The text is :func:`read_text`'s, so a leading byte order mark and ``\\r\\n`` line ends are read as
-    well as plain ``\\n``; the last line may lack its ``\\n``. ``ValueError`` names the file and line of a
-    line that is not JSON."""
-    return parse_lines(read_text(path), path)
+    well as plain ``\\n``; the last line may lack its ``\\n``. A line that is not JSON raises
+    ``ValueError`` naming the file and line, or, given a ``skipped`` list, is added to it as ``(line
+    number, why)`` and read past (:func:`parse_lines`)."""
+    return parse_lines(read_text(path), path, skipped)
 
 
-def parse_lines(text: str, path: Path) -> list[tuple[int, Any]]:
-    """:func:`records` of ``text``, already read from file ``path`` (named in errors)."""
+def parse_lines(text: str, path: Path, skipped: list[tuple[int, str]] | None = None) -> list[tuple[int, Any]]:
+    """:func:`records` of ``text``, already read from file ``path`` (named in errors).
+
+    ``skipped``: where a reader that must not stop on one line (a dataset of thousands of questions, a
+    log whose writer was killed mid-line) collects the lines that are not JSON, to say so once."""
     found = []
     for number, line in enumerate(lines(text), start=1):
         # A byte order mark may also open a later line, where `cat` joined files that each had one.
@@ -104,9 +139,10 @@ def parse_lines(text: str, path: Path) -> list[tuple[int, Any]]:
         try:
             found.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"{path}: line {number}: not valid JSON ({exc.msg}, column {exc.colno}): {line[:80]!r}"
-            ) from None
+            why = f"not valid JSON ({exc.msg}, column {exc.colno}): {line[:80]!r}"
+            if skipped is None:
+                raise ValueError(f"{path}: line {number}: {why}") from None
+            skipped.append((number, why))
     return found
 
 

@@ -626,46 +626,62 @@ QUESTION = {"role": "user", "content": "What is 3 + 4?"}
         ({"question": "q"}, "no answer: none of 'golden_answers'"),  # a QA record is a question and its answers
     ],
 )  # fmt: skip
-def test_a_row_without_a_question_is_refused_naming_file_and_line(tmp_path: Path, record, message):
+def test_a_row_without_a_question_is_skipped_naming_file_and_line(tmp_path: Path, caplog, record, message):
     path = tmp_path / "data.jsonl"
     path.write_text(
         json.dumps({"messages": [QUESTION], "solution": "7"}) + "\n\n" + json.dumps(record) + "\n"
     )
-    with pytest.raises(ValueError, match=rf"data\.jsonl: line 3: {re.escape(message)}"):
-        load_rows(path)
+    assert [row["solution"] for row in load_rows(path)] == ["7"]
+    assert re.search(rf"data\.jsonl: skipped 1 of 2 rows.*line 3: {re.escape(message)}", caplog.text)
 
 
 @pytest.mark.parametrize(
     "columns", [{}, {"solution": ""}, {"golden_answers": []}, {"golden_answers": [None], "solution": None}]
 )
-def test_a_row_without_the_reference_a_reward_needs_is_refused_naming_file_line_and_field(tmp_path, columns):
+def test_a_row_without_the_reference_a_reward_needs_is_skipped_naming_file_line_and_field(
+    tmp_path, caplog, columns
+):
     path = tmp_path / "data.json"
     path.write_text(json.dumps([{"messages": [QUESTION], "answer": 7}, {"messages": [QUESTION], **columns}]))
     assert len(load_rows(path)) == 2  # nothing required: both load
+    assert [row["answer"] for row in load_rows(path, requires={"golden_answers": ["em", "f1"]})] == [7]
+    assert re.search(
+        r"data\.json: skipped 1 of 2 rows, which are not in any score: record 2: no reference answer \(none of "
+        r"'golden_answers', 'solution', 'answer', 'answers', 'Answer' holds one\), which reward 'em', 'f1' of "
+        r"the environment scores against", caplog.text
+    )  # fmt: skip
     with pytest.raises(
-        ValueError, match=r"data\.json: record 2: no reference answer \(none of 'golden_answers', 'solution', "
-        r"'answer', 'answers', 'Answer' holds one\), which reward 'em', 'f1' of the environment scores against"
+        ValueError, match=r"data\.json: no row can be scored: no 'tests' field, which reward 'hidden_tests' of "
+        r"the environment scores against \(2 rows: record 1, record 2\)"
     ):  # fmt: skip
-        load_rows(path, requires={"golden_answers": ["em", "f1"]})
-    with pytest.raises(ValueError, match=r"record 1: no 'tests' field, which reward 'hidden_tests' of"):
         load_rows(path, requires={"tests": ["hidden_tests"]})
 
 
-def test_eval_refuses_a_row_without_a_reference_answer_before_any_request(tmp_path: Path, capsys):
-    """The agent env scores ``em``: a row with nothing to match stops the run at load, file and line named,
-    before the server is asked anything (it used to run, and score 0 as a wrong answer)."""
+def test_eval_skips_a_row_without_a_reference_answer_and_stops_on_a_file_of_none(
+    tmp_path: Path, capsys, caplog
+):
+    """The agent env scores ``em``: a row with nothing to match is left out at load, file and line named,
+    never asked and scored 0 as a wrong answer (it used to be); a file of only such rows stops the run
+    before the server is asked anything."""
     from swift_rlfactory.cli import main
 
     dataset = tmp_path / "test.jsonl"
-    dataset.write_text(
-        json.dumps({"messages": [QUESTION], "solution": "7"}) + "\r\n"
-        + json.dumps({"messages": [{"role": "user", "content": "What is 2 + 5?"}]}) + "\r\n"
-    )  # fmt: skip
+    unanswered = json.dumps({"messages": [{"role": "user", "content": "What is 2 + 5?"}]}) + "\r\n"
+    dataset.write_text(json.dumps({"messages": [QUESTION], "solution": "7"}) + "\r\n" + unanswered)
     with scripted_server() as server:
         code = main(served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out"))
+    assert (
+        f"{dataset}: skipped 1 of 2 rows, which are not in any score: line 2: no reference answer"
+        in caplog.text
+    )
+    assert code == 0 and len(read_trajectories(tmp_path / "out" / "trajectories.jsonl")) == 1  # it alone ran
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["questions"] == 1
+    dataset.write_text(unanswered)
+    with scripted_server() as server:
+        code = main(served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out2"))
     err = capsys.readouterr().err
-    assert code == 2 and f"{dataset}: line 2: no reference answer" in err and "reward 'em'" in err
-    assert server.requests == [] and not (tmp_path / "out").exists()
+    assert code == 2 and f"{dataset}: no row can be scored: line 1: no reference answer" in err, err
+    assert "reward 'em'" in err and server.requests == [] and not (tmp_path / "out2").exists()
 
 
 def test_rows_without_a_reference_are_counted_and_left_out_of_em_when_no_reward_needs_one(tmp_path, capsys):
@@ -775,6 +791,31 @@ def test_eval_log_drops_a_torn_last_line(tmp_path: Path):
     assert [(t.index, t.sample) for t in pending_tasks(rows, 2, log.load())] == [(1, 0), (1, 1)]
 
 
+def test_a_line_torn_further_up_the_log_is_skipped_and_its_episode_run_again(tmp_path: Path, caplog):
+    """A writer killed mid-line, then another run appending after it, leaves a torn line inside the log:
+    a resume skips it (with a warning naming it) and runs that episode again; the episodes after it stand,
+    and the trajectory reader skips it too."""
+    from swift_rlfactory.cli import main
+
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4), (2, 5)])
+    out = tmp_path / "out"
+    log = out / "trajectories.jsonl"
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, out)
+        assert main(argv) == 0
+        first, second = log.read_text().splitlines(keepends=True)
+        log.write_text(first[: len(first) // 2] + "\n" + second)  # question 0's line torn, 1's intact
+        server.requests[:] = []
+        assert main(argv) == 0
+    assert {r["messages"][-1]["content"] for r in server.requests} == {"What is 3 + 4?", "7"}  # 0 alone
+    assert (
+        f"{log}: skipped 1 lines that are not evaluation records" in caplog.text and "line 1:" in caplog.text
+    )
+    assert json.loads((out / "metrics.json").read_text())["episodes"] == 2
+    assert sorted(r["index"] for r in read_trajectories(log)) == [0, 1]  # the torn line skipped
+    assert f"{log}: skipped 1 lines that are not JSON" in caplog.text
+
+
 def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
     path = tmp_path / "mixed.jsonl"
     path.write_text(
@@ -794,11 +835,15 @@ def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
     [
         (
             "torn.jsonl",
-            '{"question": "a", "golden_answers": ["x"]}\n\n{"question": "b", golden',
-            r"line 3: not valid JSON",
+            '{"question": "b", golden',
+            r"no row can be scored: line 1: not valid JSON",
         ),
-        ("list.jsonl", "[1, 2]\n", r"line 1: a record is a JSON object, got list"),
-        ("messages.jsonl", '{"messages": "hi"}\n', r"line 1: 'messages' must be a list"),
+        ("list.jsonl", "[1, 2]\n", r"no row can be scored: line 1: a record is a JSON object, got list"),
+        (
+            "messages.jsonl",
+            '{"messages": "hi"}\n',
+            r"no row can be scored: line 1: 'messages' must be a list",
+        ),
         (
             "dict.json",
             '{"question": "a"}',

@@ -8,6 +8,7 @@ scraped from the web holds them. JSON Lines ends a line at ``\\n`` only.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -121,12 +122,17 @@ def test_a_dataset_in_another_encoding_is_refused_naming_file_and_line(tmp_path:
             load(path)
 
 
-def test_a_bad_json_line_is_named_by_file_and_line_in_every_loader(tmp_path: Path):
+def test_a_bad_json_line_is_named_by_file_and_line_in_every_loader(tmp_path: Path, caplog):
+    """The converter refuses it; an eval skips it, naming it, and fails only when no line is left."""
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps(ROWS[0]) + "\r\n\r\n" + '{"question": "q2", answer}\r\n')
-    for load in (load_rows, load_qa):
-        with pytest.raises(ValueError, match=r"data\.jsonl: line 3: not valid JSON"):
-            load(path)
+    with pytest.raises(ValueError, match=r"data\.jsonl: line 3: not valid JSON"):
+        load_qa(path)
+    assert len(load_rows(path)) == 1
+    assert re.search(r"data\.jsonl: skipped 1 of 2 rows.*line 3: not valid JSON", caplog.text)
+    path.write_text('{"question": "q2", answer}\r\n')
+    with pytest.raises(ValueError, match=r"data\.jsonl: no row can be scored: line 1: not valid JSON"):
+        load_rows(path)
 
 
 @pytest.mark.parametrize(

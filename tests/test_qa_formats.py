@@ -2,7 +2,8 @@
 
 An independent suite scores trained models on held-back question files in whatever shape they come in:
 each format's question and every accepted answer (aliases included) must be read, and a row that cannot
-be scored must stop the load naming the file, where in it, and what is missing, never score 0 unsaid.
+be scored is skipped, said once with the file, where in it and what is missing, never scored 0 unsaid and
+never the end of the whole eval; a file of no such row fails naming the file and why.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import pytest
 
 from swift_rlfactory.answers import reference_answers
 from swift_rlfactory.eval.runner import load_rows
+from swift_rlfactory.retrieval.qa_data import convert_qa_record
+from swift_rlfactory.rewards import rules
 
 from .conftest import ROOT
 
@@ -99,21 +102,50 @@ def test_aliases_count_for_rows_already_in_our_format() -> None:
     assert reference_answers({"Answer": TRIVIAQA["Answer"]})[:3] == ["Mars", "Mars", "The Red Planet"]
 
 
+GOOD = {"question": "q0", "golden_answers": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("name", "bad", "where", "says"),
+    [
+        ("empty.jsonl", [{"question": "q2", "golden_answers": []}], "line 2", "no answer: none of 'golden_answers'"),
+        ("verl.jsonl", [{"question": "q", "reward_model": "4"}], "line 2", "no answer"),
+        ("verl2.jsonl", [{"question": "q", "reward_model": {"ground_truth": ""}}], "line 2", "no answer"),
+        ("noq.jsonl", [{"golden_answers": ["a"]}], "line 2", "no question"),
+        ("list.json", [{"question": "q2", "answer": {"odd": 1}}], "record 2", "column 'answer': an answer is"),
+        ("squad.json", [{"id": "q2", "question": "Q?", "answers": []}], "data[0].paragraphs[0].qas[1]", "no answer"),
+    ],
+)  # fmt: skip
+def test_a_row_that_cannot_be_scored_is_skipped_and_named_once_and_a_file_of_none_fails(
+    tmp_path: Path, caplog, name: str, bad: list[Any], where: str, says: str
+) -> None:
+    """One odd row of thousands never stops an eval: it is left out of every score, and one warning names
+    the file, where the row is and why; a file no row of which can be scored fails, naming both."""
+
+    def data(records: list[Any]) -> Any:
+        return {"data": [{"paragraphs": [{"qas": records}]}]} if name.startswith("squad") else records
+
+    path = write(tmp_path / name, data([GOOD, *bad]), lines=name.endswith(".jsonl"))
+    with caplog.at_level("WARNING", logger="swift_rlfactory.eval.runner"):
+        [row] = load_rows(path)
+    assert row["golden_answers"] == ["a"]
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"{path}: skipped 1 of 2 rows") and f"{where}: {says}" in warning, warning
+    write(path, data(bad), lines=name.endswith(".jsonl"))
+    with pytest.raises(ValueError) as error:
+        load_rows(path)
+    assert str(error.value).startswith(f"{path}: no row can be scored: ") and says in str(error.value)
+
+
 @pytest.mark.parametrize(
     ("name", "data", "where", "says"),
     [
-        ("empty.jsonl", [{"question": "q1", "golden_answers": ["a"]}, {"question": "q2", "golden_answers": []}],
-         "line 2", "no answer: none of 'golden_answers'"),
-        ("verl.jsonl", [{"question": "q", "reward_model": "4"}], "line 1", "no answer"),
-        ("verl2.jsonl", [{"question": "q", "reward_model": {"ground_truth": ""}}], "line 1", "no answer"),
-        ("squad.json", {"data": [{"paragraphs": [{"qas": [{"id": "q1", "question": "Q?", "answers": [{"text": "a"}]},
-                                                          {"id": "q2", "question": "Q?", "answers": []}]}]}]},
-         "data[0].paragraphs[0].qas[1]", "no answer"),
         ("squad.json", {"data": [{"title": "no paragraphs"}]}, "data[0]", "no 'paragraphs' list"),
         ("other.json", {"questions": []}, "", "list of records or SQuAD"),
+        ("blank.jsonl", [], "", "no row can be scored: the file holds no records"),
     ],
 )  # fmt: skip
-def test_a_row_that_cannot_be_scored_names_its_file_place_and_what_is_missing(
+def test_a_file_not_in_a_known_shape_names_itself_and_what_is_wrong(
     tmp_path: Path, name: str, data: Any, where: str, says: str
 ) -> None:
     path = write(tmp_path / name, data, lines=name.endswith(".jsonl"))
@@ -122,15 +154,109 @@ def test_a_row_that_cannot_be_scored_names_its_file_place_and_what_is_missing(
     assert str(error.value).startswith(f"{path}: {where}") and says in str(error.value), error.value
 
 
-def test_json_lines_saved_as_json_are_read_line_by_line(tmp_path: Path) -> None:
+def test_a_line_that_is_not_json_is_skipped_naming_its_line(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "dev.jsonl"
+    path.write_text(
+        '{"question": "q1", "answer": "a"}\n{"question": "q2", "ans\n{"question": "q3", "answer": "c"}\n'
+    )
+    with caplog.at_level("WARNING", logger="swift_rlfactory.eval.runner"):
+        assert [r["golden_answers"] for r in load_rows(path)] == [["a"], ["c"]]
+    assert "line 2: not valid JSON" in caplog.text
+
+
+def test_squad_v2_unanswerable_questions_are_left_out_and_said_once(tmp_path: Path, caplog) -> None:
+    """SQuAD v2's ``is_impossible`` questions have no answer to match (their ``plausible_answers`` are the
+    wrong ones, on purpose): left out, counted in one warning, never the end of the load."""
+    impossible = {"question": "Unanswerable?", "answers": [], "is_impossible": True,
+                  "plausible_answers": [{"text": "wrong", "answer_start": 0}]}  # fmt: skip
+    qas = [{"id": "q1", "question": "What is X?", "answers": [{"text": "Y", "answer_start": 0}],
+            "is_impossible": False}, {**impossible, "id": "q2"}, {**impossible, "id": "q3"}]  # fmt: skip
+    path = write(
+        tmp_path / "dev-v2.0.json", {"version": "v2.0", "data": [{"paragraphs": [{"qas": qas}]}]}, lines=False
+    )
+    with caplog.at_level("WARNING", logger="swift_rlfactory.eval.runner"):
+        [row] = load_rows(path)
+    assert row["golden_answers"] == ["Y"] and row["id"] == "q1"
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "skipped 2 of 3 rows" in warning and warning.count("is_impossible") == 1, warning
+    assert "2 rows: data[0].paragraphs[0].qas[1], data[0].paragraphs[0].qas[2]" in warning
+
+
+def test_a_boolean_answer_is_yes_or_no_as_a_model_would_say_it(tmp_path: Path) -> None:
+    """BoolQ keeps ``"answer": true``: its str() "True" matched only a model that answered "true"."""
+    path = write(tmp_path / "boolq.jsonl", [{"question": "is the sky blue", "answer": True},
+                                            {"question": "is fire cold", "answer": False}])  # fmt: skip
+    rows = load_rows(path)
+    assert [r["golden_answers"] for r in rows] == [["yes", "true"], ["no", "false"]]
+    assert rows[0]["solution"] == "yes"
+    assert rules.exact_match("Yes.", rows[0]["golden_answers"]) == 1.0
+    assert rules.exact_match("no", rows[0]["golden_answers"]) == 0.0
+    assert reference_answers({"answer": True}) == ["yes", "true"]  # a messages row reads the same rule
+
+
+def test_a_record_converted_and_kept_as_a_row_has_the_same_reference() -> None:
+    """One list of answer columns, in one order, for the converter and the trajectory: a record holding
+    both ``answer`` and ``solution`` was scored against ``answer`` when converted, ``solution`` as a row."""
+    record = {"question": "q", "answer": "short", "solution": "other"}
+    converted = convert_qa_record(record)
+    assert converted["golden_answers"] == reference_answers({"messages": user("q?"), **record})
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "answers"),
+    [
+        ("nq-test.qa.csv", "who wrote hamlet\t['William Shakespeare', \"Shakespeare\"]\nwhere is paris\t['France']\n",
+         [["William Shakespeare", "Shakespeare"], ["France"]]),  # DPR: tabs in a .csv, no header
+        ("dev.tsv", "question\tanswers\nwho wrote hamlet\t[\"Shakespeare\"]\nwhere is paris\tFrance\n",
+         [["Shakespeare"], ["France"]]),
+        ("dev.csv", 'id,question,answer\n1,who wrote hamlet,"[\'Shakespeare\', \'Bard\']"\n2,"where, is paris",France\n',
+         [["Shakespeare", "Bard"], ["France"]]),
+        ("nq.tsv.gz", "who wrote hamlet\t['Shakespeare']\nwhere is paris\t['France']\n", [["Shakespeare"], ["France"]]),
+    ],
+)  # fmt: skip
+def test_dpr_and_other_csv_tsv_files_load_with_their_answer_lists(
+    tmp_path: Path, name: str, text: str, answers: list[list[str]]
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    rows = load_rows(path)
+    assert [r["golden_answers"] for r in rows] == answers
+    assert rows[0]["messages"][-1]["content"] == "who wrote hamlet?"
+
+
+def test_a_table_row_of_the_wrong_width_is_skipped_naming_its_line(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "dev.tsv"
+    path.write_text("q1\t['a']\nq2\t['b']\textra\nq3\t['c']\n")
+    with caplog.at_level("WARNING", logger="swift_rlfactory.eval.runner"):
+        assert [r["golden_answers"] for r in load_rows(path)] == [["a"], ["c"]]
+    assert "line 2: 3 cells, but the columns are ['question', 'answers']" in caplog.text
+
+
+def test_a_parquet_file_that_cannot_be_read_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "test.parquet"
+    path.write_text("not parquet")
+    with pytest.raises(ValueError, match=rf"^{path}: not a readable parquet file"):
+        load_rows(path)
+
+
+def test_gzip_is_known_by_its_bytes_and_by_a_suffix_in_any_case(tmp_path: Path) -> None:
+    data = gzip.compress(b'{"question": "q", "answer": "a"}\n')
+    (tmp_path / "nq.jsonl").write_bytes(data)  # compressed, never renamed
+    (tmp_path / "NQ.JSONL.GZ").write_bytes(data)
+    for name in ("nq.jsonl", "NQ.JSONL.GZ"):
+        assert [r["golden_answers"] for r in load_rows(tmp_path / name)] == [["a"]]
+    assert eval_sets.named(str(tmp_path / "NQ.JSONL.GZ"))[0] == "NQ"
+
+
+def test_json_lines_saved_as_json_are_read_line_by_line(tmp_path: Path, caplog) -> None:
     """Hugging Face ``datasets``' ``to_json("dev.json")`` writes JSON Lines: read as such, a bad line named."""
     path = write(
         tmp_path / "dev.json", [{"question": "q1", "answer": "a"}, {"question": "q2", "answer": ["b"]}]
     )
     assert [row["golden_answers"] for row in load_rows(path)] == [["a"], ["b"]]
     path.write_text(path.read_text() + '{"question": "q3", "answer": []}\n')
-    with pytest.raises(ValueError, match=rf"^{path}: line 3: no answer"):
-        load_rows(path)
+    assert len(load_rows(path)) == 2
+    assert f"{path}: skipped 1 of 3 rows, which are not in any score: line 3: no answer" in caplog.text
 
 
 def test_a_gz_file_that_is_not_gzip_is_named(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from swift_rlfactory import jsonl
 from swift_rlfactory.eval.runner import load_rows
 from swift_rlfactory.retrieval.qa_data import write_jsonl
 
@@ -34,7 +35,7 @@ def named(source: str) -> tuple[str, str]:
     name, sep, path = source.partition("=")
     if sep and name and "/" not in name and (Path(path).exists() or not Path(source).exists()):
         return name.strip(), path.strip()
-    return Path(Path(source).name.removesuffix(".gz")).stem, source
+    return jsonl.without_gzip(Path(source).name).stem, source
 
 
 def tagged_rows(sources: list[str]) -> list[dict[str, Any]]:

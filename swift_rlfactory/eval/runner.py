@@ -98,12 +98,13 @@ def load_rows(
     FlashRAG / Search-R1 record ``{question, golden_answers}`` is converted by
     :func:`~swift_rlfactory.retrieval.qa_data.convert_qa_record`. Files are read by
     :func:`~swift_rlfactory.retrieval.qa_data.read_records` (UTF-8 with or without a byte order mark,
-    ``\\r\\n`` or ``\\n`` line ends); every error names the file and the line (``.jsonl``) or record.
+    ``\\r\\n`` or ``\\n`` line ends, ``.gz``, DPR's ``.csv``/``.tsv``).
 
-    A row that cannot be scored is refused here, as a bad environment is at start-up, not scored 0 once
-    the model has run (verl's reward manager stops at a row without ``reward_model.ground_truth`` too,
-    only later, inside the reward): a row without a question (no user message, or an empty one), and a
-    row without a field of ``requires`` (field -> the rewards that need it, as
+    A row that cannot be scored is skipped here, never scored 0 once the model has run, and never the end
+    of the whole eval: one warning says how many were skipped and why, naming the line (``.jsonl``) or
+    record of each reason's first ones; a file with no row that can be scored raises ``ValueError``
+    naming it and why. Skipped are a line that is not JSON, a row without a question (no user message,
+    or an empty one), SQuAD v2's unanswerable questions, and a row without a field of ``requires`` (field -> the rewards that need it, as
     :attr:`~swift_rlfactory.rewards.registry.RewardSpec.required_fields` gives it; ``golden_answers`` is
     any reference answer, :func:`~swift_rlfactory.answers.reference_answers`). Rows without a reference
     answer are otherwise taken, because not every task has one: examples/code scores a function by the
@@ -111,19 +112,45 @@ def load_rows(
     (:func:`~.metrics.summarize`), never scored 0.
     """
     path = Path(path).expanduser()
+    skipped: list[tuple[str, str]] = []
     try:
-        records = read_records(path)
+        records = read_records(path, skipped)
     except OSError as exc:  # missing, a folder, no permission
         raise ValueError(f"{path}: cannot read the dataset: {exc.strerror or exc}") from None
-    rows = []
+    rows, wheres = [], []
     for where, record in records:
         try:
-            rows.append(_row(record))
-            _check_fields(rows[-1], requires or {})
+            row = _row(record)
+            _check_fields(row, requires or {})
         except ValueError as exc:
-            raise ValueError(f"{path}: {where}: {exc}") from None
-    _warn_of_repeats(rows, [where for where, _ in records], path)
+            skipped.append((where, str(exc)))
+            continue
+        rows.append(row)
+        wheres.append(where)
+    if not rows:
+        why = _skipped_text(skipped) if skipped else "the file holds no records"
+        raise ValueError(f"{path}: no row can be scored: {why}")
+    if skipped:
+        logger.warning(
+            "%s: skipped %d of %d rows, which are not in any score: %s",
+            path, len(skipped), len(rows) + len(skipped), _skipped_text(skipped),
+        )  # fmt: skip
+    _warn_of_repeats(rows, wheres, path)
     return rows[:limit] if limit is not None else rows
+
+
+def _skipped_text(skipped: list[tuple[str, str]], shown: int = 3) -> str:
+    """The rows of ``skipped`` (``(where, why)``) grouped by why, each reason said once with the first
+    places it holds for: ``no answer: ... (2 rows: line 3, line 9)``."""
+    by_why: dict[str, list[str]] = {}
+    for where, why in skipped:
+        by_why.setdefault(why, []).append(where)
+    parts = []
+    for why, wheres in list(by_why.items())[:shown]:
+        places = ", ".join(wheres[:shown]) + (", ..." if len(wheres) > shown else "")
+        parts.append(f"{places}: {why}" if len(wheres) == 1 else f"{why} ({len(wheres)} rows: {places})")
+    more = len(by_why) - shown
+    return "; ".join(parts) + (f"; and {more} other reasons" if more > 0 else "")
 
 
 def _warn_of_repeats(rows: list[dict[str, Any]], wheres: list[str], path: Path) -> None:
@@ -217,9 +244,11 @@ class EvalLog:
         self.path = Path(path)
 
     def load(self, repair: bool = True) -> dict[tuple[int, int], dict[str, Any]]:
-        """Each episode's latest record by ``(index, sample)``. A line torn by a crash is cut off (and so
-        re-run) when ``repair``, which only the eval that holds the folder's lock may do; a reader
-        (``select``) skips it, since it may be a line another run is writing."""
+        """Each episode's latest record by ``(index, sample)``. A last line torn by a crash is cut off (and
+        so re-run) when ``repair``, which only the eval that holds the folder's lock may do; a reader
+        (``select``) skips it, since it may be a line another run is writing. A line further up that is
+        no record (a writer killed mid-line before another appended) is skipped with one warning, never
+        the end of a resume: its episode is not done, so it runs again."""
         if not self.path.exists():
             return {}
         data = self.path.read_bytes()
@@ -231,14 +260,18 @@ class EvalLog:
                     f.truncate(keep)
             data = data[:keep]
         done = {}
-        for number, line in enumerate(jsonl.lines(jsonl.decode(data, self.path)), start=1):
-            if not line.strip():
-                continue
+        skipped: list[tuple[int, str]] = []
+        for number, record in jsonl.parse_lines(jsonl.decode(data, self.path), self.path, skipped):
             try:
-                record = json.loads(line)
                 done[episode_key(record)] = record
             except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{self.path}:{number}: not an evaluation record ({exc})") from None
+                skipped.append((number, f"not an evaluation record ({type(exc).__name__}: {exc})"))
+        if skipped:
+            logger.warning(
+                "%s: skipped %d lines that are not evaluation records (torn by a writer killed mid-line, or "
+                "joined from elsewhere), whose episodes run again: %s",
+                self.path, len(skipped), "; ".join(f"line {n}: {why}" for n, why in sorted(skipped)[:3]),
+            )  # fmt: skip
         return done
 
     def append(self, record: dict[str, Any]) -> None:

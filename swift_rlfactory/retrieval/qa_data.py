@@ -1,11 +1,14 @@
 """Question-answering datasets converted to ms-swift rows.
 
-Open-domain QA sets circulate in two shapes, both read here:
+Open-domain QA sets circulate in these shapes, all read here:
 
 * FlashRAG JSONL (what Search-R1 downloads): ``{"id": "train_0", "question": "who got the first nobel
-  prize in physics", "golden_answers": ["Wilhelm Conrad Röntgen"]}``;
+  prize in physics", "golden_answers": ["Wilhelm Conrad Röntgen"]}``, and its kin (TriviaQA, NQ, HotpotQA,
+  MuSiQue, BoolQ: the answer columns of :data:`~swift_rlfactory.answers.REFERENCE_COLUMNS`);
 * Search-R1 parquet (``nq_search.py`` output), which keeps those columns and adds ``prompt`` and
-  ``reward_model: {"ground_truth": {"target": [...]}}``.
+  ``reward_model: {"ground_truth": {"target": [...]}}``;
+* SQuAD's ``.json`` (v1 and v2, whose unanswerable questions are left out) and JSON lists;
+* DPR's ``.csv``/``.tsv`` (``question<TAB>['answer', ...]``) and other tables with a question column.
 
 Each becomes the row our GRPO runs train on::
 
@@ -21,7 +24,11 @@ system prompt is not baked in: it comes from ``env.yaml`` at training time.
 
 from __future__ import annotations
 
+import ast
+import csv
+import io
 import json
+import logging
 import os
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -29,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonl
-from ..answers import ALIASES, answers_of, first_answers, missing
+from ..answers import ALIASES, REFERENCE_COLUMNS, answers_of, first_answers, missing
+
+logger = logging.getLogger(__name__)
 
 
 def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
@@ -103,7 +112,8 @@ def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_qa(path: str | Path) -> list[dict[str, Any]]:
-    """Read ``.jsonl``, ``.json`` (a list) or ``.parquet`` QA records and convert every one.
+    """Read ``.jsonl``, ``.json`` (a list), ``.csv``/``.tsv`` or ``.parquet`` QA records and convert every
+    one (SQuAD v2's unanswerable questions are left out, said once: :func:`read_records`).
 
     Parquet needs pandas with pyarrow. A bad record raises ``ValueError`` naming the file and its line
     (``.jsonl``) or record (``.json``, ``.parquet``); so does a file that is not UTF-8 JSON
@@ -119,31 +129,52 @@ def load_qa(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def read_records(path: Path) -> list[tuple[str, Any]]:
+def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> list[tuple[str, Any]]:
     """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
-    lines skipped), ``"record N"`` of a ``.json`` list or a ``.parquet`` table, and ``"data[i].paragraphs
-    [j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs": [{"qas": [...]}]}]}``), whose
-    records are its questions. A ``.json`` file holding JSON Lines (what Hugging Face ``datasets``'
-    ``to_json`` writes) is read as JSON Lines. A text file may be gzip-compressed (``.jsonl.gz``,
-    ``.json.gz``).
+    lines skipped) or a ``.csv``/``.tsv`` table, ``"record N"`` of a ``.json`` list or a ``.parquet``
+    table, and ``"data[i].paragraphs[j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs":
+    [{"qas": [...]}]}]}``), whose records are its questions. A ``.json`` file holding JSON Lines (what
+    Hugging Face ``datasets``' ``to_json`` writes) is read as JSON Lines. A text file may be
+    gzip-compressed (``.jsonl.gz``, ``.json.gz``, ``.tsv.gz``: :func:`swift_rlfactory.jsonl.read_bytes`).
 
     Text files are UTF-8, with or without a byte order mark; ``ValueError`` names the file (and line) of
-    one that is not, or is not JSON, or of a ``.json`` file that is neither a list nor SQuAD-style.
-    ``OSError`` is the caller's to word."""
-    suffix = Path(path.name.removesuffix(".gz")).suffix
-    if suffix == ".parquet":
-        import pandas as pd
+    one that is not, or is not JSON, or of a ``.json`` file that is neither a list nor SQuAD-style, or of
+    a ``.parquet`` file pandas cannot read. ``OSError`` is the caller's to word.
 
-        table = pd.read_parquet(path).to_dict(orient="records")
-        return [(f"record {n}", record) for n, record in enumerate(table, start=1)]
-    if suffix != ".json":
-        return [(f"line {n}", record) for n, record in jsonl.records(path)]
+    What no one can score is left out and said once, by :data:`logger` or into ``skipped`` as ``(where,
+    why)``: SQuAD v2's unanswerable questions (``"is_impossible": true``, no ``answers``; their
+    ``plausible_answers`` are wrong on purpose). Given ``skipped``, so is a JSON Lines line that is not
+    JSON (a line cut short, a stray log line), rather than stopping the whole file."""
+    suffix = jsonl.format_suffix(path)
+    lines: list[tuple[int, str]] | None = None if skipped is None else []
+    if suffix == ".parquet":
+        return _parquet_records(path)
+    if suffix in _TABLES:
+        found = _table_records(path, skipped)
+    elif suffix != ".json":
+        found = [(f"line {n}", record) for n, record in jsonl.records(path, lines)]
+    else:
+        found = _json_records(path, lines)
+    if lines:
+        skipped += [(f"line {n}", why) for n, why in lines]
+    unanswerable = [where for where, record in found if _impossible(record)]
+    if unanswerable:
+        why = "unanswerable (SQuAD v2's 'is_impossible': nothing to match)"
+        if skipped is None:
+            logger.warning("%s: left out %d %s questions", path, len(unanswerable), why)
+        else:
+            skipped += [(where, why) for where in unanswerable]
+    return [(where, record) for where, record in found if not _impossible(record)]
+
+
+def _json_records(path: Path, lines: list[tuple[int, str]] | None) -> list[tuple[str, Any]]:
+    """The records of a ``.json`` file: a list, SQuAD's ``{"data": [...]}``, or JSON Lines so named."""
     text = jsonl.read_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # one value after another: JSON Lines named .json (datasets' to_json)
-            return [(f"line {n}", record) for n, record in jsonl.parse_lines(text, path)]
+            return [(f"line {n}", record) for n, record in jsonl.parse_lines(text, path, lines)]
         raise ValueError(
             f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})"
         ) from None
@@ -155,6 +186,82 @@ def read_records(path: Path) -> list[tuple[str, Any]]:
             f"{type(data).__name__}" + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
         )
     return [(f"record {n}", record) for n, record in enumerate(data, start=1)]
+
+
+def _impossible(record: Any) -> bool:
+    """A SQuAD v2 question marked unanswerable that holds no answer to score against."""
+    return (
+        isinstance(record, Mapping)
+        and record.get("is_impossible") is True
+        and not answers_of(record.get("answers"))
+    )
+
+
+def _parquet_records(path: Path) -> list[tuple[str, Any]]:
+    """The rows of a ``.parquet`` table (verl, Search-R1), as records; ``ValueError`` naming the file
+    when pandas with pyarrow is not installed or cannot read it."""
+    try:
+        import pandas as pd
+
+        table = pd.read_parquet(path).to_dict(orient="records")
+    except ImportError as exc:
+        raise ValueError(f"{path}: reading parquet needs pandas and pyarrow ({exc})") from None
+    except OSError:
+        raise
+    except Exception as exc:  # pyarrow's ArrowInvalid and kin: not a parquet file, or a broken one
+        raise ValueError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from None
+    return [(f"record {n}", record) for n, record in enumerate(table, start=1)]
+
+
+_TABLES = {".csv", ".tsv"}
+_HEADER_COLUMNS = {"question", "Question", "query"}
+
+
+def _table_records(path: Path, skipped: list[tuple[str, str]] | None) -> list[tuple[str, Any]]:
+    """The rows of a ``.csv``/``.tsv`` file as records, by the csv module (quoting as spreadsheets write it).
+
+    DPR's QA files (``nq-test.qa.csv``, ``trivia-test.qa.csv``) are tab-separated whatever their name,
+    without a header: ``question<TAB>['answer 1', 'answer 2']``, the answers a Python list's repr. So the
+    delimiter is a tab when the first line holds one, else a comma; a first row naming a question column
+    (``question``, ``Question``, ``query``) is the header, else the columns are DPR's ``question``,
+    ``answers``. A cell holding a list's repr or JSON (``['a', 'b']``, ``["a"]``) is that list. A row with
+    another number of cells than the header is skipped, said as where and why (or ``ValueError`` without
+    ``skipped``)."""
+    text = jsonl.read_text(path)
+    first = text.split("\n", 1)[0]
+    table = list(csv.reader(io.StringIO(text), delimiter="\t" if "\t" in first else ","))
+    header = [c.strip().removeprefix("\ufeff") for c in table[0]] if table else []
+    start = 2
+    if not _HEADER_COLUMNS & set(header):
+        header, start = ["question", "answers"], 1
+    found = []
+    for number, cells in enumerate(table[start - 1 :], start=start):
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            why = f"{len(cells)} cells, but the columns are {header}"
+            if skipped is None:
+                raise ValueError(f"{path}: line {number}: {why}")
+            skipped.append((f"line {number}", why))
+            continue
+        found.append((f"line {number}", {k: _cell(v) for k, v in zip(header, cells, strict=True)}))
+    return found
+
+
+def _cell(text: str) -> Any:
+    """A table cell: the list it spells when it is a Python or JSON list (DPR's answers), else its text."""
+    stripped = text.strip()
+    if stripped.startswith("[") and stripped.endswith("]"):
+        try:
+            value = ast.literal_eval(stripped)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            try:
+                value = json.loads(stripped)
+            except json.JSONDecodeError:
+                return text
+        if isinstance(value, list):
+            return value
+    return text
 
 
 def _squad_questions(articles: list[Any], path: Path) -> list[tuple[str, Any]]:
@@ -187,14 +294,13 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
 
 
 _QUESTION_KEYS = ("question", "Question")  # FlashRAG, NQ, HotpotQA, MuSiQue, SQuAD ...; TriviaQA
-_ANSWER_KEYS = ("golden_answers", "answers", "answer", "solution", "Answer")
 _GROUND_TRUTH = "reward_model.ground_truth"
 _READ = {  # what the converter reads: not copied as extras
     *_QUESTION_KEYS,
     "prompt",
     "reward_model",
-    *_ANSWER_KEYS,
-    *(k + ALIASES for k in _ANSWER_KEYS),
+    *REFERENCE_COLUMNS,
+    *(k + ALIASES for k in REFERENCE_COLUMNS),
 }
 
 
@@ -214,14 +320,17 @@ def _answers(record: Mapping[str, Any]) -> list[str]:
     """verl's ``reward_model.ground_truth`` (Search-R1's ``{"target": [...]}``, or the answer itself, as
     verl's math sets keep it: ``"72"``), what verl scores such a row by, before any other column (a raw
     ``answer`` beside it may be the worked solution, ``"... #### 72"``); else the first answer column
-    holding an answer, with its ``_aliases`` column (an empty one is read past, as the trajectory does)."""
+    holding an answer, with its ``_aliases`` column (an empty one is read past, as the trajectory does).
+    The columns and their order are :data:`~swift_rlfactory.answers.REFERENCE_COLUMNS`, the trajectory's
+    own, so a record converted here and the same record kept as a ``messages`` row are scored against the
+    same answers."""
     truth = record.get("reward_model")
     truth = truth.get("ground_truth") if isinstance(truth, Mapping) else None
     if isinstance(truth, Mapping) and "target" in truth:
         truth = truth["target"]
     columns = {**record, _GROUND_TRUTH: truth}
-    answers = first_answers(columns, (_GROUND_TRUTH, *_ANSWER_KEYS), strict=True)
+    answers = first_answers(columns, (_GROUND_TRUTH, *REFERENCE_COLUMNS), strict=True)
     if not answers:
-        names = ", ".join(repr(k) for k in (*_ANSWER_KEYS, _GROUND_TRUTH))
+        names = ", ".join(repr(k) for k in (*REFERENCE_COLUMNS, _GROUND_TRUTH))
         raise ValueError(f"no answer: none of {names} holds one (an empty list, or a question without one)")
     return answers

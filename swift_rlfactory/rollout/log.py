@@ -9,15 +9,18 @@ a multi-GPU run) can share a file without interleaving inside a line.
 
 from __future__ import annotations
 
-import gzip
 import json
+import logging
 import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import jsonl
 from ..secrets import redact_data
 from ..trajectory import Trajectory
+
+logger = logging.getLogger(__name__)
 
 
 class TrajectoryLog:
@@ -57,8 +60,15 @@ def append_lines(path: Path, text: str) -> None:
 
 
 def read_trajectories(path: str | Path) -> list[dict]:
-    """Every line of a trajectory log, parsed; a ``.gz`` log (as the GPU benchmarks return them) is read
-    through gzip."""
-    opener = gzip.open if Path(path).suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """Every line of a trajectory log, parsed; a ``.gz`` log (as the GPU benchmarks return them) is
+    decompressed (:func:`swift_rlfactory.jsonl.read_text`). A line that is not JSON (torn by a writer
+    killed mid-line, then appended to by a resumed run) is skipped with one warning naming it."""
+    path = Path(path)
+    skipped: list[tuple[int, str]] = []
+    found = [record for _, record in jsonl.records(path, skipped)]
+    if skipped:
+        logger.warning(
+            "%s: skipped %d lines that are not JSON (torn by a writer killed mid-line?): %s",
+            path, len(skipped), "; ".join(f"line {n}: {why}" for n, why in skipped[:3]),
+        )  # fmt: skip
+    return found
