@@ -725,6 +725,20 @@ def test_summarize_leaves_rows_without_a_reference_out_of_em():
     assert summarize([record(0, 0, 0.0)], samples=1)["questions_without_reference"] == 0
 
 
+def test_summarize_decides_once_per_episode_whether_its_row_has_a_reference(monkeypatch):
+    """Whether a row has a reference answer is read from its answer columns once per episode, not once per
+    score (EM, F1, pass@k and the count each asked again: four walks of every row's answers)."""
+    from swift_rlfactory.eval import metrics as module
+
+    walks = []
+    real = module.reference_answers
+    monkeypatch.setattr(module, "reference_answers", lambda row: walks.append(row) or real(row))
+    records = [record(0, 0, 1.0), record(0, 1, 0.0), {**record(1, 0, 0.0), "row": {"tests": "..."}}]
+    metrics = summarize(records, samples=2)
+    assert metrics["em"] == 0.5 and metrics["questions_without_reference"] == 1
+    assert len(walks) == len(records)
+
+
 # -- pure parts ---------------------------------------------------------------------------------------
 def record(index: int, sample: int, em: float, calls: int = 1, errors: int = 0) -> dict[str, Any]:
     return {

@@ -49,8 +49,11 @@ def has_reference(record: dict[str, Any]) -> bool:
 def episode_score(record: dict[str, Any], metric: str) -> float | None:
     """An episode's ``em`` or ``f1`` as the metrics count it: 0 for a failed episode (no answer is a wrong
     answer), ``None`` for one whose row has no reference answer (nothing to match: not scored)."""
-    if not has_reference(record):
-        return None
+    return _score(record, metric) if has_reference(record) else None
+
+
+def _score(record: dict[str, Any], metric: str) -> float:
+    """:func:`episode_score` of a record already known to have a reference answer."""
     return 0.0 if is_failed(record) else record["metrics"][metric]
 
 
@@ -59,10 +62,10 @@ def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]
     docstring); ``samples`` is k of pass@k."""
     if not records:
         return {"questions": 0, "episodes": 0, "failed_episodes": 0}
-    scored = [r for r in records if has_reference(r)]
+    scored = [r for r in records if has_reference(r)]  # the one place it is decided, per record
     by_question: dict[int, list[float]] = defaultdict(list)
     for record in scored:
-        by_question[record["index"]].append(episode_score(record, "em"))
+        by_question[record["index"]].append(_score(record, "em"))
     finished = [r for r in records if not is_failed(r)]
     calls = sum(r["metrics"]["tool_calls"] for r in finished)
     errors = sum(r["metrics"]["tool_errors"] for r in finished)
@@ -72,12 +75,12 @@ def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]
 
     metrics: dict[str, Any] = {
         "questions": len({r["index"] for r in records}),
-        "questions_without_reference": len({r["index"] for r in records if not has_reference(r)}),
+        "questions_without_reference": len({r["index"] for r in records} - set(by_question)),
         "episodes": len(records),
         "failed_episodes": len(records) - len(finished),
         "samples": samples,
-        "em": over_scored([episode_score(r, "em") for r in scored]),
-        "f1": over_scored([episode_score(r, "f1") for r in scored]),
+        "em": over_scored([_score(r, "em") for r in scored]),
+        "f1": over_scored([_score(r, "f1") for r in scored]),
         # a failed record has no rewards: 0 in every component, as in every score
         "reward": _mean([r.get("rewards", {}).get("total", 0.0) for r in records]),
         "tool_calls": calls / len(finished) if finished else 0.0,
