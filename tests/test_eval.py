@@ -949,6 +949,48 @@ def test_a_second_eval_of_one_folder_is_refused_and_select_leaves_a_live_log_alo
         held.close()
 
 
+def tool_children() -> list[str]:
+    """The command lines of this process's living children (the MCP servers an environment spawned)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                found.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, IndexError, ValueError):
+            continue  # gone while we looked
+    return found
+
+
+def test_every_way_out_of_an_eval_closes_its_environment(tmp_path: Path, capsys):
+    """An environment holds a thread, the tool cache and, once started, its MCP servers (the agent env's
+    is a real subprocess): a run that ends, one with nothing left to run and one refused after the
+    environment loaded (other settings, a folder another eval holds) each close it. Only a dataset error
+    used to, so every resumed or refused eval of a long sweep left a thread and a cache open."""
+    import threading
+
+    from swift_rlfactory.cli import main
+    from swift_rlfactory.eval.command import _lock_output
+
+    def tool_threads() -> int:
+        return sum(1 for t in threading.enumerate() if t.name == "rlfactory-tools")
+
+    before = tool_threads()
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    out = tmp_path / "out"
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, out)
+        assert main(argv) == 0  # ran: the MCP server was started for it
+        assert read_trajectories(out / "trajectories.jsonl")[0]["tool_calls"]
+        assert main(argv) == 0 and "skipped 1 of 1 episodes" in capsys.readouterr().out  # nothing to run
+        assert main([*argv, "--temperature", "0.5"]) == 2  # other settings: refused
+        with _lock_output(out):
+            assert main(argv) == 2  # another eval is writing there
+    assert "another swift-rlfactory eval is writing there" in capsys.readouterr().err
+    assert tool_threads() == before
+    assert not [c for c in tool_children() if "unit_converter" in c]
+
+
 # -- failed episodes -----------------------------------------------------------------------------------
 def test_a_failed_episode_is_logged_counts_as_zero_and_is_retried_on_resume(tmp_path: Path, capsys):
     """Every question counts: an episode the endpoint refuses (a 400 for context length) is a line of the

@@ -17,6 +17,7 @@ import asyncio
 import fcntl
 import json
 import time
+from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -173,16 +174,29 @@ def run_eval(
     # A typo in --model fails here, listing what is accepted, not in a hub lookup after the data loads.
     model = choose_model(options.model) if options.model else None
     env = Environment.load(options.env)  # a bad environment stops us before any model loads
-    try:  # every row holds what the environment's rewards read (a reference answer for em), or we stop
-        rows = load_rows(options.dataset, options.limit, requires=env.reward.required_fields)
-        if not rows:
-            raise ValueError(f"{options.dataset}: no rows")
-        for column in options.group_by:
-            if not any(column in row for row in rows):
-                raise ValueError(f"--group-by {column}: no row of {options.dataset} has that column")
-    except ValueError:
-        env.close()
-        raise
+    # Closed on every way out (a bad row, a busy folder, other settings, a model that will not load, ^C,
+    # a resume with nothing left to run): it holds a thread, the tool cache and the rewards' clients, and
+    # the tool servers once started.
+    with closing(env):
+        return _run_loaded(options, console, policy, runner, model, env)
+
+
+def _run_loaded(
+    options: EvalOptions,
+    console: Console,
+    policy: Any,
+    runner: asyncio.Runner | None,
+    model: ModelChoice | None,
+    env: Environment,
+) -> int:
+    """:func:`run_eval` once its environment is loaded (and closed by the caller whatever happens)."""
+    # every row holds what the environment's rewards read (a reference answer for em), or we stop
+    rows = load_rows(options.dataset, options.limit, requires=env.reward.required_fields)
+    if not rows:
+        raise ValueError(f"{options.dataset}: no rows")
+    for column in options.group_by:
+        if not any(column in row for row in rows):
+            raise ValueError(f"--group-by {column}: no row of {options.dataset} has that column")
     # As in training, the environment's limit also applies: the smaller wins.
     max_turns = min(options.max_turns or env.max_turns, env.max_turns)
     out = Path(options.output)
@@ -209,13 +223,11 @@ def run_eval(
         if tasks:
             policy = policy or _policy(options, model, console)
             started = time.perf_counter()
-            with env:
-                count = getattr(policy, "count_tokens", None)
-                if count is not None:  # exact observation truncation, as the training adapter does
-                    env.executor.count_tokens = count
-                run = _run_with_progress(
-                    tasks, policy, env, log, max_turns, options.concurrency, console, runner
-                )
+            env.start()
+            count = getattr(policy, "count_tokens", None)
+            if count is not None:  # exact observation truncation, as the training adapter does
+                env.executor.count_tokens = count
+            run = _run_with_progress(tasks, policy, env, log, max_turns, options.concurrency, console, runner)
             failures = run.failures
             console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
 
