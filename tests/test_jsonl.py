@@ -146,6 +146,13 @@ def test_a_bad_json_line_is_named_by_file_and_line_in_every_loader(tmp_path: Pat
         ('Who said "why?"', 'Who said "why?"'),  # before a closing quote
         ("what ⁇", "what ⁇"),
         ("  padded question?  ", "padded question?"),
+        (
+            "If there were 188 beetles, calculate the total.",
+            "If there were 188 beetles, calculate the total.",
+        ),
+        ("计算总数。", "计算总数。"),  # ideographic full stop
+        ("Name the planet!", "Name the planet!"),
+        ("when did the u.s", "when did the u.s?"),  # a full stop inside is no end
     ],
 )
 def test_a_question_gets_a_question_mark_only_when_it_has_none(tmp_path: Path, question: str, asked: str):

@@ -14,6 +14,7 @@ import pytest
 
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.envs.calculator.tools import calculate
+from swift_rlfactory.retrieval.qa_data import as_question
 from swift_rlfactory.rollout.episode import Generation, run_episode
 from swift_rlfactory.tools.parsing import ToolCall
 
@@ -89,6 +90,9 @@ def test_ood_split_is_gsm_symbolic_unseen_and_scored_by_em():
         assert row["solution"] == row["golden_answers"][0] and row["solution"].isdigit()
         assert str(int(row["solution"])) == row["solution"]  # no separators, no leading zeros
         assert "final answer" not in row["messages"][0]["content"]  # reasoning-gym's instruction is cut
+        # as the builder writes it now: "... in the plot." is a sentence, not "... in the plot.?"
+        question = row["messages"][0]["content"]
+        assert as_question(question) == question and not question.endswith(".?")
     questions = [r["messages"][0]["content"] for r in ood]
     assert len(set(questions)) == len(questions)
     assert not set(questions) & {r["messages"][0]["content"] for r in rows("train") + rows("heldout")}

@@ -16,9 +16,9 @@ Each becomes the row our GRPO runs train on::
      "golden_answers": ["Wilhelm Conrad Röntgen"], "solution": "Wilhelm Conrad Röntgen"}
 
 ``golden_answers`` feeds the ``em``/``f1`` rewards (best match over all answers); ``solution`` is the
-first answer, for tools that expect a single reference. The question gets a trailing ``?`` when it has
-none, as Search-R1 does, because NQ questions are lower-case fragments without one (:func:`as_question`:
-a question mark of any script, ``？`` or ``؟``, is one). The environment's
+first answer, for tools that expect a single reference. The question gets a trailing ``?`` when it ends
+no sentence, as Search-R1 does, because NQ questions are lower-case fragments without one
+(:func:`as_question`: a question mark of any script, ``？`` or ``؟``, is one, and so is a full stop). The environment's
 system prompt is not baked in: it comes from ``env.yaml`` at training time.
 """
 
@@ -59,22 +59,32 @@ def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
 
 
 def as_question(text: str) -> str:
-    """``text`` stripped, with a ``?`` after it unless it already ends in a question mark.
+    """``text`` stripped, with a ``?`` after it unless it already ends a sentence.
 
-    A question mark of any script counts (every character Unicode names one: ``?``, the full-width ``？``
-    of Chinese and Japanese, the Arabic ``؟``, ``⁇`` ...; and ``‽``), as does one before closing quotes or
-    brackets (``Who said "why?"``), so no question ends in two of them.
+    NQ's questions are lower-case fragments with no mark at all, which get one. A question mark of any
+    script ends a sentence (every character Unicode names one: ``?``, the full-width ``？`` of Chinese and
+    Japanese, the Arabic ``؟``, ``⁇`` ...; and ``‽``), as do a full stop and an exclamation mark (``.``,
+    ``。``, ``！``): GSM8K-style problems end in an instruction, "... calculate the total number of insects
+    in the plot.", which became "plot.?". A mark before closing quotes or brackets counts (``Who said
+    "why?"``), so no question ends in two of them.
 
     >>> as_question("who got the first nobel prize in physics")
     'who got the first nobel prize in physics?'
     >>> as_question("法国的首都是哪里？")
     '法国的首都是哪里？'
+    >>> as_question("If there were 188 beetles, calculate the total number of insects.")
+    'If there were 188 beetles, calculate the total number of insects.'
     """
     text = text.strip()
     last = text.rstrip("\"'”’»›」』）)]】〉》").rstrip()[-1:]
-    if last and ("QUESTION MARK" in unicodedata.name(last, "") or last == "\u203d"):  # ‽ INTERROBANG
+    name = unicodedata.name(last, "") if last else ""
+    if any(mark in name for mark in _SENTENCE_ENDS) or last == "\u203d":  # ‽ INTERROBANG
         return text
     return text + "?"
+
+
+# What Unicode names the marks that end a sentence: ? ？ ؟ ⁇, . 。 ．, ! ！ ‼
+_SENTENCE_ENDS = ("QUESTION MARK", "FULL STOP", "EXCLAMATION MARK")
 
 
 def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
