@@ -830,6 +830,29 @@ def test_a_line_torn_further_up_the_log_is_skipped_and_its_episode_run_again(tmp
     assert f"{log}: skipped 1 lines that are not JSON" in caplog.text
 
 
+def test_a_torn_eval_config_is_named_not_a_bare_json_error(tmp_path: Path, capsys):
+    """``eval_config.json`` is now written beside itself and moved into place; one torn before that (or
+    edited by hand) stops the resume naming the file, not with json's bare "Expecting value"."""
+    from swift_rlfactory.cli import main
+
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    out = tmp_path / "out"
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, out)
+        assert main(argv) == 0
+        assert sorted(p.name for p in out.iterdir()) == [
+            ".lock",
+            "eval_config.json",
+            "metrics.json",
+            "trajectories.jsonl",
+        ]
+        config = out / "eval_config.json"
+        config.write_text(config.read_text()[:40])
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{config}: not the settings this folder's results were scored with" in err, err
+
+
 def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
     path = tmp_path / "mixed.jsonl"
     path.write_text(

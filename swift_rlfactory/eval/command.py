@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import json
+import os
 import time
 from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
@@ -237,12 +238,7 @@ def _run_loaded(
             column: summarize_groups(records, rows, column, options.samples) for column in options.group_by
         }
         by = {f"by_{column}": by_value for column, by_value in groups.items()}
-        (out / "metrics.json").write_text(
-            json.dumps(
-                {**metrics, **by, "config": settings, "time": time.time()}, indent=2, ensure_ascii=False
-            )
-            + "\n"
-        )
+        _write_json(out / "metrics.json", {**metrics, **by, "config": settings, "time": time.time()})
         title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
         console.print(metrics_table(metrics, title=title))
         for column, by_value in groups.items():
@@ -259,9 +255,25 @@ def _run_loaded(
         return 0
 
 
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """``data`` as indented JSON at ``path``, written beside it and moved into place: a run killed while
+    writing leaves the file as it was, never half a JSON document every later resume would stop at."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    os.replace(partial, path)
+
+
 def _check_settings(path: Path, settings: dict[str, Any]) -> None:
     if path.exists():
-        before = json.loads(path.read_text())
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(before, dict):
+                raise ValueError(f"a JSON object, got {type(before).__name__}")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(
+                f"{path}: not the settings this folder's results were scored with ({exc}); use another "
+                "--output, or remove the folder to score it again"
+            ) from None
         changed = {k: (before.get(k), v) for k, v in settings.items() if before.get(k) != v}
         if changed:
             detail = "; ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
@@ -269,7 +281,7 @@ def _check_settings(path: Path, settings: dict[str, Any]) -> None:
                 f"{path.parent} holds results of other settings ({detail}): use another --output"
             )
         return
-    path.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+    _write_json(path, settings)
 
 
 def _policy(

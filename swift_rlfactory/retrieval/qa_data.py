@@ -224,7 +224,6 @@ def _parquet_records(path: Path) -> list[tuple[str, Any]]:
 
 
 _TABLES = {".csv", ".tsv"}
-_HEADER_COLUMNS = {"question", "Question", "query"}
 
 
 def _table_records(path: Path, skipped: list[tuple[str, str]] | None) -> list[tuple[str, Any]]:
@@ -233,7 +232,7 @@ def _table_records(path: Path, skipped: list[tuple[str, str]] | None) -> list[tu
     DPR's QA files (``nq-test.qa.csv``, ``trivia-test.qa.csv``) are tab-separated whatever their name,
     without a header: ``question<TAB>['answer 1', 'answer 2']``, the answers a Python list's repr. So the
     delimiter is a tab when the first line holds one, else a comma; a first row naming a question column
-    (``question``, ``Question``, ``query``) is the header, else the columns are DPR's ``question``,
+    (``question``, ``Question``) is the header, else the columns are DPR's ``question``,
     ``answers``. A cell holding a list's repr or JSON (``['a', 'b']``, ``["a"]``) is that list. A row with
     another number of cells than the header is skipped, said as where and why (or ``ValueError`` without
     ``skipped``)."""
@@ -242,7 +241,7 @@ def _table_records(path: Path, skipped: list[tuple[str, str]] | None) -> list[tu
     table = list(csv.reader(io.StringIO(text), delimiter="\t" if "\t" in first else ","))
     header = [c.strip().removeprefix("\ufeff") for c in table[0]] if table else []
     start = 2
-    if not _HEADER_COLUMNS & set(header):
+    if not set(_QUESTION_KEYS) & set(header):
         header, start = ["question", "answers"], 1
     found = []
     for number, cells in enumerate(table[start - 1 :], start=start):
