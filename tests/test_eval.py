@@ -675,7 +675,9 @@ def test_eval_skips_a_row_without_a_reference_answer_and_stops_on_a_file_of_none
         in caplog.text
     )
     assert code == 0 and len(read_trajectories(tmp_path / "out" / "trajectories.jsonl")) == 1  # it alone ran
-    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["questions"] == 1
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["questions"] == 1 and metrics["skipped_rows"] == 1  # said in the results, not only the log
+    assert re.search(r"dataset rows skipped at load.*\b1\b", capsys.readouterr().out)
     dataset.write_text(unanswered)
     with scripted_server() as server:
         code = main(served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out2"))

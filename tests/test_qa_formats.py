@@ -112,6 +112,7 @@ GOOD = {"question": "q0", "golden_answers": ["a"]}
         ("verl.jsonl", [{"question": "q", "reward_model": "4"}], "line 2", "no answer"),
         ("verl2.jsonl", [{"question": "q", "reward_model": {"ground_truth": ""}}], "line 2", "no answer"),
         ("noq.jsonl", [{"golden_answers": ["a"]}], "line 2", "no question"),
+        ("flag.jsonl", [{"question": True, "answer": "a"}], "line 2", "no question"),
         ("list.json", [{"question": "q2", "answer": {"odd": 1}}], "record 2", "column 'answer': an answer is"),
         ("squad.json", [{"id": "q2", "question": "Q?", "answers": []}], "data[0].paragraphs[0].qas[1]", "no answer"),
     ],

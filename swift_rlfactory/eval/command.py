@@ -192,7 +192,8 @@ def _run_loaded(
 ) -> int:
     """:func:`run_eval` once its environment is loaded (and closed by the caller whatever happens)."""
     # every row holds what the environment's rewards read (a reference answer for em), or we stop
-    rows = load_rows(options.dataset, options.limit, requires=env.reward.required_fields)
+    skipped: list[tuple[str, str]] = []
+    rows = load_rows(options.dataset, options.limit, requires=env.reward.required_fields, skipped=skipped)
     if not rows:
         raise ValueError(f"{options.dataset}: no rows")
     for column in options.group_by:
@@ -233,7 +234,7 @@ def _run_loaded(
             console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
 
         records = [r for (_, s), r in current_records(log.load(), rows).items() if s < options.samples]
-        metrics = summarize(records, options.samples)
+        metrics = {**summarize(records, options.samples), "skipped_rows": len(skipped)}
         groups = {
             column: summarize_groups(records, rows, column, options.samples) for column in options.group_by
         }

@@ -9,6 +9,8 @@
 * ``episodes`` (every one, failed ones included) and ``failed_episodes``: an episode that failed on every
   attempt (:func:`~.runner.is_failed`) is a wrong answer, 0 in each score above, so a model whose
   prompts overflow the server's context is not scored on the questions it happened to fit;
+* ``skipped_rows`` (written by the eval command): dataset rows left out at load, each named in a warning
+  (:func:`~.runner.load_rows`): not questions, so in no score;
 * ``questions_without_reference``: questions whose row holds no reference answer (a task scored by its
   rewards alone, such as examples/code's hidden tests; :func:`~.runner.load_rows` refuses such rows
   when a reward needs the answer). EM, F1 and pass@k are over the other questions, ``None`` when there
@@ -132,6 +134,7 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str, bool]]:
     headline = [
         ("questions", "questions"),
         ("questions_without_reference", "questions without a reference answer (not in EM, F1, pass@k)"),
+        ("skipped_rows", "dataset rows skipped at load (no question, no answer, not JSON)"),
         ("episodes", "episodes"),
         ("em", "EM"),
         ("f1", "F1"),
@@ -141,8 +144,8 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str, bool]]:
         (f"pass@{k}", f"pass@{k}"),
         ("pass@1", "pass@1 (mean EM over samples)"),
     ]
-    # a count of 0 (every row has a reference) is not news; pass@1 is listed once when k is 1
-    shown = set() if metrics.get("questions_without_reference") else {"questions_without_reference"}
+    # a count of 0 (every row has a reference, none skipped) is not news; pass@1 is listed once when k is 1
+    shown = {key for key in ("questions_without_reference", "skipped_rows") if not metrics.get(key)}
     rows = []
     for key, label in headline:
         if key in metrics and key not in shown:

@@ -90,7 +90,10 @@ class EvalRun:
 
 # -- data --------------------------------------------------------------------------------------------
 def load_rows(
-    path: str | Path, limit: int | None = None, requires: Mapping[str, Sequence[str]] | None = None
+    path: str | Path,
+    limit: int | None = None,
+    requires: Mapping[str, Sequence[str]] | None = None,
+    skipped: list[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Dataset rows as ms-swift rows, from ``.jsonl``, ``.json`` (a list) or Search-R1 ``.parquet``.
 
@@ -110,9 +113,13 @@ def load_rows(
     answer are otherwise taken, because not every task has one: examples/code scores a function by the
     row's hidden tests. Such rows are counted and left out of EM, F1 and pass@k
     (:func:`~.metrics.summarize`), never scored 0.
+
+    ``skipped``: a list that receives ``(where, why)`` of each skipped row, for the caller to count
+    (``metrics.json``'s ``skipped_rows``). Rows are numbered after the skipping, so a skipped row fixed
+    later moves the ones after it: resume that folder and the questions no longer line up (refused).
     """
     path = Path(path).expanduser()
-    skipped: list[tuple[str, str]] = []
+    skipped = [] if skipped is None else skipped
     try:
         records = read_records(path, skipped)
     except OSError as exc:  # missing, a folder, no permission

@@ -106,7 +106,12 @@ def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
     if prompt is not None:
         golden = _answers(record)
         row: dict[str, Any] = {"messages": prompt, "golden_answers": golden, "solution": golden[0]}
-    elif not isinstance(question, str | int | float) or missing(question) or not str(question).strip():
+    elif (
+        not isinstance(question, str | int | float)
+        or isinstance(question, bool)  # a column of flags, never a question ("True?")
+        or missing(question)
+        or not str(question).strip()
+    ):
         raise ValueError(
             f"no question: {key!r} is missing, empty or not text (nor is there a 'prompt' chat list) "
             f"in {dict(record)!r:.200}"
