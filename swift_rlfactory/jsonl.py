@@ -66,7 +66,7 @@ def without_gzip(path: str | Path) -> Path:
 
 
 def format_suffix(path: str | Path) -> str:
-    """The lower-case suffix that names the file's format, under any ``.gz``: ``nq.JSONL.GZ`` -> ``.jsonl``."""
+    """The lower-case suffix naming the file's format, under any ``.gz``: ``nq.JSONL.GZ`` -> ``.jsonl``."""
     return without_gzip(path).suffix.lower()
 
 

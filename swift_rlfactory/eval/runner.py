@@ -107,7 +107,8 @@ def load_rows(
     of the whole eval: one warning says how many were skipped and why, naming the line (``.jsonl``) or
     record of each reason's first ones; a file with no row that can be scored raises ``ValueError``
     naming it and why. Skipped are a line that is not JSON, a row without a question (no user message,
-    or an empty one), SQuAD v2's unanswerable questions, and a row without a field of ``requires`` (field -> the rewards that need it, as
+    or an empty one), SQuAD v2's unanswerable questions, and a row without a field of ``requires``
+    (field -> the rewards that need it, as
     :attr:`~swift_rlfactory.rewards.registry.RewardSpec.required_fields` gives it; ``golden_answers`` is
     any reference answer, :func:`~swift_rlfactory.answers.reference_answers`). Rows without a reference
     answer are otherwise taken, because not every task has one: examples/code scores a function by the

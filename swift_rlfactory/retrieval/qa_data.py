@@ -18,8 +18,8 @@ Each becomes the row our GRPO runs train on::
 ``golden_answers`` feeds the ``em``/``f1`` rewards (best match over all answers); ``solution`` is the
 first answer, for tools that expect a single reference. The question gets a trailing ``?`` when it ends
 no sentence, as Search-R1 does, because NQ questions are lower-case fragments without one
-(:func:`as_question`: a question mark of any script, ``？`` or ``؟``, is one, and so is a full stop). The environment's
-system prompt is not baked in: it comes from ``env.yaml`` at training time.
+(:func:`as_question`: a question mark of any script, ``？`` or ``؟``, is one, and so is a full stop).
+The environment's system prompt is not baked in: it comes from ``env.yaml`` at training time.
 """
 
 from __future__ import annotations
