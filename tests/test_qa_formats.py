@@ -233,6 +233,18 @@ def test_a_table_row_of_the_wrong_width_is_skipped_naming_its_line(tmp_path: Pat
     assert "line 2: 3 cells, but the columns are ['question', 'answers']" in caplog.text
 
 
+def test_rows_in_our_format_saved_as_parquet_load_as_plain_json(tmp_path: Path) -> None:
+    """pandas hands a parquet cell back as a numpy array: ``messages`` was refused as no list, and an
+    answer list would be logged as its str() ``"['a' 'b']"``."""
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "test.parquet"
+    rows = [{"messages": user("q1"), "golden_answers": ["a", "b"], "solution": "a", "hops": 2}]
+    pd.DataFrame(rows).to_parquet(path)
+    [row] = load_rows(path)
+    assert row == rows[0] and type(row["golden_answers"]) is list and type(row["hops"]) is int
+    assert json.loads(json.dumps(row, default=str)) == rows[0]
+
+
 def test_a_parquet_file_that_cannot_be_read_is_named(tmp_path: Path) -> None:
     path = tmp_path / "test.parquet"
     path.write_text("not parquet")

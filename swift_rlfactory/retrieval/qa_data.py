@@ -225,7 +225,20 @@ def _parquet_records(path: Path) -> list[tuple[str, Any]]:
         raise
     except Exception as exc:  # pyarrow's ArrowInvalid and kin: not a parquet file, or a broken one
         raise ValueError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from None
-    return [(f"record {n}", record) for n, record in enumerate(table, start=1)]
+    return [(f"record {n}", _plain(record)) for n, record in enumerate(table, start=1)]
+
+
+def _plain(value: Any) -> Any:
+    """A parquet cell as JSON's own types: pandas hands back numpy arrays (of dicts of arrays) and numpy
+    scalars, which a ``messages`` check refuses as no list and a log line writes as their ``str()``
+    (``"['a' 'b']"``, an answer nothing matches when the line is scored again)."""
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 _TABLES = {".csv", ".tsv"}
