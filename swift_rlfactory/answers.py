@@ -36,9 +36,11 @@ _ALIAS_FIELDS = ("Value", "Aliases", "NormalizedAliases", "value", "aliases", "n
 _BOOLEAN = {True: ("yes", "true"), False: ("no", "false")}
 ALIASES = "_aliases"
 """The suffix of a column holding more accepted answers for the column it is named after (``answer_aliases``)."""
-REFERENCE_COLUMNS = ("golden_answers", "solution", "answer", "answers", "Answer")
+REFERENCE_COLUMNS = ("golden_answers", "answers", "answer", "solution", "Answer")
 """The columns a row's reference answers are read from, first one holding any wins
-(:func:`reference_answers`)."""
+(:func:`reference_answers`), for a row of ours and a QA record alike. ``answer`` comes before ``solution``:
+where a public set has both (MATH, AIME and NuminaMath-style rows), ``solution`` is the worked solution
+and ``answer`` the final one that exact match can meet."""
 
 
 def answers_of(value: Any, *, strict: bool = False) -> list[str]:

@@ -647,7 +647,7 @@ def test_a_row_without_the_reference_a_reward_needs_is_skipped_naming_file_line_
     assert [row["answer"] for row in load_rows(path, requires={"golden_answers": ["em", "f1"]})] == [7]
     assert re.search(
         r"data\.json: skipped 1 of 2 rows, which are not in any score: record 2: no reference answer \(none of "
-        r"'golden_answers', 'solution', 'answer', 'answers', 'Answer' holds one\), which reward 'em', 'f1' of "
+        r"'golden_answers', 'answers', 'answer', 'solution', 'Answer' holds one\), which reward 'em', 'f1' of "
         r"the environment scores against", caplog.text
     )  # fmt: skip
     with pytest.raises(

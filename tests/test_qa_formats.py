@@ -197,10 +197,11 @@ def test_a_boolean_answer_is_yes_or_no_as_a_model_would_say_it(tmp_path: Path) -
 
 def test_a_record_converted_and_kept_as_a_row_has_the_same_reference() -> None:
     """One list of answer columns, in one order, for the converter and the trajectory: a record holding
-    both ``answer`` and ``solution`` was scored against ``answer`` when converted, ``solution`` as a row."""
-    record = {"question": "q", "answer": "short", "solution": "other"}
+    both ``answer`` and ``solution`` was scored against ``answer`` when converted, ``solution`` as a row.
+    ``answer`` wins: in MATH- and AIME-style sets ``solution`` is the worked one, which EM never meets."""
+    record = {"question": "q", "answer": "204", "solution": "Let x be ... so the answer is $\\boxed{204}$."}
     converted = convert_qa_record(record)
-    assert converted["golden_answers"] == reference_answers({"messages": user("q?"), **record})
+    assert converted["golden_answers"] == reference_answers({"messages": user("q?"), **record}) == ["204"]
 
 
 @pytest.mark.parametrize(
