@@ -55,12 +55,12 @@ _VAR = re.compile(
 # punctuation: ``(see http://h/mcp?key=VALUE).`` keeps its ``).``, while a ``)`` inside a value is still hidden.
 _QUERY_VALUE = re.compile(r"([?&][^=&#\s'\"]+=)[^&#\s'\"]*[^&#\s'\")\]}>.,;:!?]")
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE)
-# A key, by its shape: one long word of letters and digits (``sk-...``, ``ghp_...``, hex, base64), no path.
 # A credential --flag, by how its name ends: --hub_token, --api-key, --db-password, --auth (not --max_tokens
 # or --use_hf_token_cache, which take counts and switches).
 _CREDENTIAL_FLAG = re.compile(
     r"^--?[\w-]*(?:token|key|secret|passwd|password|credentials?|auth)$", re.IGNORECASE
 )
+# A key, by its shape: one long word of letters and digits (``sk-...``, ``ghp_...``, hex, base64), no path.
 _KEY_SHAPE = re.compile(r"(?=[^/\\\s]*[A-Za-z])(?=[^/\\\s]*\d)[^/\\\s]{16,}")
 _HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")
 
@@ -71,7 +71,8 @@ _factory_installed = False
 
 
 def looks_secret(name: str) -> bool:
-    """Whether a variable, header, ``env:`` entry or ``--flag`` named ``name`` holds a credential."""
+    """Whether a variable, header or ``env:`` entry named ``name`` holds a credential (a ``--flag``'s name is
+    read by :func:`credential_arg`, which goes by how it ends)."""
     return _CREDENTIAL_NAME.search(name) is not None
 
 

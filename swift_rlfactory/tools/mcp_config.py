@@ -385,18 +385,15 @@ class McpServerConfig(BaseModel):
         if self.env_file:
             path = Path(expand(self.env_file, "envFile"))
             env = {**_dotenv(path if path.is_absolute() else base_dir / path), **env}
+        credential = [secrets.credential_arg(self.args, i) for i in range(len(self.args))]
         update: dict[str, Any] = {
-            "args": [
-                expand(a, f"args[{i}]", secrets.credential_arg(self.args, i)) for i, a in enumerate(self.args)
-            ],
+            "args": [expand(a, f"args[{i}]", credential[i]) for i, a in enumerate(self.args)],
             "env": env,
             "headers": {k: expand(v, f"headers.{k}", secret=True) for k, v in self.headers.items()},
         }
         secrets.remember_env(update["env"])
-        for i, value in enumerate(update["args"]):
-            if secrets.credential_arg(
-                self.args, i
-            ):  # a literal key after --token is as secret as an expanded one
+        for value, is_credential in zip(update["args"], credential, strict=True):
+            if is_credential:  # a literal key after --token is as secret as an expanded one
                 secrets.remember(value.partition("=")[2] if value.startswith("-") else value, "<secret arg>")
         for name, value in update["headers"].items():
             if "$" not in self.headers[name]:  # a literal key; expanded ones are recorded as ${VAR}
