@@ -85,9 +85,10 @@ class Trajectory:
     @property
     def golden_answers(self) -> list[str]:
         """Reference answers from the row: ``golden_answers`` (a list, or one value), else ``answers``/
-        ``answer``/``solution`` (:data:`~swift_rlfactory.answers.REFERENCE_COLUMNS`). A column holding no answer (``[]``, ``""``, ``None``) does not hide the
-        next one; nested lists are flattened and SQuAD-style ``{"text": ...}`` dicts read, by the rule of
-        :mod:`swift_rlfactory.answers`. Numbers count as their text (``2`` is ``"2"``)."""
+        ``answer``/``solution`` (:data:`~swift_rlfactory.answers.REFERENCE_COLUMNS`). A column holding no
+        answer (``[]``, ``""``, ``None``) does not hide the next one; nested lists are flattened and
+        SQuAD-style ``{"text": ...}`` dicts read, by the rule of :mod:`swift_rlfactory.answers`. Numbers
+        count as their text (``2`` is ``"2"``)."""
         return reference_answers(self.row)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:

@@ -172,14 +172,16 @@ def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> li
         found = _json_records(path, lines)
     if lines:
         skipped += [(f"line {n}", why) for n, why in lines]
-    unanswerable = [where for where, record in found if _impossible(record)]
+    kept, unanswerable = [], []
+    for where, record in found:
+        (unanswerable if _impossible(record) else kept).append((where, record))
     if unanswerable:
         why = "unanswerable (SQuAD v2's 'is_impossible': nothing to match)"
         if skipped is None:
             logger.warning("%s: left out %d %s questions", path, len(unanswerable), why)
         else:
-            skipped += [(where, why) for where in unanswerable]
-    return [(where, record) for where, record in found if not _impossible(record)]
+            skipped += [(where, why) for where, _ in unanswerable]
+    return kept
 
 
 def _json_records(path: Path, lines: list[tuple[int, str]] | None) -> list[tuple[str, Any]]:
