@@ -820,3 +820,49 @@ def test_xml_call_values_are_typed_by_parameters_written_as_a_json_string():
     ]
     [call] = xml(xml_call("search", top_k="3", exact="true"), as_text)
     assert call.arguments == {"top_k": 3, "exact": True}
+
+
+def test_xml_call_values_are_typed_through_the_refs_pydantic_writes_for_models_and_enums():
+    """A model or enum parameter is ``{"$ref": "#/$defs/..."}`` in the schema pydantic derives (for our
+    Python tools as for FastMCP servers): its JSON reaches the tool as the object it spells, so a Python
+    tool taking a model runs instead of refusing the text of an object."""
+    import asyncio
+    import enum
+
+    from pydantic import BaseModel
+
+    from swift_rlfactory.tools.python_tool import PythonTool
+
+    class Where(BaseModel):
+        city: str
+        days: int = 1
+
+    class Unit(enum.Enum):
+        C = "c"
+        F = "f"
+
+    def forecast(where: Where, unit: Unit = Unit.C, backup: Where | None = None) -> str:
+        """The forecast for a place."""
+        return f"{where.city} {where.days} {unit.value} {backup and backup.city}"
+
+    tool = PythonTool(forecast)
+    assert "$ref" in json.dumps(tool.spec.parameters["properties"])  # the schema under test
+    text = xml_call("forecast", where='{"city": "Paris", "days": 2}', unit="c", backup='{"city": "Lyon"}')
+    [call] = xml(text, [tool.spec.openai_schema()])
+    assert call.arguments == {"where": {"city": "Paris", "days": 2}, "unit": "c", "backup": {"city": "Lyon"}}
+    assert asyncio.run(tool.call(call.arguments)) == "Paris 2 c Lyon"
+
+
+@pytest.mark.parametrize(
+    "ref", ["#/$defs/Node", "#/$defs/Missing", "https://example.com/node.json", "#", "#/properties/x/0"]
+)
+def test_xml_values_whose_ref_leads_nowhere_or_back_to_itself_stay_text(ref):
+    """A recursive, dangling or remote reference gives no type: the value stays text, nothing raises."""
+    parameters = {
+        "type": "object",
+        "properties": {"x": {"$ref": ref}},
+        "$defs": {"Node": {"anyOf": [{"$ref": "#/$defs/Node"}, {"$ref": ref}]}},
+    }
+    tools = [{"type": "function", "function": {"name": "f", "parameters": parameters}}]
+    [call] = xml(xml_call("f", x="[1]"), tools)
+    assert call.arguments == {"x": "[1]"}

@@ -26,7 +26,9 @@ Values are raw text, not JSON
     leaves out ``"string"`` and the text is JSON, the value is that JSON (``3``, ``true``, ``[1, 2]``);
     otherwise it stays text, which the tool's own argument check then judges (``"three"`` for an
     integer). ``null`` is ``None`` for a parameter that may be a string or null. A parameter the schema
-    does not name stays text (vLLM's rule: the model wrote text).
+    does not name stays text (vLLM's rule: the model wrote text). A type given by a local ``$ref``
+    (``{"$ref": "#/$defs/Where"}``, how pydantic, FastMCP and zod write a model or enum parameter) is the
+    type it points at.
 
 What is refused
     A block without ``<function=NAME>``; a parameter never closed with ``</parameter>`` (its value would
@@ -96,8 +98,49 @@ def schema_properties(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Pr
                 parameters = None
         if isinstance(name, str):  # a tool without parameters is still a tool the model may call
             properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-            out[name] = properties if isinstance(properties, Mapping) else {}
+            if not isinstance(properties, Mapping):
+                out[name] = {}
+                continue
+            memo: dict[str, Any] = {}
+            out[name] = {key: _dereferenced(schema, parameters, memo) for key, schema in properties.items()}
     return out
+
+
+def _dereferenced(schema: Any, root: Mapping[str, Any], memo: dict[str, Any]) -> Any:
+    """``schema`` with the local ``$ref`` that gives its type, and those of its ``anyOf``/``oneOf``
+    branches, replaced by the schema they point at in ``root`` (``#/$defs/Where``).
+
+    A reference that is not local, points nowhere or leads back to itself (a recursive model) stays as
+    written, so its type stays unknown. ``memo`` holds each reference of ``root`` once followed (``None``
+    while it is being followed), so every definition is read once however many parameters use it.
+    """
+    if not isinstance(schema, Mapping):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref not in memo:
+            memo[ref] = None
+            memo[ref] = _dereferenced(_pointed(root, ref), root, memo)
+        target = memo[ref]
+        if not isinstance(target, Mapping):
+            return schema
+        return {**target, **{key: value for key, value in schema.items() if key != "$ref"}}
+    out = dict(schema)
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            out[key] = [_dereferenced(branch, root, memo) for branch in schema[key]]
+    return out
+
+
+def _pointed(root: Mapping[str, Any], ref: str) -> Any:
+    """What the JSON pointer of a local reference (``#/$defs/Where``) names in ``root``, or ``None``."""
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
 
 
 def parse_xml_tool_calls(
