@@ -308,7 +308,7 @@ class McpProvider:
             raise ToolError(redact(exc.message)) from None
         except _CONNECTION_ERRORS as exc:
             raise self._died(session, client, marker, exc) from None
-        except ValidationError as exc:  # the reply arrived but is no CallToolResult (an unknown content type)
+        except ValidationError as exc:  # the reply arrived but is no CallToolResult (a block lacks a field)
             if session.client is client:
                 session.unanswered = 0
             raise ToolError(f"the server's result is not valid MCP: {_invalid(exc)}") from None
@@ -1209,17 +1209,35 @@ def _output_schema_fault(exc: RuntimeError) -> str:
 
 
 def _invalid(exc: ValidationError) -> str:
-    """A short account of why a result failed validation: where, and the type of an unknown content block."""
-    first = exc.errors()[0]
+    """A short account of why a result failed validation: where, and for a content block what is wrong."""
+    errors = exc.errors()
+    first = errors[0]
     where = ".".join(str(part) for part in first["loc"][:2])
+    if where.startswith("content.") and len(first["loc"]) > 3:
+        return f"{where}: {_block_fault(errors, first['loc'][:2])}"[:200]
     value = first.get("input")
-    if isinstance(value, dict) and "type" in value and where.startswith("content."):
-        return f"{where} has the unknown content type {str(value['type'])[:50]!r}"
     if isinstance(value, dict) and "name" in value and where.startswith("tools."):
         return f"tool {str(value['name'])[:80]!r}: {'.'.join(map(str, first['loc'][2:]))}: {first['msg']}"[
             :200
         ]
     return f"{where}: {first['msg']}"[:200]
+
+
+def _block_fault(errors: list[Any], at: tuple[Any, ...]) -> str:
+    """What is wrong with the content block at ``at``, from pydantic's errors for every kind of block.
+
+    A block's ``type`` is always one we know here (:func:`_mend` replaced the others), so the kinds whose
+    ``type`` the errors say it does not have are set aside, and the first error of its own kind is the
+    fault: ``a 'text' block without text`` reads ``'text' block: text: Field required``. Union members'
+    class names are left out of the field's path.
+    """
+    wrong_kind = [e for e in errors if e["loc"][:2] == at and e["loc"][3:] == ("type",)]
+    other = {e["loc"][:3] for e in wrong_kind}
+    own = [e for e in errors if e["loc"][:2] == at and len(e["loc"]) > 3 and e["loc"][:3] not in other]
+    if not own or not wrong_kind:
+        return errors[0]["msg"]
+    field = ".".join(str(part) for part in own[0]["loc"][3:] if not str(part)[:1].isupper())
+    return f"{str(wrong_kind[0]['input'])[:50]!r} block: {field}: {own[0]['msg']}"
 
 
 def _server_stderr() -> TextIO:

@@ -182,3 +182,16 @@ def test_a_result_its_output_schema_rejects_is_one_short_line() -> None:
         "'result' is a required property"
     )
     assert echo.observation == '{"x": 5}'  # the session is fine
+
+
+@pytest.mark.timeout(60)
+def test_a_malformed_block_of_a_known_type_is_named_by_what_it_lacks() -> None:
+    """A text block without ``text`` or a resource without ``text`` or ``blob`` fails its call saying
+    which field of which kind of block is wrong, not that the (well-known) type is unknown."""
+    with ToolExecutor([odd("badblocks")], Limits(call_timeout_s=10, retries=0)) as executor:
+        textless, hollow, echo = executor.execute(
+            [ToolCall("textless", {}), ToolCall("hollow", {}), ToolCall("echo", {"x": 3})]
+        )
+    assert textless.error.endswith("MCP: content.0: 'text' block: text: Field required"), textless.error
+    assert hollow.error.endswith("content.0: 'resource' block: resource.text: Field required"), hollow.error
+    assert echo.observation == '{"x": 3}'  # the session goes on

@@ -15,7 +15,10 @@
 * ``media``: one more tool, ``media``: an image block, an audio block and text spelling ``<image>``,
   ``<video>`` and ``<audio>``, as a screenshot tool or a page about multimodal prompts returns;
 * ``outschema``: one more tool, ``typed``, whose ``outputSchema`` requires ``result`` while its
-  structuredContent has none.
+  structuredContent has none;
+* ``badblocks``: two more tools whose one content block is of a known type but malformed: ``textless``
+  (a text block without ``text``) and ``hollow`` (a resource block whose resource has neither ``text``
+  nor ``blob``).
 
 Tools: ``echo`` (its arguments as JSON text), ``struct_error`` (``isError`` with only structuredContent),
 ``weird`` (a content block of an unknown type between two text blocks).
@@ -45,6 +48,8 @@ RESULTS = {
     },
     "typed": {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"other": 1}},
     "struct_error": {"content": [], "structuredContent": {"error": "quota exceeded"}, "isError": True},
+    "textless": {"content": [{"type": "text"}]},
+    "hollow": {"content": [{"type": "resource", "resource": {"uri": "file:///notes.txt"}}]},
     "weird": {
         "content": [
             {"type": "text", "text": "before"},
@@ -83,6 +88,8 @@ def main() -> None:
     if "outschema" in flags:
         output = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
         tools = [*tools, {"name": "typed", "inputSchema": SCHEMA, "outputSchema": output}]
+    if "badblocks" in flags:
+        tools = [*tools, *({"name": name, "inputSchema": SCHEMA} for name in ("textless", "hollow"))]
     for line in sys.stdin:
         message = json.loads(line)
         request_id, method = message.get("id"), message.get("method")
