@@ -485,7 +485,8 @@ class RLFactoryReward(AsyncORM):
     ``turn_rewards``), tool metrics and the whole decoded trajectory go to ``<output_dir>/trajectories.jsonl``
     (or ``$RLFACTORY_TRAJECTORIES``) and, with ``--callbacks rlfactory``, into the trainer's logged metrics
     as ``rlfactory/<component>``, ``rlfactory/turn/<component>`` and ``rewards/*`` (see
-    :mod:`swift_rlfactory.rewards.metrics`).
+    :mod:`swift_rlfactory.rewards.metrics`). A trajectory log that cannot be written costs its lines, never
+    the run: the failure is warned about and counted as ``log/write_errors``.
     """
 
     def __init__(self, args=None, **kwargs):
@@ -531,6 +532,7 @@ class RLFactoryReward(AsyncORM):
         self.log.write(trajectories, step=None if done is None else done + 1)
         metrics = tool_metrics(trajectories)
         metrics.update(reward_metrics(trajectories))
+        metrics["log/write_errors"] = self.log.drain_errors()  # a failed write is warned once, then counted
         for env in scored:
             metrics.update(env.reward.drain_metrics())
             if env.executor.cache is not None:  # each failure cost a cache hit, never a call

@@ -5,10 +5,15 @@ replaced (:func:`~swift_rlfactory.secrets.redact_data`: a tool's output or error
 it was given). Nothing else is changed: a URL the model wrote or read is data, and ``rewards`` rescores it.
 Lines are written with one ``write`` call on a file opened in append mode, so several processes (ranks of
 a multi-GPU run) can share a file without interleaving inside a line.
+
+The log is for looking at a run, not part of training: a write that fails (disk full, a read-only folder,
+the path taken by a folder) loses that batch's lines, is counted (the training metric ``log/write_errors``)
+and warned about once per kind of failure, and the run goes on.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -24,15 +29,22 @@ logger = logging.getLogger(__name__)
 
 
 class TrajectoryLog:
-    """Appends trajectories to a JSONL file, creating its folder on first use."""
+    """Appends trajectories to a JSONL file, creating its folder on first use.
+
+    ``errors`` counts the writes that failed; :meth:`drain_errors` gives those since its last call.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.errors = 0
+        self._errors_reported = 0
+        self._warned: set[tuple[str, int | None]] = set()
 
-    def write(self, trajectories: Sequence[Trajectory], step: int | None = None) -> None:
-        """Append one line per trajectory."""
+    def write(self, trajectories: Sequence[Trajectory], step: int | None = None) -> bool:
+        """Append one line per trajectory; ``False`` when the write failed (counted and warned, never raised:
+        a full disk must not end a training run)."""
         if not trajectories:
-            return
+            return True
         now = time.time()
         lines = "".join(
             json.dumps(
@@ -43,7 +55,25 @@ class TrajectoryLog:
             + "\n"
             for t in trajectories
         )
-        append_lines(self.path, lines)
+        try:
+            append_lines(self.path, lines)
+        except OSError as exc:
+            self.errors += 1
+            kind = (type(exc).__name__, exc.errno)
+            if kind not in self._warned:  # a full disk fails every step: say so once, count the rest
+                self._warned.add(kind)
+                logger.warning(
+                    "trajectory log %s: cannot write (%s: %s); %d trajectories of step %s are not logged, "
+                    "training goes on; later failures like this one are only counted (log/write_errors)",
+                    self.path, type(exc).__name__, exc.strerror or exc, len(trajectories), step,
+                )  # fmt: skip
+            return False
+        return True
+
+    def drain_errors(self) -> int:
+        """Failed writes since the last call (the training metric ``log/write_errors`` of one batch)."""
+        new, self._errors_reported = self.errors - self._errors_reported, self.errors
+        return new
 
 
 def append_lines(path: Path, text: str) -> None:
@@ -52,11 +82,14 @@ def append_lines(path: Path, text: str) -> None:
     JSON) is written as its ``\\ud800`` escape, which reads back as the same string inside JSON, instead of
     failing the write (and every later one of the same episode on resume)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8", "backslashreplace")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        os.write(fd, text.encode("utf-8", "backslashreplace"))
+        written = os.write(fd, data)
     finally:
         os.close(fd)
+    if written < len(data):  # a disk that fills mid-write takes part of it and raises on the next one
+        raise OSError(errno.ENOSPC, f"wrote {written} of {len(data)} bytes (disk full?)", str(path))
 
 
 def read_trajectories(path: str | Path) -> list[dict]:

@@ -1,0 +1,107 @@
+"""A trajectory log that cannot be written never ends a training run.
+
+ms-swift's own reward call (``compute_rewards_per_func``) runs our reward, which appends the batch to
+``trajectories.jsonl``. An ``OSError`` out of that write used to come straight out of ms-swift's reward
+call and kill the run. Here the log's path is taken by a folder, sits under a file, or is ``/dev/full``
+(every write fails with ENOSPC, as on a full disk); file modes cannot make a folder read-only for root, who
+runs these tests. Every batch must still be scored, the failure warned about once (naming the file and
+why), counted in ``log/write_errors``, and the log must pick up again once the path is usable.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from swift.rl_core.data import OnPolicySample
+from swift.rl_core.grpo_algorithm import compute_rewards_per_func
+
+from swift_rlfactory.adapters import swift as adapter
+from swift_rlfactory.adapters.swift import RLFactoryReward
+from swift_rlfactory.rollout.log import read_trajectories
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "env.yaml"
+    path.write_text("name: logged\nreward:\n  - {name: em}\n")
+    monkeypatch.setenv(adapter.ENV_VAR, str(path))
+    monkeypatch.delenv(adapter.TRAJECTORIES_VAR, raising=False)
+    monkeypatch.setattr(adapter, "RUN", adapter._Run())  # environments of this test only
+    yield path
+    for loaded in adapter.RUN.envs.values():
+        loaded.close()
+
+
+def score_step(reward: RLFactoryReward, step: int) -> list[float]:
+    """One batch through ms-swift's reward call: a right answer and a wrong one, at ``step``."""
+    samples = [
+        OnPolicySample(
+            messages=[
+                {"role": "user", "content": "What is 2 + 2?"},
+                {"role": "assistant", "content": f"<answer>{answer}</answer>"},
+            ],
+            extra={"solution": "4"},
+        )
+        for answer in ("4", "5")
+    ]
+    trainer_state = SimpleNamespace(global_step=step - 1)
+    return compute_rewards_per_func(
+        samples, [reward], None, torch.device("cpu"), trainer_state=trainer_state
+    )[:, 0].tolist()
+
+
+def unusable(tmp_path: Path, how: str) -> Path:
+    if how == "a folder":
+        (tmp_path / "out" / "trajectories.jsonl").mkdir(parents=True)
+        return tmp_path / "out" / "trajectories.jsonl"
+    if how == "under a file":
+        (tmp_path / "out").write_text("not a folder")
+        return tmp_path / "out" / "trajectories.jsonl"
+    return Path("/dev/full")
+
+
+@pytest.mark.parametrize("how", ["a folder", "under a file", "a full disk"])
+def test_training_goes_on_when_the_trajectory_log_cannot_be_written(env, tmp_path, caplog, how):
+    if how == "a full disk" and not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    path = unusable(tmp_path, how)
+    reward = RLFactoryReward(args=SimpleNamespace(output_dir=str(tmp_path)))
+    reward.log.path = path  # where $RLFACTORY_TRAJECTORIES or --output_dir would have put it
+    with caplog.at_level(logging.INFO, logger="swift_rlfactory"):
+        scores = [score_step(reward, step) for step in (1, 2, 3)]
+    assert scores == [[1.0, 0.0]] * 3  # every step was scored
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "cannot write" in r.getMessage()
+    ]
+    assert len(warnings) == 1, warnings  # once, not once per step
+    assert str(path) in warnings[0] and "training goes on" in warnings[0]
+    why = {
+        "a folder": "IsADirectoryError",
+        "under a file": "FileExistsError",
+        "a full disk": "No space left",
+    }[how]
+    assert why in warnings[0]
+    metrics = [r.getMessage() for r in caplog.records if r.getMessage().startswith("rlfactory metrics")]
+    assert len(metrics) == 3 and all("'log/write_errors': 1" in m for m in metrics)  # each batch's failure
+
+
+def test_the_log_picks_up_again_once_its_path_is_usable(env, tmp_path, caplog):
+    path = unusable(tmp_path, "a folder")
+    reward = RLFactoryReward(args=SimpleNamespace(output_dir=str(tmp_path / "out")))
+    with caplog.at_level(logging.INFO, logger="swift_rlfactory"):
+        assert score_step(reward, 1) == [1.0, 0.0]
+        path.rmdir()  # the user frees the path mid-run
+        assert score_step(reward, 2) == [1.0, 0.0]
+    assert [(t["step"], t["rewards"]["total"]) for t in read_trajectories(path)] == [(2, 1.0), (2, 0.0)]
+    metrics = [r.getMessage() for r in caplog.records if r.getMessage().startswith("rlfactory metrics")]
+    assert ["'log/write_errors': 1" in m for m in metrics] == [True, False]
+    assert "'log/write_errors': 0" in metrics[1]
