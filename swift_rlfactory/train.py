@@ -39,6 +39,7 @@ from . import jsonl
 from .env.config import EnvConfigError
 from .env.environment import Environment, validate_env_files
 from .models import ModelChoice, choose_model
+from .resume import latest_lines, logged_step
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_ENV = PACKAGE_DIR / "envs" / "calculator" / "env.yaml"
@@ -469,7 +470,8 @@ def _tee(stream, log) -> None:
 
 
 def read_steps(logging_jsonl: Path) -> list[dict]:
-    """The per-step training records of an ms-swift ``logging.jsonl`` (the lines that carry ``reward``)."""
+    """The per-step training records of an ms-swift ``logging.jsonl`` (the lines that carry ``reward``),
+    each step once: a step logged again by a resumed run counts by its latest line (:mod:`.resume`)."""
     if not logging_jsonl.is_file():
         return []
     steps = []
@@ -480,7 +482,7 @@ def read_steps(logging_jsonl: Path) -> list[dict]:
             continue
         if "reward" in record:
             steps.append(record)
-    return steps
+    return latest_lines(steps, logged_step, one_per_step=True)
 
 
 def format_step(record: dict) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonl
+from ..resume import latest_lines, trajectory_step
 from ..trajectory import Trajectory
 from .registry import RewardSpec
 
@@ -71,7 +72,8 @@ class Rescored:
 
 
 def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
-    """Read a trajectories log (or the folder holding ``trajectories.jsonl``).
+    """Read a trajectories log (or the folder holding ``trajectories.jsonl``): the first ``limit`` lines that
+    count, the lines of steps a resumed run logged again left out (:mod:`swift_rlfactory.resume`).
 
     A line of an ``eval`` episode that failed on every attempt (``"failed": true``, an ``error`` and no
     trajectory) is skipped: there is nothing to score. So, with a warning, is a last line torn by a run
@@ -91,15 +93,15 @@ def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
         raise TrajectoryFileError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryFileError(f"{path}: cannot be read: {exc}") from None
-    out: list[Recorded] = []
+    parsed: list[tuple[int, Any]] = []
     lines = jsonl.lines(text)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        where = f"{path}:{number}"
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
+            where = f"{path}:{number}"
             if number == len(lines) and not text.endswith("\n"):
                 logger.warning("%s is unfinished (a run stopped while writing it): not scored", where)
                 break
@@ -108,9 +110,12 @@ def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
             ) from None
         if isinstance(data, dict) and data.get("failed") is True:
             continue
-        out.append(_recorded(data, number, where))
-        if limit is not None and len(out) >= limit:
-            break
+        parsed.append((number, data))
+    # the whole file first: a resumed run's lines at its end replace earlier ones
+    counted = latest_lines(
+        parsed, lambda item: trajectory_step(item[1]) if isinstance(item[1], dict) else None
+    )
+    out = [_recorded(data, number, f"{path}:{number}") for number, data in counted[:limit]]
     if not out:
         raise TrajectoryFileError(f"{path}: no trajectories in the file")
     return out

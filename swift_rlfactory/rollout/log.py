@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import jsonl
+from ..resume import latest_lines, trajectory_step
 from ..secrets import redact_data
 from ..trajectory import Trajectory
 
@@ -93,9 +94,10 @@ def append_lines(path: Path, text: str) -> None:
 
 
 def read_trajectories(path: str | Path) -> list[dict]:
-    """Every line of a trajectory log, parsed; a ``.gz`` log (as the GPU benchmarks return them) is
-    decompressed (:func:`swift_rlfactory.jsonl.read_text`). A line that is not JSON (torn by a writer
-    killed mid-line, then appended to by a resumed run) is skipped with one warning naming it."""
+    """Every line of a trajectory log that counts, parsed; a ``.gz`` log (as the GPU benchmarks return
+    them) is decompressed (:func:`swift_rlfactory.jsonl.read_text`). A line that is not JSON (torn by a
+    writer killed mid-line, then appended to by a resumed run) is skipped with one warning naming it, and
+    the lines of steps a resumed run logged again are left out (:mod:`swift_rlfactory.resume`)."""
     path = Path(path)
     skipped: list[tuple[int, str]] = []
     found = [record for _, record in jsonl.records(path, skipped)]
@@ -104,4 +106,4 @@ def read_trajectories(path: str | Path) -> list[dict]:
             "%s: skipped %d lines that are not JSON (torn by a writer killed mid-line?): %s",
             path, len(skipped), "; ".join(f"line {n}: {why}" for n, why in skipped[:3]),
         )  # fmt: skip
-    return found
+    return latest_lines(found, trajectory_step)

@@ -15,17 +15,11 @@ one ``(index, sample)`` episode: as for ``eval`` itself (:meth:`~swift_rlfactory
 the last one counts. The table, the filters and the counts show that one only (it knows its earlier
 attempts, :attr:`Entry.earlier`); an earlier line is still read by its number.
 
-A training line is known by its ``step`` alone: it has no id of its own, and the lines of one step (every
-group of it, from every rank) are all written before the next step's, so one trainer's steps never go
-back. A line whose step is lower than the last counted one's is therefore the first of a *resumed* run
-(``--resume_from_checkpoint`` into the same folder, or a new run there), which logs that step and every
-later one again. Its lines replace those of the stopped run from that step on, the steps it has not
-reached yet included, as TensorBoard drops a restarted run's orphaned steps (and as the Live metrics
-tab does with ``logging.jsonl``): a resumed step samples its groups anew, so its lines are other
-trajectories, not copies to match one by one. The replaced lines are left out of the table, the filters
-and the counts and are still read by their number (:meth:`TrajectoryIndex.resumed_by`). A run resumed at
-the very step the stopped one was in the middle of cannot be told from more lines of that step: that
-step shows both runs' lines.
+A training line is known by its ``step`` alone (it has no id of its own). The lines of steps that a
+*resumed* run (``--resume_from_checkpoint`` into the same folder, or a new run there) logged again are
+replaced by its lines, by the rule every reader of a run's logs follows (:mod:`swift_rlfactory.resume`,
+as the Live metrics tab does with ``logging.jsonl``). The replaced lines are left out of the table, the
+filters and the counts and are still read by their number (:meth:`TrajectoryIndex.resumed_by`).
 
 Lines are read by :class:`~swift_rlfactory.ui.tail.JsonlTail` (a torn last line waits, a replaced file
 is indexed again from its start). A line is whatever was written: fields of the wrong type count as
@@ -43,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..eval.runner import episode_key, is_failed
+from ..resume import StepLines, trajectory_step
 from .tail import JsonlTail
 
 FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt
@@ -124,7 +119,6 @@ def summarize(number: int, offset: int, record: dict[str, Any], earlier: tuple[i
     """The index entry of one parsed line; ``earlier`` are the lines of the same eval episode before it."""
     calls = items(record, "tool_calls")
     prompt = prompt_of(record)
-    step = record.get("step")
     # an eval output's group is one question; a training step's is one prompt
     group = f"q{record['index']}" if "index" in record else hashlib.sha1(prompt.encode()).hexdigest()[:8]
     rewards = record.get("rewards")
@@ -136,7 +130,7 @@ def summarize(number: int, offset: int, record: dict[str, Any], earlier: tuple[i
     return Entry(
         number=number,
         offset=offset,
-        step=step if isinstance(step, int) and not isinstance(step, bool) else None,
+        step=trajectory_step(record),
         group=group,
         prompt=prompt,
         reward=total,
@@ -165,7 +159,7 @@ class TrajectoryIndex:
         self._lock = threading.Lock()
         self._last: dict[tuple[int, int], int] = {}  # eval episode -> number of its last line
         self._attempts = 0  # eval lines a later line of the same episode replaced
-        self._steps: list[tuple[int, int]] = []  # (step, number) of the training lines that count, in order
+        self._steps = StepLines()  # the training lines that count, by number
         # a training line of a run that stopped -> the first line of the run resumed after it
         self._resumed: dict[int, int] = {}
 
@@ -179,7 +173,8 @@ class TrajectoryIndex:
         with self._lock:
             restarted, records = self._tail.read()
             if restarted:  # another file now: start over
-                self.entries, self._last, self._attempts, self._steps, self._resumed = [], {}, 0, [], {}
+                self.entries, self._last, self._attempts, self._resumed = [], {}, 0, {}
+                self._steps = StepLines()
             added = 0
             for record in records:
                 self._add(record.offset, record.value)
@@ -198,10 +193,8 @@ class TrajectoryIndex:
             self._last[episode] = number
         entry = summarize(number, offset, record, earlier)
         if episode is None and entry.step is not None:
-            if self._steps and entry.step < self._steps[-1][0]:  # a resumed run: this step and later again
-                while self._steps and self._steps[-1][0] >= entry.step:
-                    self._resumed[self._steps.pop()[1]] = number
-            self._steps.append((entry.step, number))
+            for replaced in self._steps.add(entry.step, number):  # a resumed run: this step and later again
+                self._resumed[replaced] = number
         self.entries.append(entry)
 
     def counts(self, entry: Entry) -> bool:

@@ -8,12 +8,12 @@ holding one run under a version folder (``v0-2026...``) is opened at its newest 
 
 from __future__ import annotations
 
-import bisect
 import json
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..resume import StepLines, logged_step
 from .charts import finite
 from .index import TrajectoryIndex
 from .tail import JsonlTail
@@ -52,18 +52,6 @@ def resolve_run(folder: str | Path) -> Path:
     return folder
 
 
-def step_of(entry: dict[str, Any]) -> int | None:
-    """The global step of one logging line (``global_step/max_steps`` is ``"3/100"``), else its ``step`` (a
-    whole number, or its digits as text); ``None`` when it has neither (a hand-written ``"step": "x"``)."""
-    value = entry.get("global_step/max_steps")
-    if isinstance(value, str) and value.split("/")[0].isdigit():
-        return int(value.split("/")[0])
-    step = entry.get("step")
-    if isinstance(step, str) and step.isdigit():
-        return int(step)
-    return step if isinstance(step, int) and not isinstance(step, bool) else None
-
-
 def wanted(key: str, patterns: tuple[str, ...]) -> bool:
     """Whether a metric key belongs to a plot."""
     return any(key.startswith(p) if p.endswith("/") else key == p for p in patterns)
@@ -73,18 +61,17 @@ class MetricLog:
     """``logging.jsonl``, read on from where it was last read (:class:`~swift_rlfactory.ui.tail.JsonlTail`);
     keeps the training steps' lines (the run's closing summary and eval lines are not steps), one per step.
 
-    A trainer logs its steps in order, so a step that is not after the last one kept is logged *again*: by a
-    run resumed from a checkpoint (``--resume_from_checkpoint`` into the same ``--output_dir``, which logs
-    every step after the checkpoint once more), or by a new run in the same folder. As TensorBoard does
-    with a restarted run, the later lines count and every kept step from that one on is dropped, those the
-    new run has not reached yet included: they belong to the run that stopped, not to the model that goes
-    on training. A line without a readable step is taken for the step after the last one.
+    A step logged again (by a run resumed from a checkpoint into the same ``--output_dir``, or a new run in
+    the same folder) counts by its later line, and every kept step from that one on is dropped, by the rule
+    every reader of a run's logs follows (:mod:`swift_rlfactory.resume`). A line without a readable step is
+    taken for the step after the last one.
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.rows: list[dict[str, Any]] = []  # in step order, each with its step as "_step"
         self.replaced = 0  # steps logged again by a resumed run: their earlier lines were dropped
+        self._steps = StepLines(one_per_step=True)  # ids: places in rows
         self._tail = JsonlTail(self.path)
         self._lock = threading.Lock()
 
@@ -98,20 +85,20 @@ class MetricLog:
         with self._lock:  # two page handlers may refresh one run at once
             restarted, records = self._tail.read()
             if restarted:
-                self.rows, self.replaced = [], 0
+                self.rows, self.replaced, self._steps = [], 0, StepLines(one_per_step=True)
             added = 0
             for record in records:
                 entry = record.value
                 if "loss" not in entry and "reward" not in entry:  # not a training step
                     continue
-                last = self.rows[-1]["_step"] if self.rows else 0
-                step = step_of(entry)
+                step = logged_step(entry)
                 if step is None:
-                    step = last + 1
-                elif step <= last:  # logged again: drop it and every later step, as kept so far
-                    keep = bisect.bisect_left(self.rows, step, key=lambda row: row["_step"])
-                    self.replaced += len(self.rows) - keep
-                    self.rows = self.rows[:keep]  # a new list: a page reading the old one is not cut short
+                    step = self.rows[-1]["_step"] + 1 if self.rows else 1
+                if replaced := self._steps.add(step, len(self.rows)):  # the kept rows from replaced[0] on
+                    self.replaced += len(replaced)
+                    self.rows = self.rows[
+                        : replaced[0]
+                    ]  # a new list: a page reading the old one is not cut short
                 entry["_step"] = step
                 self.rows.append(entry)
                 added += 1

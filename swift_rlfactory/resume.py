@@ -1,0 +1,87 @@
+"""Steps a resumed run logs again: the latest lines of a step are the ones that count.
+
+``swift rlhf --resume_from_checkpoint`` goes back to the checkpoint's step and does every step after it
+again. Resumed into the same folder (``--add_version false``, or a new run started there), it appends those
+steps to ``logging.jsonl`` and ``trajectories.jsonl`` after the lines the stopped run wrote for them. Every
+reader of a run's logs (the ``rewards`` CLI, ``train``'s summary, the web UI) counts each step once, by one
+rule, kept here:
+
+* One trainer's steps never go back: the lines of a step (every group of it, from every rank) are all
+  written before the next step's. A line whose step is lower than the last counted one's is therefore the
+  first of a resumed run.
+* Its lines replace those of the stopped run from that step on, the steps it has not reached yet included
+  (as TensorBoard drops a restarted run's orphaned steps): they belong to a run that stopped, not to the
+  model that goes on training. A resumed step samples its groups anew, so its lines are other
+  trajectories, not copies to match one by one.
+* ``logging.jsonl`` has one line per step, so there a step equal to the last one is logged again too. In
+  ``trajectories.jsonl`` that is just another line of the step: a run resumed at the very step the
+  stopped one was in the middle of cannot be told from more lines of that step, which shows both runs'.
+
+Lines without a step (an ``eval`` log's, ms-swift's closing summary) are no part of this and always count.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def logged_step(entry: dict[str, Any]) -> int | None:
+    """The global step of one ``logging.jsonl`` line (``global_step/max_steps`` is ``"3/100"``), else its
+    ``step`` (a whole number, or its digits as text); ``None`` when it has neither (a hand-written
+    ``"step": "x"``)."""
+    value = entry.get("global_step/max_steps")
+    if isinstance(value, str) and value.split("/")[0].isdigit():
+        return int(value.split("/")[0])
+    step = entry.get("step")
+    if isinstance(step, str) and step.isdigit():
+        return int(step)
+    return trajectory_step(entry)
+
+
+def trajectory_step(record: dict[str, Any]) -> int | None:
+    """The step of one ``trajectories.jsonl`` line (the update it fed), ``None`` for an eval line."""
+    step = record.get("step")
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+class StepLines:
+    """The lines that count, fed one by one in log order (for a reader that follows a growing log).
+
+    Args:
+        one_per_step: the log has one line per step (``logging.jsonl``), so a step equal to the last one
+            is logged again; in a log of many lines per step (``trajectories.jsonl``) it is one more line.
+    """
+
+    def __init__(self, one_per_step: bool = False) -> None:
+        self.one_per_step = one_per_step
+        self._kept: list[tuple[int, int]] = []  # (step, line id) of the lines that count, in log order
+
+    def add(self, step: int, line: int) -> list[int]:
+        """Count ``line`` (any id the caller knows it by) of ``step``; returns the ids of the counted lines
+        it replaces, oldest first: none, unless it starts a resumed run."""
+        replaced: list[int] = []
+        if self._kept:
+            last = self._kept[-1][0]
+            if step < last or (self.one_per_step and step == last):
+                cut = bisect.bisect_left(self._kept, step, key=lambda kept: kept[0])
+                replaced = [id_ for _, id_ in self._kept[cut:]]
+                del self._kept[cut:]
+        self._kept.append((step, line))
+        return replaced
+
+
+def latest_lines(
+    records: Sequence[T], step_of: Callable[[T], int | None], one_per_step: bool = False
+) -> list[T]:
+    """``records`` (a whole log, in order) less the lines that a resumed run's later lines replace."""
+    lines = StepLines(one_per_step)
+    replaced: set[int] = set()
+    for number, record in enumerate(records):
+        step = step_of(record)
+        if step is not None:
+            replaced.update(lines.add(step, number))
+    return [record for number, record in enumerate(records) if number not in replaced]

@@ -1,0 +1,68 @@
+"""A run resumed into its own folder logs the steps after its checkpoint again: every reader counts each
+step once, by its latest lines (:mod:`swift_rlfactory.resume`).
+
+The logs are written as the run writes them: ``trajectories.jsonl`` by the real :class:`TrajectoryLog`,
+``logging.jsonl`` as ms-swift's lines (one per step, then its closing summary).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from swift_rlfactory.resume import StepLines, latest_lines, logged_step
+from swift_rlfactory.rewards.rescore import load_recorded
+from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
+from swift_rlfactory.train import read_steps
+from swift_rlfactory.trajectory import Trajectory
+
+# Stopped after step 3 (checkpoint at step 1), then resumed from checkpoint-1: steps 2-4 again.
+STOPPED, RESUMED = (1, 2, 3), (2, 3, 4)
+
+
+def write_runs(folder: Path) -> None:
+    log = TrajectoryLog(folder / "trajectories.jsonl")
+    with open(folder / "logging.jsonl", "a") as metrics:
+        for run, steps in (("stopped", STOPPED), ("resumed", RESUMED)):
+            for step in steps:
+                group = [
+                    Trajectory(messages=[{"role": "user", "content": f"{run} {step} {i}"}], row={"run": run})
+                    for i in range(2)
+                ]
+                log.write(group, step=step)
+                line = {"loss": 0.1, "reward": step / 10, "run": run, "global_step/max_steps": f"{step}/4"}
+                metrics.write(json.dumps(line) + "\n")
+            metrics.write(json.dumps({"train_runtime": 1.0, "run": run}) + "\n")  # the closing summary
+
+
+EXPECTED = [(1, "stopped"), (2, "resumed"), (3, "resumed"), (4, "resumed")]
+
+
+def test_trajectory_readers_count_a_relogged_step_once(tmp_path: Path):
+    write_runs(tmp_path)
+    read = read_trajectories(tmp_path / "trajectories.jsonl")
+    assert [(t["step"], t["row"]["run"]) for t in read[::2]] == EXPECTED and len(read) == 8
+    recorded = load_recorded(tmp_path / "trajectories.jsonl")
+    assert [r.line for r in recorded] == [1, 2, 7, 8, 9, 10, 11, 12]  # the stopped run's 2 and 3 are out
+    assert [r.trajectory.row["run"] for r in recorded[::2]] == [run for _, run in EXPECTED]
+    assert [r.line for r in load_recorded(tmp_path, limit=3)] == [1, 2, 7]
+
+
+def test_train_reads_each_logged_step_once(tmp_path: Path):
+    write_runs(tmp_path)
+    steps = read_steps(tmp_path / "logging.jsonl")
+    assert [(logged_step(s), s["run"]) for s in steps] == EXPECTED
+
+
+def test_a_step_logged_again_at_the_same_step_replaces_only_where_a_step_has_one_line():
+    logged = [{"step": s, "n": n} for n, s in enumerate([1, 2, 2, 3, 1, 2])]
+    one = latest_lines(logged, logged_step, one_per_step=True)
+    many = latest_lines(logged, logged_step)
+    assert [r["n"] for r in one] == [4, 5]  # 2 again replaced 2; then 1 again replaced everything
+    assert [r["n"] for r in many] == [4, 5]
+    assert [r["n"] for r in latest_lines(logged[:4], logged_step)] == [0, 1, 2, 3]  # more lines of step 2
+    assert [r["n"] for r in latest_lines(logged[:4], logged_step, one_per_step=True)] == [0, 2, 3]
+    lines = StepLines()
+    assert [lines.add(s, n) for n, s in enumerate([1, 2, 3, 3, 2])] == [[], [], [], [], [1, 2, 3]]
+    eval_lines = [{"index": 0}, {"index": 1}]  # no steps: nothing to replace
+    assert latest_lines(eval_lines, logged_step) == eval_lines
