@@ -360,10 +360,11 @@ def _rewards(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from .env.environment import Environment
-    from .rewards.rescore import TrajectoryFileError, load_recorded, rescore
+    from .rewards.rescore import TrajectoryFileError, load_recorded, rescore, trajectories_file
 
     try:
-        recorded = load_recorded(args.trajectories, limit=args.limit)
+        path = trajectories_file(args.trajectories)
+        recorded = load_recorded(path, limit=args.limit)
     except TrajectoryFileError as exc:
         errors.print(f"--trajectories: {exc}", markup=False)
         return 2
@@ -371,7 +372,7 @@ def _rewards(args: argparse.Namespace) -> int:
     for r in recorded:  # tool-verified rewards (trajectory.call_tool) run the env's tools, started on demand
         r.trajectory.tool_env = env
     try:
-        report = rescore(recorded, env.reward, file=str(args.trajectories))
+        report = rescore(recorded, env.reward, file=str(path))
     finally:
         env.close()
     if args.json:

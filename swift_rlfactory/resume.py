@@ -18,15 +18,35 @@ rule, kept here:
   stopped one was in the middle of cannot be told from more lines of that step, which shows both runs'.
 
 Lines without a step (an ``eval`` log's, ms-swift's closing summary) are no part of this and always count.
+
+With ``--add_version`` (ms-swift's default) every run, a resumed one too, writes into a folder of its own
+under ``--output_dir``, ``v<N>-<timestamp>``; :func:`resolve_run` finds the newest one, so a reader can be
+given the ``--output_dir`` the user typed.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+TRAJECTORIES = "trajectories.jsonl"
+LOGGING = "logging.jsonl"
+
+
+def resolve_run(folder: str | Path, logs: Sequence[str] = (TRAJECTORIES, LOGGING)) -> Path:
+    """The folder that holds a run's ``logs`` (any of them): ``folder`` itself, or its newest subfolder
+    (by modification time) that has one; ``folder`` when none does."""
+    folder = Path(folder).expanduser()
+    if any((folder / name).exists() for name in logs):
+        return folder
+    candidates = [p for p in folder.glob("*/") if any((p / name).exists() for name in logs)]
+    if candidates:
+        return max(candidates, key=lambda p: p.stat().st_mtime)
+    return folder
 
 
 def logged_step(entry: dict[str, Any]) -> int | None:

@@ -6,6 +6,7 @@ The recorded file is a real one: the DeepSearch CPU-diagnosis eval run committed
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,20 @@ def test_a_torn_last_line_is_read_past_and_left_as_it_is(tmp_path, capsys, caplo
     assert main(["rewards", str(env), "--trajectories", str(path), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["rows"]) == 2
     assert path.read_bytes() == torn
+
+
+def test_an_output_dir_of_versioned_runs_is_read_at_its_newest_run(tmp_path, capsys):
+    """``swift rlhf --output_dir out`` writes each run into ``out/v<N>-<timestamp>/``: the folder a user
+    gave is the one to pass, and the newest run in it is the one scored (as ``view`` opens it)."""
+    lines = RECORDED.read_text().splitlines()
+    older, newer = tmp_path / "out" / "v0-20261201-100140", tmp_path / "out" / "v1-20261202-090000"
+    for folder, text in ((older, lines[0]), (newer, "\n".join(lines[:2]))):
+        folder.mkdir(parents=True)
+        (folder / "trajectories.jsonl").write_text(text + "\n")
+        (folder / "logging.jsonl").write_text("")
+    os.utime(older, (1, 1))  # the newer run is the one written last
+    env = env_file(tmp_path, SAME_REWARDS)
+    assert main(["rewards", str(env), "--trajectories", str(tmp_path / "out"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [row["line"] for row in report["rows"]] == [1, 2]
+    assert report["file"] == str(newer / "trajectories.jsonl")  # which run was scored is said

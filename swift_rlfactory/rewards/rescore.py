@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonl
-from ..resume import latest_lines, trajectory_step
+from ..resume import TRAJECTORIES, latest_lines, resolve_run, trajectory_step
 from ..trajectory import Trajectory
 from .registry import RewardSpec
 
-LOG_NAME = "trajectories.jsonl"
 logger = logging.getLogger(__name__)
 
 
@@ -71,8 +70,21 @@ class Rescored:
         return asdict(self)
 
 
+def trajectories_file(path: str | Path) -> Path:
+    """The log that ``path`` names: the file itself, or a folder's ``trajectories.jsonl``, or that of the
+    newest run (``v<N>-<timestamp>``) in an ``--output_dir`` of ms-swift's (:func:`~swift_rlfactory.resume.
+    resolve_run`). A folder with none raises :class:`TrajectoryFileError`."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        return path
+    run = resolve_run(path, [TRAJECTORIES])
+    if not (run / TRAJECTORIES).is_file():
+        raise TrajectoryFileError(f"{path}: a folder without {TRAJECTORIES}, nor a run folder holding one")
+    return run / TRAJECTORIES
+
+
 def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
-    """Read a trajectories log (or the folder holding ``trajectories.jsonl``): the first ``limit`` lines that
+    """Read a trajectories log (or a folder holding one, :func:`trajectories_file`): the first ``limit`` lines that
     count, the lines of steps a resumed run logged again left out (:mod:`swift_rlfactory.resume`).
 
     A line of an ``eval`` episode that failed on every attempt (``"failed": true``, an ``error`` and no
@@ -82,11 +94,7 @@ def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
     for a missing or empty file, a line that is not JSON (any line but a torn last one), or a line that is
     not a trajectory (no ``messages`` list of ``{role, content}`` objects, fields of the wrong type).
     """
-    path = Path(path).expanduser()
-    if path.is_dir():
-        if not (path / LOG_NAME).is_file():
-            raise TrajectoryFileError(f"{path}: a folder without {LOG_NAME}")
-        path = path / LOG_NAME
+    path = trajectories_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

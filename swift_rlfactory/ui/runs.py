@@ -13,13 +13,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..resume import StepLines, logged_step
+from ..resume import LOGGING, TRAJECTORIES, StepLines, logged_step, resolve_run
 from .charts import finite
 from .index import TrajectoryIndex
 from .tail import JsonlTail
-
-TRAJECTORIES = "trajectories.jsonl"
-LOGGING = "logging.jsonl"
 
 # Plot name -> which metric keys it draws (a key ending in "/" is a prefix)
 PLOTS: dict[str, tuple[str, ...]] = {
@@ -39,17 +36,6 @@ PLOTS: dict[str, tuple[str, ...]] = {
         "timeline/other_s",
     ),
 }
-
-
-def resolve_run(folder: str | Path) -> Path:
-    """The folder that holds the logs: ``folder`` itself, or its newest subfolder that has them."""
-    folder = Path(folder).expanduser()
-    if (folder / TRAJECTORIES).exists() or (folder / LOGGING).exists():
-        return folder
-    candidates = [p for p in folder.glob("*/") if (p / LOGGING).exists() or (p / TRAJECTORIES).exists()]
-    if candidates:
-        return max(candidates, key=lambda p: p.stat().st_mtime)
-    return folder
 
 
 def wanted(key: str, patterns: tuple[str, ...]) -> bool:
