@@ -21,12 +21,15 @@ Lines without a step (an ``eval`` log's, ms-swift's closing summary) are no part
 
 With ``--add_version`` (ms-swift's default) every run, a resumed one too, writes into a folder of its own
 under ``--output_dir``, ``v<N>-<timestamp>``; :func:`resolve_run` finds the newest one, so a reader can be
-given the ``--output_dir`` the user typed.
+given the ``--output_dir`` the user typed. A resumed run's ``args.json`` names the checkpoint it resumed
+from (``resume_from_checkpoint``: ``<stopped run's folder>/checkpoint-<step>``), so the whole run is known
+exactly (:func:`run_chain`): the stopped run's lines up to that step, then the resumed run's.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,6 +50,35 @@ def resolve_run(folder: str | Path, logs: Sequence[str] = (TRAJECTORIES, LOGGING
     if candidates:
         return max(candidates, key=lambda p: p.stat().st_mtime)
     return folder
+
+
+def resumed_from(folder: str | Path) -> tuple[Path, int] | None:
+    """The run folder and checkpoint step that the run in ``folder`` resumed from, read off its
+    ``args.json``; ``None`` for a run that did not resume (or whose checkpoint's folder is gone)."""
+    try:
+        args = json.loads((Path(folder) / "args.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no args.json (not an ms-swift run, or not written yet)
+        return None
+    checkpoint = args.get("resume_from_checkpoint") if isinstance(args, dict) else None
+    if not isinstance(checkpoint, str) or not checkpoint:
+        return None
+    checkpoint_dir = Path(checkpoint)
+    step = checkpoint_dir.name.removeprefix("checkpoint-")
+    if not step.isdigit() or not checkpoint_dir.parent.is_dir():
+        return None
+    return checkpoint_dir.parent, int(step)
+
+
+def run_chain(folder: str | Path) -> list[tuple[Path, int]]:
+    """The runs that the run in ``folder`` continues, oldest first, each with the step of the checkpoint
+    the run after it resumed from: its lines of later steps were done again by that run."""
+    chain: list[tuple[Path, int]] = []
+    seen = {Path(folder).resolve()}
+    while (earlier := resumed_from(folder)) is not None and earlier[0].resolve() not in seen:
+        seen.add(earlier[0].resolve())
+        chain.insert(0, earlier)
+        folder = earlier[0]
+    return chain
 
 
 def logged_step(entry: dict[str, Any]) -> int | None:
@@ -91,6 +123,15 @@ class StepLines:
                 replaced = [id_ for _, id_ in self._kept[cut:]]
                 del self._kept[cut:]
         self._kept.append((step, line))
+        return replaced
+
+    def resume(self, checkpoint: int) -> list[int]:
+        """The lines after this are a run's that resumed from the checkpoint of step ``checkpoint`` (in a
+        folder of its own, :func:`run_chain`): returns the ids of the counted lines of later steps, which
+        that run does again, and stops counting them."""
+        cut = bisect.bisect_right(self._kept, checkpoint, key=lambda kept: kept[0])
+        replaced = [id_ for _, id_ in self._kept[cut:]]
+        del self._kept[cut:]
         return replaced
 
 

@@ -19,7 +19,8 @@ A training line is known by its ``step`` alone (it has no id of its own). The li
 *resumed* run (``--resume_from_checkpoint`` into the same folder, or a new run there) logged again are
 replaced by its lines, by the rule every reader of a run's logs follows (:mod:`swift_rlfactory.resume`,
 as the Live metrics tab does with ``logging.jsonl``). The replaced lines are left out of the table, the
-filters and the counts and are still read by their number (:meth:`TrajectoryIndex.resumed_by`).
+filters and the counts and are still read by their number (:meth:`TrajectoryIndex.resumed_by`). A run
+resumed into a folder of its own is indexed with the logs of the runs it continues, oldest first.
 
 Lines are read by :class:`~swift_rlfactory.ui.tail.JsonlTail` (a torn last line waits, a replaced file
 is indexed again from its start). A line is whatever was written: fields of the wrong type count as
@@ -32,13 +33,14 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..eval.runner import episode_key, is_failed
 from ..resume import StepLines, trajectory_step
-from .tail import JsonlTail
+from .tail import ChainTail
 
 FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt
 ERROR_CHARS = 200  # of an episode's error kept in the index (the table shows the start; the viewer all)
@@ -61,6 +63,7 @@ class Entry:
     error: str = ""  # the episode's error (a failed eval episode, a training stop reason ``error``), cut
     episode: tuple[int, int] | None = None  # an eval line's (index, sample); a training line has none
     earlier: tuple[int, ...] = ()  # numbers of the earlier lines of the same eval episode, oldest first
+    log: int = 0  # which log of the run's chain holds the line (0: the oldest; one log: that one)
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,11 @@ def eval_episode(record: dict[str, Any]) -> tuple[int, int] | None:
         return None
 
 
-def summarize(number: int, offset: int, record: dict[str, Any], earlier: tuple[int, ...] = ()) -> Entry:
-    """The index entry of one parsed line; ``earlier`` are the lines of the same eval episode before it."""
+def summarize(
+    number: int, offset: int, record: dict[str, Any], earlier: tuple[int, ...] = (), log: int = 0
+) -> Entry:
+    """The index entry of one parsed line; ``earlier`` are the lines of the same eval episode before it,
+    ``log`` the log of the run's chain that holds it."""
     calls = items(record, "tool_calls")
     prompt = prompt_of(record)
     # an eval output's group is one question; a training step's is one prompt
@@ -141,6 +147,7 @@ def summarize(number: int, offset: int, record: dict[str, Any], earlier: tuple[i
         error=error_of(record)[:ERROR_CHARS],
         episode=eval_episode(record),
         earlier=earlier,
+        log=log,
     )
 
 
@@ -152,14 +159,21 @@ class TrajectoryIndex:
     eval episode's earlier attempts and the steps a resumed run logged again left out (:meth:`counts`).
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, earlier: Sequence[tuple[Path, int]] = ()):
+        """``earlier``: the logs of the runs this one continues, oldest first, each with the step of the
+        checkpoint the run after it resumed from (:func:`~swift_rlfactory.resume.run_chain`)."""
         self.path = Path(path)
-        self.entries: list[Entry] = []
-        self._tail = JsonlTail(self.path)
+        self._checkpoints = [step for _, step in earlier]
+        self._tail = ChainTail([*(log for log, _ in earlier), self.path])
         self._lock = threading.Lock()
+        self._start()
+
+    def _start(self) -> None:
+        self.entries: list[Entry] = []
         self._last: dict[tuple[int, int], int] = {}  # eval episode -> number of its last line
         self._attempts = 0  # eval lines a later line of the same episode replaced
         self._steps = StepLines()  # the training lines that count, by number
+        self._log = 0  # the log of the chain the last training line was in
         # a training line of a run that stopped -> the first line of the run resumed after it
         self._resumed: dict[int, int] = {}
 
@@ -173,15 +187,14 @@ class TrajectoryIndex:
         with self._lock:
             restarted, records = self._tail.read()
             if restarted:  # another file now: start over
-                self.entries, self._last, self._attempts, self._resumed = [], {}, 0, {}
-                self._steps = StepLines()
+                self._start()
             added = 0
-            for record in records:
-                self._add(record.offset, record.value)
+            for log, record in records:
+                self._add(log, record.offset, record.value)
                 added += 1
             return added
 
-    def _add(self, offset: int, record: dict[str, Any]) -> None:
+    def _add(self, log: int, offset: int, record: dict[str, Any]) -> None:
         number = len(self.entries)
         episode = eval_episode(record)
         earlier: tuple[int, ...] = ()
@@ -191,10 +204,13 @@ class TrajectoryIndex:
                 earlier = (*last.earlier, last.number)
                 self._attempts += 1
             self._last[episode] = number
-        entry = summarize(number, offset, record, earlier)
+        entry = summarize(number, offset, record, earlier, log)
         if episode is None and entry.step is not None:
-            for replaced in self._steps.add(entry.step, number):  # a resumed run: this step and later again
-                self._resumed[replaced] = number
+            replaced = [n for c in self._checkpoints[self._log : log] for n in self._steps.resume(c)]
+            self._log = log
+            replaced += self._steps.add(entry.step, number)  # a resumed run: this step and later again
+            for n in replaced:
+                self._resumed[n] = number
         self.entries.append(entry)
 
     def counts(self, entry: Entry) -> bool:
@@ -234,7 +250,7 @@ class TrajectoryIndex:
     def read(self, number: int) -> dict[str, Any]:
         """The whole record of entry ``number`` (one seek, one line)."""
         entry = self.entries[number]
-        with open(self.path, "rb") as f:
+        with open(self._tail.paths[entry.log], "rb") as f:
             f.seek(entry.offset)
             return json.loads(f.readline())
 
@@ -291,25 +307,26 @@ class TrajectoryIndex:
         """
         forms = {needle, json.dumps(needle, ensure_ascii=False)[1:-1], json.dumps(needle)[1:-1]}
         ascii_forms = [form.encode() for form in forms if form.isascii()]
-        by_offset = {e.offset: e.number for e in self.entries}
+        by_offset = {(e.log, e.offset): e.number for e in self.entries}
         found: set[int] = set()
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
-        except FileNotFoundError:  # removed since it was indexed: no line to match
-            return found
-        with f:
-            offset = 0
-            for line in f:
-                if offset in by_offset:
-                    if line.isascii():
-                        lowered = line.lower()
-                        hit = any(form in lowered for form in ascii_forms)
-                    else:
-                        folded = line.decode(errors="replace").casefold()
-                        hit = any(form in folded for form in forms)
-                    if hit:
-                        found.add(by_offset[offset])
-                offset += len(line)
-                if offset >= self._tail.end:
-                    break
+        for log, path in enumerate(self._tail.paths):
+            try:
+                f = open(path, "rb")  # noqa: SIM115 - closed by the with below
+            except FileNotFoundError:  # removed since it was indexed: no line to match
+                continue
+            with f:
+                offset, end = 0, self._tail.end(log)
+                for line in f:
+                    if offset >= end:
+                        break
+                    if (log, offset) in by_offset:
+                        if line.isascii():
+                            lowered = line.lower()
+                            hit = any(form in lowered for form in ascii_forms)
+                        else:
+                            folded = line.decode(errors="replace").casefold()
+                            hit = any(form in folded for form in forms)
+                        if hit:
+                            found.add(by_offset[log, offset])
+                    offset += len(line)
         return found

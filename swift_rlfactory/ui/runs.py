@@ -3,20 +3,22 @@
 A training run (``swift rlhf --output_dir``) leaves ``logging.jsonl`` (one line of ms-swift's averaged
 metrics per log step, ours among them: ``tools/*``, ``rlfactory/*``, ``stop/*``, ``timeline/*``) and
 ``trajectories.jsonl``. An ``eval`` output folder has ``trajectories.jsonl`` and ``metrics.json``. A folder
-holding one run under a version folder (``v0-2026...``) is opened at its newest run.
+holding one run under a version folder (``v0-2026...``) is opened at its newest run; a run resumed from
+another one's checkpoint (in a version folder of its own) is shown whole, the runs it continues first.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..resume import LOGGING, TRAJECTORIES, StepLines, logged_step, resolve_run
+from ..resume import LOGGING, TRAJECTORIES, StepLines, logged_step, resolve_run, run_chain
 from .charts import finite
 from .index import TrajectoryIndex
-from .tail import JsonlTail
+from .tail import ChainTail
 
 # Plot name -> which metric keys it draws (a key ending in "/" is a prefix)
 PLOTS: dict[str, tuple[str, ...]] = {
@@ -50,16 +52,23 @@ class MetricLog:
     A step logged again (by a run resumed from a checkpoint into the same ``--output_dir``, or a new run in
     the same folder) counts by its later line, and every kept step from that one on is dropped, by the rule
     every reader of a run's logs follows (:mod:`swift_rlfactory.resume`). A line without a readable step is
-    taken for the step after the last one.
+    taken for the step after the last one. ``earlier`` are the logs of the runs this one continues, oldest
+    first, each with the step of the checkpoint the run after it resumed from
+    (:func:`~swift_rlfactory.resume.run_chain`).
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, earlier: Sequence[tuple[Path, int]] = ()):
         self.path = Path(path)
         self.rows: list[dict[str, Any]] = []  # in step order, each with its step as "_step"
         self.replaced = 0  # steps logged again by a resumed run: their earlier lines were dropped
-        self._steps = StepLines(one_per_step=True)  # ids: places in rows
-        self._tail = JsonlTail(self.path)
+        self._checkpoints = [step for _, step in earlier]  # where the run after each earlier log resumed
+        self._tail = ChainTail([*(log for log, _ in earlier), self.path])
+        self._start()
         self._lock = threading.Lock()
+
+    def _start(self) -> None:
+        self.rows, self.replaced, self._log = [], 0, 0
+        self._steps = StepLines(one_per_step=True)  # ids: places in rows
 
     @property
     def skipped(self) -> int:
@@ -71,24 +80,29 @@ class MetricLog:
         with self._lock:  # two page handlers may refresh one run at once
             restarted, records = self._tail.read()
             if restarted:
-                self.rows, self.replaced, self._steps = [], 0, StepLines(one_per_step=True)
+                self._start()
             added = 0
-            for record in records:
+            for log, record in records:
                 entry = record.value
                 if "loss" not in entry and "reward" not in entry:  # not a training step
                     continue
+                for checkpoint in self._checkpoints[self._log : log]:  # the first line of a resumed run
+                    self._cut(self._steps.resume(checkpoint))
+                self._log = log
                 step = logged_step(entry)
                 if step is None:
                     step = self.rows[-1]["_step"] + 1 if self.rows else 1
-                if replaced := self._steps.add(step, len(self.rows)):  # the kept rows from replaced[0] on
-                    self.replaced += len(replaced)
-                    self.rows = self.rows[
-                        : replaced[0]
-                    ]  # a new list: a page reading the old one is not cut short
+                self._cut(self._steps.add(step, len(self.rows)))
                 entry["_step"] = step
                 self.rows.append(entry)
                 added += 1
             return added
+
+    def _cut(self, replaced: list[int]) -> None:
+        """Drop the kept rows from ``replaced[0]`` on (the rows are in step order, as the kept lines)."""
+        if replaced:
+            self.replaced += len(replaced)
+            self.rows = self.rows[: replaced[0]]  # a new list: a page reading the old one is not cut short
 
     def series(self, patterns: tuple[str, ...]) -> list[dict[str, Any]]:
         """Long-form points ``{"step", "metric", "value"}`` for the keys a plot draws; a value that is not a
@@ -106,8 +120,11 @@ class Run:
 
     def __init__(self, folder: str | Path):
         self.folder = resolve_run(folder)
-        self.metrics = MetricLog(self.folder / LOGGING)
-        self.trajectories = TrajectoryIndex(self.folder / TRAJECTORIES)
+        self.chain = run_chain(self.folder)  # the runs this one resumed, oldest first
+        self.metrics = MetricLog(self.folder / LOGGING, [(run / LOGGING, step) for run, step in self.chain])
+        self.trajectories = TrajectoryIndex(
+            self.folder / TRAJECTORIES, [(run / TRAJECTORIES, step) for run, step in self.chain]
+        )
         self.summary: dict[str, Any] = {}
         self.refresh()
 
@@ -129,6 +146,8 @@ class Run:
             f"{self.folder}: {steps} logged step{'' if steps == 1 else 's'}, "
             f"{trajectories} trajector{'y' if trajectories == 1 else 'ies'}"
         )
+        for run, step in reversed(self.chain):  # said, so steps from another folder are no mystery
+            line += f"; resumed from {run} at step {step}"
         if skipped := self.metrics.skipped:  # said, so a step missing from the charts is not a mystery
             line += (
                 f"; {skipped} line{'' if skipped == 1 else 's'} of {LOGGING} "

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -106,3 +106,31 @@ class JsonlTail:
                     logger.warning("%s: line %d is not a JSON object; left out", self.path, self._lines)
                     continue
                 yield Record(offset, self._lines, value)
+
+
+class ChainTail:
+    """The logs of one run and of the runs it continues (:func:`swift_rlfactory.resume.run_chain`), oldest
+    first, read as one: a :class:`JsonlTail` each. When any of them is another file now, every one is read
+    again from its start (``restarted``)."""
+
+    def __init__(self, paths: Sequence[str | Path]):
+        self.paths = [Path(p) for p in paths]
+        self._tails = [JsonlTail(p) for p in self.paths]
+
+    @property
+    def skipped(self) -> int:
+        """Lines read so far, in every log, that are not JSON objects."""
+        return sum(tail.skipped for tail in self._tails)
+
+    def end(self, log: int) -> int:
+        """How many bytes of log ``log`` have been read."""
+        return self._tails[log].end
+
+    def read(self) -> tuple[bool, Iterator[tuple[int, Record]]]:
+        """``(restarted, records)``: the new lines of every log, each with the log's place in the chain."""
+        reads = [tail.read() for tail in self._tails]
+        restarted = any(again for again, _ in reads)
+        if restarted:
+            self._tails = [JsonlTail(p) for p in self.paths]
+            reads = [tail.read() for tail in self._tails]
+        return restarted, ((log, record) for log, (_, records) in enumerate(reads) for record in records)

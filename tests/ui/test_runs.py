@@ -8,6 +8,7 @@ import os
 import threading
 from pathlib import Path
 
+from swift_rlfactory.ui.index import Filters
 from swift_rlfactory.ui.runs import MetricLog, Run
 
 
@@ -146,3 +147,50 @@ def test_an_eval_summary_that_is_not_an_object_or_not_json_is_not_shown(tmp_path
     summary.unlink()
     run.refresh()
     assert run.summary == {"em": 0.5}  # the eval's results stay on the page
+
+
+def test_a_run_resumed_into_a_new_version_folder_is_shown_whole(tmp_path: Path):
+    """``swift rlhf --resume_from_checkpoint out/v0-.../checkpoint-1 --output_dir out`` writes into a new
+    ``v1-...`` folder whose ``args.json`` names the checkpoint. The viewer, given ``out``, opens the newest
+    run and shows the whole one: the stopped run's steps up to its checkpoint (1), then the resumed run's
+    (2-4), never the stopped run's own steps 2 and 3, which the resumed run did again."""
+    from swift_rlfactory.rollout.log import TrajectoryLog
+    from swift_rlfactory.trajectory import Trajectory
+
+    stopped, resumed = tmp_path / "out" / "v0-20261201-100000", tmp_path / "out" / "v1-20261201-110000"
+    (stopped / "checkpoint-1").mkdir(parents=True)
+    resumed.mkdir()
+    checkpoint = str(stopped / "checkpoint-1")
+    (resumed / "args.json").write_text(json.dumps({"resume_from_checkpoint": checkpoint, "output_dir": ""}))
+    for folder, steps in ((stopped, (1, 2, 3)), (resumed, (2, 3))):
+        log = TrajectoryLog(folder / "trajectories.jsonl")
+        for step in steps:
+            question = f"{folder.name[:2]} step {step}"
+            log.write([Trajectory(messages=[{"role": "user", "content": question}])], step=step)
+        (folder / "logging.jsonl").write_text(
+            "".join(step_line(s, s + 0.5 * (folder == resumed)) for s in steps)
+        )
+    os.utime(stopped, (1, 1))
+    run = Run(tmp_path / "out")
+    assert run.folder == resumed
+    assert points(run.metrics) == [(1, 1.0), (2, 2.5), (3, 3.5)]
+    index = run.trajectories
+    assert [(e.step, e.prompt) for e in index.current()] == [
+        (1, "v0 step 1"),
+        (2, "v1 step 2"),
+        (3, "v1 step 3"),
+    ]
+    assert [index.read(e.number)["messages"][0]["content"] for e in index.entries] == [
+        "v0 step 1", "v0 step 2", "v0 step 3", "v1 step 2", "v1 step 3",
+    ]  # fmt: skip
+    assert index.resumed_by(index.entries[1]) is index.entries[3]  # the stopped run's step 2 is read as such
+    assert [e.number for e in index.select(Filters(text="STEP"))] == [0, 3, 4]  # text search reads both logs
+    assert index.select(Filters(text="v0 step 2")) == []
+    assert "resumed from" in run.describe() and str(stopped) in run.describe()
+    with open(resumed / "logging.jsonl", "a") as f:  # the resumed run goes on
+        f.write(step_line(4, 4.5))
+    TrajectoryLog(resumed / "trajectories.jsonl").write(
+        [Trajectory(messages=[{"role": "user", "content": "v1 step 4"}])], step=4
+    )
+    run.refresh()
+    assert points(run.metrics)[-1] == (4, 4.5) and index.steps() == [1, 2, 3, 4]
