@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from swift_rlfactory.resume import StepLines, latest_lines, logged_step
+from swift_rlfactory.resume import StepLines, latest_lines, logged_step, resumed_from, run_chain
 from swift_rlfactory.rewards.rescore import load_recorded
 from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
 from swift_rlfactory.train import read_steps
@@ -66,3 +66,25 @@ def test_a_step_logged_again_at_the_same_step_replaces_only_where_a_step_has_one
     assert [lines.add(s, n) for n, s in enumerate([1, 2, 3, 3, 2])] == [[], [], [], [], [1, 2, 3]]
     eval_lines = [{"index": 0}, {"index": 1}]  # no steps: nothing to replace
     assert latest_lines(eval_lines, logged_step) == eval_lines
+
+
+def test_a_run_chain_is_read_off_args_json_and_stops_where_it_cannot_be_followed(tmp_path: Path):
+    def run(name: str, resumed: str | None = None, args: str | None = None) -> Path:
+        folder = tmp_path / name
+        (folder / "checkpoint-2").mkdir(parents=True)
+        if args is not None:
+            (folder / "args.json").write_text(args)
+        elif resumed is not None:
+            (folder / "args.json").write_text(json.dumps({"resume_from_checkpoint": resumed}))
+        return folder
+
+    first = run("v0", args="{not json")  # a torn or foreign args.json: no chain, no error
+    second = run("v1", str(first / "checkpoint-2"))
+    third = run("v2", str(second / "checkpoint-2"))
+    assert run_chain(third) == [(first, 2), (second, 2)]
+    assert run_chain(run("v3", str(tmp_path / "gone" / "checkpoint-2"))) == []  # its folder was removed
+    assert run_chain(run("v4", str(first / "last"))) == []  # not a checkpoint-<step> folder
+    loop_a = run("a", str(tmp_path / "b" / "checkpoint-2"))
+    run("b", str(loop_a / "checkpoint-2"))  # hand-edited into a loop: each run once
+    assert run_chain(loop_a) == [(tmp_path / "b", 2)]
+    assert resumed_from(tmp_path / "nowhere") is None
