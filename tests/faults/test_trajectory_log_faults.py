@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -105,3 +107,32 @@ def test_the_log_picks_up_again_once_its_path_is_usable(env, tmp_path, caplog):
     metrics = [r.getMessage() for r in caplog.records if r.getMessage().startswith("rlfactory metrics")]
     assert ["'log/write_errors': 1" in m for m in metrics] == [True, False]
     assert "'log/write_errors': 0" in metrics[1]
+
+
+SHORT_WRITE = """
+import logging, resource, signal, sys
+from swift_rlfactory.rollout.log import TrajectoryLog
+from swift_rlfactory.trajectory import Trajectory
+
+logging.basicConfig(level=logging.WARNING, stream=sys.stdout)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit is then short, not fatal
+resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))  # the disk fills 200 bytes in
+log = TrajectoryLog(sys.argv[1])
+batch = [Trajectory(messages=[{"role": "user", "content": "x" * 300}])]
+print(log.write(batch, step=1), log.write(batch, step=2), log.drain_errors())
+"""
+
+
+def test_a_write_the_disk_could_take_only_part_of_is_counted(tmp_path):
+    """A disk that fills in the middle of a batch takes part of the write without an error (the next
+    write gets it): that batch's lines are lost as well, so it is counted and warned about too."""
+    path = tmp_path / "trajectories.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", SHORT_WRITE, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "False False 2"
+    warnings = [line for line in done.stdout.splitlines() if "cannot write" in line]
+    assert len(warnings) == 2  # two kinds of failure: each said once
+    assert "wrote 200 of" in warnings[0] and "File too large" in warnings[1]
+    assert path.stat().st_size == 200
