@@ -22,13 +22,19 @@ Values are raw text, not JSON
     right after the opening tag and one right before the closing tag (the layout the template renders,
     as vLLM's ``qwen3_coder`` parser reads it): other white space, ``<``, ``>``, quotes and JSON-looking
     text are the value. Its type comes from the tool's schema, by ms-swift's rule for schema-typed XML
-    calls (``xing4_0``, ``minicpm5``): when the parameter's ``type`` (or every ``anyOf``/``oneOf`` branch)
-    leaves out ``"string"`` and the text is JSON, the value is that JSON (``3``, ``true``, ``[1, 2]``);
-    otherwise it stays text, which the tool's own argument check then judges (``"three"`` for an
-    integer). ``null`` is ``None`` for a parameter that may be a string or null. A parameter the schema
-    does not name stays text (vLLM's rule: the model wrote text). A type given by a local ``$ref``
-    (``{"$ref": "#/$defs/Where"}``, how pydantic, FastMCP and zod write a model or enum parameter) is the
-    type it points at.
+    calls (``xing4_0``, ``minicpm5``): when the types the parameter's schema allows leave out ``"string"``
+    and the text is JSON, the value is that JSON (``3``, ``true``, ``[1, 2]``); otherwise it stays text,
+    which the tool's own argument check then judges (``"three"`` for an integer). The types allowed are
+    its ``type``, the types of its ``enum`` or ``const`` values, the union of its ``anyOf``/``oneOf``
+    branches and what every ``allOf`` branch allows; a schema that says none (``{}``) allows strings.
+    ``null`` is ``None`` for a parameter that may be a string or null. A parameter the schema does not
+    name stays text (vLLM's rule: the model wrote text). A type given by a local ``$ref`` is the type it
+    points at, however it is wrapped: ``{"$ref": "#/$defs/Where"}`` (pydantic 2.9+, FastMCP),
+    ``{"allOf": [{"$ref": ...}], "description": ...}`` (pydantic before 2.9, for a model field with a
+    description or default), ``anyOf`` with ``{"type": "null"}`` (an optional model), ``oneOf`` (a
+    discriminated union), draft-07's ``#/definitions/...`` and references into other places of the
+    schema (zod-to-json-schema), references to references. One that leads back to itself, points
+    nowhere or outside the schema gives no type.
 
 What is refused
     A block without ``<function=NAME>``; a parameter never closed with ``</parameter>`` (its value would
@@ -75,6 +81,15 @@ _PARAM_CLOSE = "</parameter>"
 BARE_XML_CALL = "<function="
 """How a reply that is nothing but XML calls, without ``<tool_call>`` tags, starts."""
 _SPACE = re.compile(r"\s*")
+_COMBINATORS = ("allOf", "anyOf", "oneOf")
+_JSON_TYPES = (
+    (bool, "boolean"),  # before int: a bool is an int in Python
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
 
 Properties = Mapping[str, Mapping[str, Any]]
 
@@ -106,29 +121,35 @@ def schema_properties(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Pr
     return out
 
 
-def _dereferenced(schema: Any, root: Mapping[str, Any], memo: dict[str, Any]) -> Any:
-    """``schema`` with the local ``$ref`` that gives its type, and those of its ``anyOf``/``oneOf``
-    branches, replaced by the schema they point at in ``root`` (``#/$defs/Where``).
+def _dereferenced(schema: Any, root: Mapping[str, Any], memo: dict[str, Any], depth: int = 0) -> Any:
+    """``schema`` with the local ``$ref`` that gives its type, and those of its ``allOf``/``anyOf``/``oneOf``
+    branches, replaced by the schema they point at in ``root`` (``#/$defs/Where``, ``#/definitions/Where``).
 
-    A reference that is not local, points nowhere or leads back to itself (a recursive model) stays as
+    A reference with keywords beside it (``{"$ref": ..., "description": ...}``) is read as JSON Schema
+    2020-12 reads it: one more ``allOf`` branch, so both the target and those keywords apply. A
+    reference that is not local, points nowhere or leads back to itself (a recursive model) stays as
     written, so its type stays unknown. ``memo`` holds each reference of ``root`` once followed (``None``
     while it is being followed), so every definition is read once however many parameters use it.
+    Past :data:`MAX_DEPTH` references and branches deep (a hostile server's chain of ten thousand) the
+    schema is ``{}``: any type, so its values stay text.
     """
     if not isinstance(schema, Mapping):
         return schema
+    if depth > MAX_DEPTH:
+        return {}
+    out = dict(schema)
+    for key in _COMBINATORS:
+        if isinstance(schema.get(key), list):
+            out[key] = [_dereferenced(branch, root, memo, depth + 1) for branch in schema[key]]
     ref = schema.get("$ref")
     if isinstance(ref, str):
         if ref not in memo:
             memo[ref] = None
-            memo[ref] = _dereferenced(_pointed(root, ref), root, memo)
+            memo[ref] = _dereferenced(_pointed(root, ref), root, memo, depth + 1)
         target = memo[ref]
-        if not isinstance(target, Mapping):
-            return schema
-        return {**target, **{key: value for key, value in schema.items() if key != "$ref"}}
-    out = dict(schema)
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            out[key] = [_dereferenced(branch, root, memo) for branch in schema[key]]
+        if isinstance(target, Mapping):
+            del out["$ref"]
+            out["allOf"] = [*(out["allOf"] if isinstance(out.get("allOf"), list) else []), target]
     return out
 
 
@@ -258,19 +279,47 @@ class _Unreadable(ValueError):
 
 
 def _types(schema: Any) -> set[str]:
-    """The JSON types ``schema`` allows (``type``, a list of them, or ``anyOf``/``oneOf`` branches)."""
+    """The JSON types ``schema`` allows: its ``type`` (a name or a list), the types of its ``enum`` or
+    ``const`` values, the union of its ``anyOf``/``oneOf`` branches and what every ``allOf`` branch allows.
+    Empty when it does not say, or when no type meets all of them (values stay text then).
+    """
     if not isinstance(schema, Mapping):
         return set()
+    found: list[set[str]] = []  # each holds: the schema allows the types that all of them allow
     declared = schema.get("type")
     if isinstance(declared, str):
-        return {declared}
-    if isinstance(declared, list):
-        return {t for t in declared if isinstance(t, str)}
-    branches = [schema.get("anyOf"), schema.get("oneOf")]
-    out: set[str] = set()
-    for branch in (b for group in branches if isinstance(group, list) for b in group):
-        found = _types(branch)
-        if not found:  # a branch of any type: it could be a string
-            return {"string"}
-        out |= found
-    return out
+        found.append({declared})
+    elif isinstance(declared, list):
+        found.append({t for t in declared if isinstance(t, str)})
+    values = schema.get("enum") if isinstance(schema.get("enum"), list) else None
+    if values is None and "const" in schema:
+        values = [schema["const"]]
+    if values is not None:
+        found.append({_json_type(value) for value in values})
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            union: set[str] = set()
+            for branch in schema[key]:
+                branch_types = _types(branch)
+                if not branch_types:  # a branch of any type: it could be a string
+                    union = {"string"}
+                    break
+                union |= branch_types
+            found.append(union)
+    for branch in schema.get("allOf") if isinstance(schema.get("allOf"), list) else []:
+        branch_types = _types(branch)
+        if branch_types:  # a branch that says nothing of the type ({"description": ...}) narrows nothing
+            found.append(branch_types)
+    if not found:
+        return set()
+    allowed = found[0]
+    for more in found[1:]:
+        # an integer is a number: {"type": "number"} and {"type": "integer"} together allow integers
+        integer = "integer" in allowed and "number" in more or "number" in allowed and "integer" in more
+        allowed = (allowed & more) | ({"integer"} if integer else set())
+    return allowed
+
+
+def _json_type(value: Any) -> str:
+    """The JSON Schema type name of a JSON value (``True`` is a boolean, not an integer)."""
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "null")

@@ -1,0 +1,198 @@
+"""XML call values typed through the schemas third-party tools send: references wrapped the ways pydantic,
+FastMCP and zod-to-json-schema write them, and Python-style objects the model writes for them."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from swift_rlfactory.tools.xml_calls import parse_xml_tool_calls
+
+WHERE = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+CAT = {"type": "object", "properties": {"kind": {"const": "cat", "type": "string"}}}
+DOG = {"type": "object", "properties": {"kind": {"const": "dog", "type": "string"}}}
+NODE = {  # pydantic's recursive model: the reference back to Node is inside a property, not the type
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+    },
+}
+DEFS = {
+    "Where": WHERE,
+    "Cat": CAT,
+    "Dog": DOG,
+    "Node": NODE,
+    "Unit": {"enum": ["c", "f"], "type": "string"},
+    "Alias": {"$ref": "#/$defs/Where"},  # a reference to a reference
+    "Alias2": {"allOf": [{"$ref": "#/$defs/Alias"}], "description": "twice removed"},
+    "Count": {"type": "integer"},
+    "Outer": {"type": "object", "$defs": {"Inner": {"type": "array", "items": {"type": "integer"}}}},
+    "Loop": {"$ref": "#/$defs/Loop2"},
+    "Loop2": {"$ref": "#/$defs/Loop"},
+    "SelfAll": {"allOf": [{"$ref": "#/$defs/SelfAll"}]},
+    "SelfAny": {"anyOf": [{"$ref": "#/$defs/SelfAny"}, {"type": "null"}]},
+}
+
+
+def call(schema: dict, text: str, *, root: dict | None = None) -> object:
+    """What a qwen3_coder value ``text`` for a parameter ``x`` of ``schema`` reaches the tool as."""
+    parameters = {"type": "object", "properties": {"x": schema}, "$defs": DEFS, **(root or {})}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": parameters}}]
+    [parsed] = parse_xml_tool_calls(
+        f"<tool_call>\n<function=f>\n<parameter=x>\n{text}\n</parameter>\n</function>\n</tool_call>", tools
+    )
+    assert parsed.error is None, parsed.error
+    return parsed.arguments["x"]
+
+
+PARIS = '{"city": "Paris"}'
+
+
+@pytest.mark.parametrize(
+    "schema, text, value",
+    [
+        # pydantic v2 before 2.9 (and FastMCP servers on it): a model field with a description or default
+        ({"allOf": [{"$ref": "#/$defs/Where"}], "description": "the place"}, PARIS, {"city": "Paris"}),
+        ({"allOf": [{"$ref": "#/$defs/Where"}], "default": {"city": "Rome"}}, PARIS, {"city": "Paris"}),
+        ({"$ref": "#/$defs/Where", "description": "the place"}, PARIS, {"city": "Paris"}),  # pydantic 2.9+
+        # Optional[Model], bare and with a description wrapped once more
+        ({"anyOf": [{"$ref": "#/$defs/Where"}, {"type": "null"}]}, PARIS, {"city": "Paris"}),
+        ({"anyOf": [{"$ref": "#/$defs/Where"}, {"type": "null"}]}, "null", None),
+        ({"anyOf": [{"allOf": [{"$ref": "#/$defs/Where"}]}, {"type": "null"}]}, PARIS, {"city": "Paris"}),
+        ({"allOf": [{"anyOf": [{"$ref": "#/$defs/Where"}, {"type": "null"}]}]}, PARIS, {"city": "Paris"}),
+        # a discriminated union
+        ({"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]}, '{"kind": "dog"}', {"kind": "dog"}),
+        # nested $defs, and draft-07's definitions (zod-to-json-schema)
+        ({"$ref": "#/$defs/Outer/$defs/Inner"}, "[1, 2]", [1, 2]),
+        ({"$ref": "#/definitions/Where"}, PARIS, {"city": "Paris"}),
+        ({"allOf": [{"$ref": "#/definitions/Where"}]}, PARIS, {"city": "Paris"}),
+        # zod-to-json-schema's "root" strategy: a schema used twice is a reference to its first place
+        ({"$ref": "#/properties/first"}, PARIS, {"city": "Paris"}),
+        # references to references
+        ({"$ref": "#/$defs/Alias"}, PARIS, {"city": "Paris"}),
+        ({"$ref": "#/$defs/Alias2"}, PARIS, {"city": "Paris"}),
+        ({"allOf": [{"$ref": "#/$defs/Alias2"}], "description": "thrice"}, PARIS, {"city": "Paris"}),
+        ({"allOf": [{"$ref": "#/$defs/Count"}]}, "3", 3),
+        # a recursive model is still an object
+        (
+            {"allOf": [{"$ref": "#/$defs/Node"}]},
+            '{"name": "a", "children": []}',
+            {"name": "a", "children": []},
+        ),
+        # allOf narrows: every branch must allow the type
+        ({"allOf": [{"type": "number"}, {"type": "integer"}]}, "3", 3),
+        ({"type": "object", "allOf": [{"$ref": "#/$defs/Where"}]}, PARIS, {"city": "Paris"}),
+        # a value that is not JSON stays text: the tool's own check judges it
+        ({"allOf": [{"$ref": "#/$defs/Where"}]}, "Paris", "Paris"),
+        ({"anyOf": [{"$ref": "#/$defs/Where"}, {"type": "null"}]}, "Paris", "Paris"),
+        # whatever may be a string stays text
+        ({"allOf": [{"$ref": "#/$defs/Unit"}]}, "c", "c"),
+        ({"allOf": [{"$ref": "#/$defs/Unit"}], "description": "unit"}, '"c"', '"c"'),
+        ({"anyOf": [{"allOf": [{"$ref": "#/$defs/Where"}]}, {"type": "string"}]}, PARIS, PARIS),
+        ({"allOf": [{"$ref": "#/$defs/Where"}, {}]}, PARIS, {"city": "Paris"}),  # {} allows anything
+        # an enum or const without "type" (pydantic before 2.7 for Literal) has the type of its values
+        ({"enum": [1, 2]}, "2", 2),
+        ({"const": 3}, "3", 3),
+        ({"enum": ["a", 1]}, "1", "1"),
+        ({"allOf": [{"enum": [True, False]}]}, "true", True),
+    ],
+)
+def test_xml_values_are_typed_through_wrapped_references(schema, text, value):
+    root = {"properties": {"x": schema, "first": {"$ref": "#/$defs/Where"}}, "definitions": {"Where": WHERE}}
+    assert call(schema, text, root=root) == value
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#/$defs/Loop"},
+        {"allOf": [{"$ref": "#/$defs/Loop"}]},
+        {"$ref": "#/$defs/SelfAll"},
+        {"allOf": [{"$ref": "#/$defs/SelfAll"}]},
+        {"anyOf": [{"$ref": "#/$defs/SelfAny"}, {"type": "null"}]},
+        {"allOf": [{"$ref": "#/$defs/Missing"}]},
+        {"allOf": [{"$ref": "https://example.com/where.json"}]},
+        {"allOf": "not a list"},
+        {"allOf": [{"type": "integer"}, {"type": "object"}]},  # no value is both
+    ],
+)
+def test_xml_values_whose_wrapped_reference_gives_no_type_stay_text(schema):
+    """A cycle, a dangling or remote reference, or branches no value satisfies: text, and nothing loops."""
+    assert call(schema, "[1]") == "[1]"
+
+
+@pytest.mark.parametrize("wrap", ["$ref", "allOf", "anyOf"])
+def test_xml_typing_survives_reference_chains_and_nesting_of_any_length(wrap):
+    """A hostile server's schema (a chain of ten thousand references, or as many nested ``allOf``/``anyOf``)
+    neither raises nor hangs; a chain of reasonable length still types its values."""
+
+    def chain(n: int) -> tuple[dict, dict]:
+        defs = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(n)} | {f"d{n}": {"type": "integer"}}
+        schema: dict = {"$ref": "#/$defs/d0"}
+        if wrap != "$ref":
+            schema, defs = {"type": "integer"}, {}
+            for _ in range(n):
+                schema = {wrap: [schema]}
+        return schema, defs
+
+    for n, typed in [(20, 3), (10_000, "3")]:
+        schema, defs = chain(n)
+        parameters = {"type": "object", "properties": {"x": schema}, "$defs": defs}
+        tools = [{"name": "f", "parameters": parameters}]
+        [parsed] = parse_xml_tool_calls("<tool_call><function=f><parameter=x>3</parameter></function>", tools)
+        assert (parsed.error, parsed.arguments) == (None, {"x": typed})
+
+
+# -- every wrapping of every type: what the model writes for it reaches the tool as its JSON -------------
+_BASES = {
+    "object": {"a": [1, "x"]},
+    "array": [1, {"b": None}],
+    "integer": 7,
+    "number": 2.5,
+    "boolean": False,
+    "string": "7",
+}
+
+
+@st.composite
+def _wrapped(draw) -> tuple[str, dict, dict]:
+    """A base type, a schema for it wrapped in a random stack of references and combinators, its defs."""
+    base = draw(st.sampled_from(sorted(_BASES)))
+    schema: dict = {"type": base, "description": "the base"}
+    defs: dict = {}
+    for i, how in enumerate(draw(st.lists(st.sampled_from(["$defs", "definitions", "allOf", "anyOf_null",
+                                                            "oneOf", "described", "nested"]), max_size=6))):  # fmt: skip
+        name = f"T{i}"
+        if how in ("$defs", "definitions"):
+            defs.setdefault(how, {})[name] = schema
+            schema = {"$ref": f"#/{how}/{name}"}
+        elif how == "allOf":
+            schema = {"allOf": [schema], "description": "wrapped"}
+        elif how == "anyOf_null":
+            schema = {"anyOf": [schema, {"type": "null"}], "default": None}
+        elif how == "oneOf":
+            schema = {"oneOf": [schema]}
+        elif how == "described":
+            defs.setdefault("$defs", {})[name] = schema
+            schema = {"allOf": [{"$ref": f"#/$defs/{name}"}], "title": name}
+        else:  # a definition nested in another definition
+            box = defs.setdefault("$defs", {}).setdefault("Box", {"type": "object", "$defs": {}})
+            box["$defs"][name] = schema
+            schema = {"$ref": f"#/$defs/Box/$defs/{name}"}
+    return base, schema, defs
+
+
+@settings(max_examples=300, deadline=None)
+@given(_wrapped())
+def test_any_stack_of_wrappers_types_a_value_as_its_base_type_does(case):
+    base, schema, defs = case
+    text = json.dumps(_BASES[base])
+    parameters = {"type": "object", "properties": {"x": schema}, **defs}
+    [parsed] = parse_xml_tool_calls(
+        f"<tool_call>\n<function=f>\n<parameter=x>\n{text}\n</parameter>\n</function>\n</tool_call>",
+        [{"name": "f", "parameters": parameters}],
+    )
+    assert parsed.error is None
+    assert parsed.arguments == {"x": text if base == "string" else _BASES[base]}
