@@ -196,3 +196,142 @@ def test_any_stack_of_wrappers_types_a_value_as_its_base_type_does(case):
     )
     assert parsed.error is None
     assert parsed.arguments == {"x": text if base == "string" else _BASES[base]}
+
+
+# -- Python-style values for parameters that take objects, arrays, booleans or null ----------------------
+PLACE = {"anyOf": [{"$ref": "#/$defs/Where"}, {"type": "null"}]}
+SCHEMAS = {
+    "object": {"type": "object"},
+    "array": {"type": "array", "items": {"type": "string"}},
+    "boolean": {"type": "boolean"},
+    "maybe_int": {"type": ["integer", "null"]},
+    "place": PLACE,
+    "text": {"type": "string"},
+    "text_or_object": {"type": ["object", "string"]},
+}
+
+
+@pytest.mark.parametrize(
+    "kind, text, value",
+    [
+        ("object", "{'year': 2020}", {"year": 2020}),
+        (
+            "object",
+            "{'q': \"it's\", 'ok': True, 'none': None, 'no': False}",
+            {"q": "it's", "ok": True, "none": None, "no": False},
+        ),
+        ("object", "{'a': [1, {'b': 'x\\'y'}], 'c': 2.5,}", {"a": [1, {"b": "x'y"}], "c": 2.5}),
+        ("object", "```python\n{'a': 1}\n```", {"a": 1}),  # fenced, as the model writes code
+        (
+            "object",
+            "{'path': 'C:\\\\tmp', 'tag': '</tool_call>', '城市': '北京'}",
+            {"path": "C:\\tmp", "tag": "</tool_call>", "城市": "北京"},
+        ),
+        ("array", "['x', 'y']", ["x", "y"]),
+        ("array", "['x', \"y's\",]", ["x", "y's"]),
+        ("array", "[True, None]", [True, None]),  # the tool's own check judges the item types
+        ("boolean", "True", True),
+        ("boolean", "False", False),
+        ("maybe_int", "None", None),
+        ("place", "{'city': 'Paris'}", {"city": "Paris"}),
+        ("place", "None", None),
+        # a string is not what these parameters take: the text is kept, for the tool's check to judge
+        ("object", "'abc'", "'abc'"),
+        ("array", "'x'", "'x'"),
+        ("boolean", "'True'", "'True'"),
+        ("maybe_int", "'3'", "'3'"),
+        # nothing that would change what the model wrote: unquoted words, tuples, text after the value
+        ("object", "{a: 1}", "{a: 1}"),
+        ("object", "{'a': x}", "{'a': x}"),
+        ("object", "{'a': (1, 2)}", "{'a': (1, 2)}"),
+        ("object", "{'a': 1} and more", "{'a': 1} and more"),
+        ("object", "{'a': 1} {'b': 2}", "{'a': 1} {'b': 2}"),
+        ("array", "'x', 'y'", "'x', 'y'"),
+        ("object", "{'a': 1", "{'a': 1"),  # cut: the end may be missing more than a bracket
+        ("object", "{'a': NaN}", "{'a': NaN}"),
+        ("boolean", "TRUE", "TRUE"),
+        # parameters that may be strings keep their text, whatever it looks like
+        ("text", "{'a': 1}", "{'a': 1}"),
+        ("text", "True", "True"),
+        ("text_or_object", "{'a': 1}", "{'a': 1}"),
+    ],
+)
+def test_python_style_values_are_typed_when_the_schema_takes_their_type(kind, text, value):
+    """The model writes ``{'a': 1}``, ``['x']``, ``True``, ``None`` (Python's habit); where the schema takes an
+    object, array, boolean or null, the repair that hermes calls get (single quotes, Python literals,
+    trailing commas, a fence; nothing that changes a value) types it; anything else stays text."""
+    assert call(SCHEMAS[kind], text) == value
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [("{'a': 1, 'a': 2}", "twice"), ("{'a': 1e400}", "out of range"), ("[" * 101 + "]" * 101, "deeper")],
+)
+def test_python_style_values_that_would_lose_a_value_are_errors_as_json_ones_are(text, message):
+    tools = [
+        {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": ["object", "array"]}}}}
+    ]
+    [parsed] = parse_xml_tool_calls(
+        f"<tool_call><function=f><parameter=x>{text}</parameter></function>", tools
+    )
+    assert parsed.error is not None and message in parsed.error, parsed
+
+
+_PRINTABLE = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs",)).filter(str.isprintable), max_size=8
+)
+_PYTHONISH = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**15), 10**15)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _PRINTABLE,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_PRINTABLE, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_PRINTABLE, _PYTHONISH, max_size=3) | st.lists(_PYTHONISH, max_size=3))
+def test_what_python_prints_for_an_object_or_array_reaches_the_tool_as_that_value(value):
+    """``repr`` of any JSON value made of printable text (Python's quotes, ``\\'``, ``\\\\``, ``True``,
+    ``None``, exponents) is read back exactly for a parameter that takes objects and arrays."""
+    text = repr(value)
+    if "</parameter>" in text:
+        return
+    assert call({"type": ["object", "array"]}, text) == value
+
+
+def test_a_python_tool_taking_models_runs_on_the_python_style_call_the_model_writes():
+    """End to end through a real tool's pydantic schema: ``{'city': 'Paris'}`` and ``None`` reach it typed."""
+    import asyncio
+
+    from pydantic import BaseModel
+
+    from swift_rlfactory.tools.python_tool import PythonTool
+
+    class Where(BaseModel):
+        city: str
+        days: int = 1
+
+    def forecast(
+        where: Where, backup: Where | None = None, hourly: bool = False, tags: list[str] | None = None
+    ) -> str:
+        """The forecast for a place."""
+        return f"{where.city} {where.days} {backup} {hourly} {tags}"
+
+    tool = PythonTool(forecast)
+    body = "".join(
+        f"<parameter={k}>\n{v}\n</parameter>\n"
+        for k, v in {
+            "where": "{'city': 'Paris', 'days': 2,}",
+            "backup": "None",
+            "hourly": "True",
+            "tags": "['rain', \"it's\"]",
+        }.items()  # fmt: skip
+    )
+    [parsed] = parse_xml_tool_calls(
+        f"<tool_call>\n<function=forecast>\n{body}</function>", [tool.spec.openai_schema()]
+    )
+    assert parsed.error is None
+    assert asyncio.run(tool.call(parsed.arguments)) == "Paris 2 None True ['rain', \"it's\"]"

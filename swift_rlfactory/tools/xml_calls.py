@@ -27,9 +27,12 @@ Values are raw text, not JSON
     which the tool's own argument check then judges (``"three"`` for an integer). The types allowed are
     its ``type``, the types of its ``enum`` or ``const`` values, the union of its ``anyOf``/``oneOf``
     branches and what every ``allOf`` branch allows; a schema that says none (``{}``) allows strings.
-    ``null`` is ``None`` for a parameter that may be a string or null. A parameter the schema does not
-    name stays text (vLLM's rule: the model wrote text). A type given by a local ``$ref`` is the type it
-    points at, however it is wrapped: ``{"$ref": "#/$defs/Where"}`` (pydantic 2.9+, FastMCP),
+    ``null`` is ``None`` for a parameter that may be a string or null. Text that is not JSON but written
+    Python's way (``{'a': True}``, ``['x', None]``, ``None``) is read by the hermes path's repair (single
+    quotes, Python literals, trailing commas, a code fence: nothing that changes a value) and typed when
+    what it reads is of a type the schema takes (``'abc'`` for an object stays ``'abc'``). A parameter
+    the schema does not name stays text (vLLM's rule: the model wrote text). A type given by a local
+    ``$ref`` is the type it points at, however it is wrapped: ``{"$ref": "#/$defs/Where"}`` (pydantic 2.9+, FastMCP),
     ``{"allOf": [{"$ref": ...}], "description": ...}`` (pydantic before 2.9, for a model field with a
     description or default), ``anyOf`` with ``{"type": "null"}`` (an optional model), ``oneOf`` (a
     discriminated union), draft-07's ``#/definitions/...`` and references into other places of the
@@ -57,6 +60,7 @@ from typing import Any
 from .parsing import (
     _CLOSE,
     _OPEN,
+    _PYTHON_LITERALS,
     MAX_DEPTH,
     DuplicateKey,
     ToolCall,
@@ -66,6 +70,7 @@ from .parsing import (
     _near,
     _no_constant,
     _quote,
+    _read,
     _scan,
     _too_deep,
     json_calls_in_prose,
@@ -82,6 +87,7 @@ BARE_XML_CALL = "<function="
 """How a reply that is nothing but XML calls, without ``<tool_call>`` tags, starts."""
 _SPACE = re.compile(r"\s*")
 _COMBINATORS = ("allOf", "anyOf", "oneOf")
+_TOO_DEEP = "the JSON is nested deeper than"
 _JSON_TYPES = (
     (bool, "boolean"),  # before int: a bool is an int in Python
     (int, "integer"),
@@ -268,10 +274,39 @@ def _typed(value: str, schema: Any) -> Any:
     except DuplicateKey as exc:
         raise _Unreadable(str(exc)) from None
     except (ValueError, RecursionError):
-        return value
+        return _repaired(value, types)
     if _too_deep(typed):
-        raise _Unreadable(f"the JSON is nested deeper than {MAX_DEPTH} levels")
+        raise _Unreadable(f"{_TOO_DEEP} {MAX_DEPTH} levels")
     return typed
+
+
+def _repaired(value: str, types: set[str]) -> Any:
+    """``value`` written Python's way (``{'a': True}``, ``['x', None]``, ``None``) read by the hermes path's
+    faithful repair, when what it reads is of a type the schema takes; else the text itself.
+
+    A string is never such a type here (the caller keeps the text of a parameter that may be one), so
+    ``'abc'`` stays ``'abc'`` rather than losing its quotes. What the repair refuses (unquoted words,
+    tuples, text after the value) stays text too; a repeated key or nesting past :data:`MAX_DEPTH` is an
+    error, as in strict JSON, since reading it would drop or refuse a value.
+    """
+    literal = _PYTHON_LITERALS.get(value.strip())
+    if literal is not None:  # the reader below reads objects and arrays; a bare True is one token
+        read = _Body(len(value), len(value), values=[json.loads(literal)])
+    else:
+        read = _read(value, 0, in_block=False)
+    if read.error is not None:
+        if read.error.endswith(DuplicateKey.SAYS) or read.error.startswith(_TOO_DEEP):
+            raise _Unreadable(read.error)
+        return value
+    if len(read.values) != 1 or not _allows(types, read.values[0]):
+        return value
+    return read.values[0]
+
+
+def _allows(types: set[str], value: Any) -> bool:
+    """Whether a schema that allows ``types`` takes ``value`` as far as its JSON type goes."""
+    kind = _json_type(value)
+    return kind in types or kind == "integer" and "number" in types
 
 
 class _Unreadable(ValueError):
