@@ -9,6 +9,7 @@ import pytest
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.env.environment import Environment
+from swift_rlfactory.tools import ToolCall
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 
@@ -124,3 +125,80 @@ def test_mcp_config_expands_environment_variables(tmp_path, monkeypatch):
     assert servers["remote"].url == "http://127.0.0.1:8123/mcp"
     assert servers["remote"].headers == {"Authorization": "Bearer s3cret"}
     assert servers["local"].args == ["server.py", "--port", "8123"]
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("0", "limits.max_description_chars: Input should be greater than 0"),
+        ("-5", "limits.max_description_chars: Input should be greater than 0"),
+        ("true", "limits.max_description_chars: Value error, expected a number, got true"),
+        ("lots", "limits.max_description_chars: Input should be a valid integer"),
+        ("2.5", "limits.max_description_chars: Input should be a valid integer"),
+    ],
+)
+def test_a_bad_description_cap_is_named_at_load(tmp_path, value, message):
+    with pytest.raises(EnvConfigError) as info:
+        load_env_config(
+            write(tmp_path, f"reward: [{{name: em}}]\nlimits: {{max_description_chars: {value}}}")
+        )
+    assert message in str(info.value)
+
+
+LONG_TOOL = '''
+from swift_rlfactory.tools import tool
+
+
+@tool
+def lookup(term: str) -> str:
+    """{summary}
+
+    Args:
+        term: {term}
+    """
+    return term
+'''
+
+
+@pytest.mark.parametrize(
+    "limits, cut",
+    [
+        ("", 4096),
+        ("limits: {max_description_chars: 300}", 300),
+        ("limits: {max_description_chars: null}", None),
+    ],
+)
+def test_the_tool_list_in_the_system_prompt_holds_descriptions_cut_to_the_cap(tmp_path, caplog, limits, cut):
+    """A docstring (or an MCP server's description) of 10,000 characters reaches the system prompt cut to
+    ``limits.max_description_chars`` (default 4096), with a note, and a warning names the tool; ``null``
+    shows it whole."""
+    from swift_rlfactory.adapters.swift_template import template_by_name, with_system_prompt
+
+    summary, term = "S" * 10_000, "T" * 5_000
+    (tmp_path / "tools.py").write_text(LONG_TOOL.format(summary=summary, term=term))
+    (tmp_path / "env.yaml").write_text(f"tools: {{python: [tools.py]}}\n{limits}\n")
+    with (
+        caplog.at_level("WARNING", logger="swift_rlfactory.tools.toolset"),
+        Environment.load(tmp_path / "env.yaml") as env,
+    ):
+        [schema] = env.tool_schemas()
+        [record] = env.executor.execute([ToolCall("lookup", {"term": "x"})])
+        messages = [{"role": "user", "content": "Look up x."}]
+        [system, _] = with_system_prompt(messages, template_by_name("qwen3"), "Be brief.", env.tool_schemas())
+    function = schema["function"]
+    described = function["parameters"]["properties"]["term"]["description"]
+    if cut is None:
+        assert (function["description"], described) == (summary, term)
+        assert not caplog.records
+    else:
+        assert (
+            function["description"]
+            == f"{summary[:cut]} [description cut: 10000 characters, the first {cut} shown]"
+        )
+        assert described == f"{term[:cut]} [description cut: 5000 characters, the first {cut} shown]"
+        assert [r.getMessage().split(":")[0] for r in caplog.records] == ["tool 'lookup' of 'python'"]
+        assert (
+            "[description cut: 10000 characters" in system["content"]
+        )  # what ms-swift renders for the model
+        assert len(system["content"]) < 2 * cut + 1_000
+    assert record.observation == "x"  # the tool still runs as itself

@@ -17,6 +17,7 @@ An environment is everything a training run needs besides the model and the data
       max_concurrency: 256
       per_tool_concurrency: {convert: 8}
       max_output_tokens: 512
+      max_description_chars: 4096        # tool and parameter descriptions past this are cut (null: never)
     cache:
       tools: [convert]                   # opt-in per tool; ["*"] caches every tool
       max_entries: 10000
@@ -122,6 +123,12 @@ class LimitsConfig(_Strict):
     max_output_tokens: int | None = Field(default=1024, gt=0, description="observation length cap (tokens)")
     max_calls_per_turn: int = Field(default=8, gt=0, description="extra calls in one turn become errors")
     retries: int = Field(default=2, ge=0, description="retries of a call whose server was unreachable")
+    max_description_chars: int | None = Field(
+        default=4096,
+        gt=0,
+        description="longest tool or parameter description in the system prompt; longer ones are cut with "
+        "a note and a start-up warning names the tool (an MCP server may send a whole manual); null: no cap",
+    )
 
     @field_validator("per_tool_concurrency")
     @classmethod
@@ -139,6 +146,7 @@ class LimitsConfig(_Strict):
             per_tool_concurrency=dict(self.per_tool_concurrency),
             max_output_tokens=self.max_output_tokens,
             retries=self.retries,
+            max_description_chars=self.max_description_chars,
         )
 
 

@@ -66,6 +66,9 @@ class Limits:
     max_output_tokens: int | None = 1024
     retries: int = 2
     retry_backoff_s: float = 0.2
+    max_description_chars: int | None = 4096
+    """Longest tool description (and description in a parameter schema) shown to the model; longer ones are
+    cut with a note (:func:`~.toolset.capped_spec`). ``None``: no cap."""
 
 
 @dataclass
@@ -147,7 +150,7 @@ class ToolExecutor:
         self.cached_tools = cached_tools
         self.count_tokens = count_tokens
         self.cache_namespace = cache_namespace
-        self.toolset = ToolSet(providers)
+        self.toolset = ToolSet(providers, self.limits.max_description_chars)
         self._loop = LoopThread()
         self._started = False
         self._start_lock = asyncio.Lock()

@@ -8,16 +8,24 @@ carries that public name while the call still reaches the server under its own n
 Every public name is a valid function name, as OpenAI's API requires (``^[a-zA-Z0-9_-]{1,64}$``) and as the
 XML call format needs (a ``>`` in ``<function=t>x>`` ends the tag): other characters become ``_`` and a name
 longer than 64 keeps its start plus a short hash of the whole, so the same tools always get the same names.
+
+Every tool's description and every ``description`` in its parameter schema is rendered into the system
+prompt of every trajectory, and a third-party MCP server may send a manual's worth of text there. With
+``max_description_chars`` each of them keeps its first that many characters and ends with a note saying
+it was cut and how long it was (:func:`capped_spec`), and a start-up warning names the tool. Only the
+prose is cut: parameter names, types, enums and defaults reach the model and the tool as they were.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .base import Tool, ToolProvider, ToolSpec
@@ -42,12 +50,75 @@ def function_name(name: str, suffix: str = "") -> str:
     return f"{clean[: MAX_NAME - len(suffix) - 9]}_{digest}{suffix}"
 
 
-class RenamedTool:
-    """A tool exposed under another public name; calls (and its own ``timeout_s``) go to the original."""
+# Keywords whose values are schemas (a mapping of them, a list of them, or one), so that a "description"
+# is cut where it is prose and never where it is data: a parameter named "description", a default.
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalItems", "additionalProperties", "not", "if", "then", "else", "contains",
+               "propertyNames", "unevaluatedItems", "unevaluatedProperties")  # fmt: skip
 
-    def __init__(self, inner: Tool, name: str, description: str | None = None):
+
+def capped_spec(spec: ToolSpec, limit: int | None) -> tuple[ToolSpec, list[str]]:
+    """``spec`` with its description and each description in its parameter schema cut to ``limit``
+    characters, and where the cuts were (``"description"``, ``"properties/q"``); ``spec`` itself when
+    nothing is longer (or ``limit`` is ``None``).
+
+    A cut description ends with `` [description cut: N characters, the first K shown]``, so the model
+    (and whoever reads the prompt) knows there was more. The schema is walked by its keywords, so a
+    default, an enum or a parameter named ``description`` is never taken for prose, and it is copied
+    before it is cut: the server's own schema is left as it was.
+    """
+    if limit is None:
+        return spec, []
+    description = spec.description
+    cuts = ["description"] if len(description) > limit else []
+    parameters = spec.parameters
+    if next(_long_descriptions(parameters, limit), None) is not None:
+        parameters = json.loads(json.dumps(parameters))
+        for node, where in _long_descriptions(parameters, limit):
+            node["description"] = _cut(node["description"], limit)
+            cuts.append(where)
+    if not cuts:
+        return spec, []
+    return replace(spec, description=_cut(description, limit), parameters=parameters), cuts
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` as its first ``limit`` characters and a note saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [description cut: {len(text)} characters, the first {limit} shown]"
+
+
+def _long_descriptions(schema: Any, limit: int) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every schema in ``schema`` (itself included) whose ``description`` is longer than ``limit``, with
+    where it is (``"properties/q/items"``; ``"parameters"`` for ``schema`` itself)."""
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    while stack:
+        node, where = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if isinstance(node.get("description"), str) and len(node["description"]) > limit:
+            yield node, where or "parameters"
+        inside = f"{where}/" if where else ""
+        for key in _SCHEMA_MAPS:
+            if isinstance(node.get(key), dict):
+                stack.extend((child, f"{inside}{key}/{name}") for name, child in node[key].items())
+        for key in (*_SCHEMA_LISTS, *_SCHEMA_ONE):
+            value = node.get(key)
+            if isinstance(value, list):  # also draft-07's items as a list, one schema per position
+                stack.extend((child, f"{inside}{key}/{i}") for i, child in enumerate(value))
+            else:
+                stack.append((value, f"{inside}{key}"))
+
+
+class RenamedTool:
+    """A tool exposed under another public name, or with its descriptions cut; calls (and its own
+    ``timeout_s``) go to the original."""
+
+    def __init__(self, inner: Tool, name: str, description: str | None = None, spec: ToolSpec | None = None):
         self.inner = inner
-        self.spec: ToolSpec = inner.spec.renamed(name, description)
+        self.spec: ToolSpec = spec or inner.spec.renamed(name, description)
 
     @property
     def timeout_s(self) -> float | None:
@@ -75,10 +146,15 @@ class PythonProvider:
 
 
 class ToolSet:
-    """Starts providers concurrently and merges their tools under unique names."""
+    """Starts providers concurrently and merges their tools under unique names.
 
-    def __init__(self, providers: Sequence[ToolProvider]):
+    ``max_description_chars``: the longest description (a tool's, or one in its parameter schema) the
+    model is shown; longer ones are cut with a note, and a warning names the tool. ``None``: no cap.
+    """
+
+    def __init__(self, providers: Sequence[ToolProvider], max_description_chars: int | None = None):
         self.providers = list(providers)
+        self.max_description_chars = max_description_chars
         self.tools: dict[str, Tool] = {}
 
     async def start(self) -> None:
@@ -115,9 +191,35 @@ class ToolSet:
                     logger.info("tool %r of %r is offered to the model as %r", name, prefix, public)
                 if public != name or description is not None:
                     tool = RenamedTool(tool, public, description)
-                merged[public] = tool
+                merged[public] = self._capped(tool, prefix)
         return merged
+
+    def _capped(self, tool: Tool, provider: str) -> Tool:
+        """``tool`` with its descriptions cut to ``max_description_chars``, and a warning if any was."""
+        spec, cuts = capped_spec(tool.spec, self.max_description_chars)
+        if not cuts:
+            return tool
+        logger.warning(
+            "tool %r of %r: cut to limits.max_description_chars (%d characters): %s; every description "
+            "is in the system prompt of every trajectory",
+            spec.name,
+            provider,
+            self.max_description_chars,
+            _described(tool.spec, cuts),
+        )
+        return RenamedTool(tool.inner if isinstance(tool, RenamedTool) else tool, spec.name, spec=spec)
 
     async def close(self) -> None:
         """Close every provider, collecting rather than raising their errors."""
         await asyncio.gather(*(p.close() for p in self.providers), return_exceptions=True)
+
+
+def _described(spec: ToolSpec, cuts: list[str]) -> str:
+    """What was cut, for the warning: ``its description (120000 characters) and 2 description(s) in its
+    parameters (properties/q, $defs/Where)``."""
+    parts = [f"its description ({len(spec.description)} characters)"] if "description" in cuts else []
+    inner = [where for where in cuts if where != "description"]
+    if inner:
+        shown = ", ".join(inner[:5]) + (", ..." if len(inner) > 5 else "")
+        parts.append(f"{len(inner)} description(s) in its parameters ({shown})")
+    return " and ".join(parts)

@@ -7,6 +7,7 @@ misbehave this way on purpose) with the flags that select its fault, and drives 
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -195,3 +196,43 @@ def test_a_malformed_block_of_a_known_type_is_named_by_what_it_lacks() -> None:
     assert textless.error.endswith("MCP: content.0: 'text' block: text: Field required"), textless.error
     assert hollow.error.endswith("content.0: 'resource' block: resource.text: Field required"), hollow.error
     assert echo.observation == '{"x": 3}'  # the session goes on
+
+
+@pytest.mark.timeout(60)
+def test_a_server_that_sends_a_whole_manual_as_descriptions_is_cut_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A tool description of 200,000 characters (and a parameter's of 50,000) would be in the system prompt
+    of every trajectory: each is cut to ``limits.max_description_chars`` with a note saying so, a warning
+    names the tool, and what is not prose (a parameter named ``description``, a default) and the call
+    itself are untouched."""
+    with (
+        caplog.at_level(logging.WARNING, logger="swift_rlfactory.tools.toolset"),
+        ToolExecutor([odd("huge")], Limits(call_timeout_s=10, max_description_chars=1000)) as executor,
+    ):
+        [manual] = [s["function"] for s in executor.schemas() if s["function"]["name"] == "manual"]
+        q, description = (
+            manual["parameters"]["properties"]["q"],
+            manual["parameters"]["properties"]["description"],
+        )
+        assert (
+            manual["description"]
+            == "M" * 1000 + " [description cut: 200000 characters, the first 1000 shown]"
+        )
+        assert q["description"] == "Q" * 1000 + " [description cut: 50000 characters, the first 1000 shown]"
+        assert description == {"type": "string", "description": "what to file", "default": "D" * 9_000}
+        assert len(json.dumps(executor.schemas())) < 14_000  # the rendered tool list, default included
+        record = executor.execute([ToolCall("manual", {"q": "x", "description": "y"})])[0]
+        assert record.observation == '{"q": "x", "description": "y"}'
+    [warning] = [r.getMessage() for r in caplog.records if "max_description_chars" in r.getMessage()]
+    assert warning.startswith(
+        "tool 'manual' of 'odd': cut to limits.max_description_chars (1000 characters): its description "
+        "(200000 characters) and 1 description(s) in its parameters (properties/q);"
+    )
+
+
+@pytest.mark.timeout(60)
+def test_without_a_description_cap_the_server_descriptions_are_shown_whole() -> None:
+    with ToolExecutor([odd("huge")], Limits(call_timeout_s=10, max_description_chars=None)) as executor:
+        [manual] = [s["function"] for s in executor.schemas() if s["function"]["name"] == "manual"]
+        assert manual["description"] == "M" * 200_000

@@ -20,6 +20,10 @@
   (a text block without ``text``) and ``hollow`` (a resource block whose resource has neither ``text``
   nor ``blob``).
 
+* ``huge``: one more tool, ``manual``, whose description is 200,000 characters and whose parameter ``q``
+  has a 50,000-character description (a server that ships its whole manual in its tool list), beside a
+  parameter named ``description`` and a long ``default``, which are not prose.
+
 Tools: ``echo`` (its arguments as JSON text), ``struct_error`` (``isError`` with only structuredContent),
 ``weird`` (a content block of an unknown type between two text blocks).
 """
@@ -88,6 +92,15 @@ def main() -> None:
     if "outschema" in flags:
         output = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
         tools = [*tools, {"name": "typed", "inputSchema": SCHEMA, "outputSchema": output}]
+    if "huge" in flags:
+        schema = {
+            "type": "object",
+            "properties": {
+                "q": {"type": "string", "description": "Q" * 50_000},
+                "description": {"type": "string", "description": "what to file", "default": "D" * 9_000},
+            },
+        }
+        tools = [*tools, {"name": "manual", "description": "M" * 200_000, "inputSchema": schema}]
     if "badblocks" in flags:
         tools = [*tools, *({"name": name, "inputSchema": SCHEMA} for name in ("textless", "hollow"))]
     for line in sys.stdin:
