@@ -335,3 +335,43 @@ def test_a_python_tool_taking_models_runs_on_the_python_style_call_the_model_wri
     )
     assert parsed.error is None
     assert asyncio.run(tool.call(parsed.arguments)) == "Paris 2 None True ['rain', \"it's\"]"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"where": '{"city": "Paris", "days": 2}', "pet": '{"kind": "dog"}', "backup": '{"city": "Lyon"}',
+         "stops": '[{"city": "Dijon"}]', "tree": '{"name": "r", "children": [{"name": "a"}]}', "hourly": "true"},
+        {"where": "{'city': 'Paris', 'days': 2}", "pet": "{'kind': 'dog'}", "backup": "{'city': 'Lyon',}",
+         "stops": "[{'city': 'Dijon'}]", "tree": "{'name': 'r', 'children': [{'name': 'a'}]}", "hourly": "True"},
+    ],
+    ids=["json", "python"],
+)  # fmt: skip
+def test_a_fastmcp_server_taking_models_gets_them_typed_from_xml_calls(values):
+    """End to end with a real MCP server (the SDK derives its schema from pydantic models): every model, an
+    optional one, a discriminated union, a list of models and a recursive model arrive as objects."""
+    from swift_rlfactory.tools import ToolExecutor
+    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.mcp import McpProvider
+    from swift_rlfactory.tools.mcp_config import McpServerConfig
+    from tests.test_mcp import ROOT
+
+    server = McpServerConfig(command="python", args=[str(ROOT / "tests" / "servers" / "models_server.py")])
+    with ToolExecutor([McpProvider("models", server)]) as executor:
+        schemas = executor.schemas()
+        assert "$ref" in json.dumps(schemas) and "anyOf" in json.dumps(schemas)  # the shapes under test
+        body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in values.items())
+        calls = call_parser("qwen3_coder", schemas)(
+            f"<tool_call>\n<function=plan>\n{body}</function>\n</tool_call>"
+        )
+        [record] = executor.execute(calls)
+    assert record.error is None, record.error
+    assert json.loads(record.observation) == {
+        "where": {"city": "Paris", "days": 2},
+        "pet": "Dog",
+        "backup": {"city": "Lyon", "days": 1},
+        "stops": ["Dijon"],
+        "tree": ["a"],
+        "hourly": True,
+    }
