@@ -265,7 +265,8 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
         "--dataset",
         type=Path,
         required=True,
-        help="JSONL/JSON rows {messages, solution|golden_answers} or {question, golden_answers}; parquet",
+        help="JSONL/JSON rows {messages, solution|golden_answers} or {question, golden_answers}; parquet, "
+        "csv/tsv; .gz, .bz2 or .xz compressed",
     )
     ev.add_argument(
         "--output", type=Path, required=True, help="folder for trajectories.jsonl and metrics.json"

@@ -9,21 +9,27 @@ becomes a record that ``splitlines`` cuts in two, with neither half JSON. Every 
 
 Dataset files come from every editor and tool: :func:`read_text` reads them as UTF-8 with or without the
 byte order mark Windows tools write (what Python calls ``utf-8-sig``), and names the file and line of
-anything that is not UTF-8 text, so a user knows which file to save again, and decompresses gzip data
-(datasets are often shipped as ``.jsonl.gz``, and logs come back from the GPU benchmarks so).
+anything that is not UTF-8 text, so a user knows which file to save again, and decompresses gzip, bzip2
+and xz data (datasets are often shipped as ``.jsonl.gz``, ``.jsonl.bz2`` or ``.jsonl.xz``, and logs come
+back from the GPU benchmarks so).
 
-The gzip rule lives here alone (:func:`is_gzip`, :func:`format_suffix`, :func:`read_bytes`): a file is gzip
-when its name ends in ``.gz`` (any case) or its bytes open with gzip's magic number (a ``.jsonl`` that
-was compressed without being renamed); its format is the suffix under ``.gz`` (``nq.JSONL.GZ`` is JSON
-Lines).
+The compression rule lives here alone (:func:`compression`, :func:`format_suffix`, :func:`read_bytes`): a
+file is compressed when its name ends in ``.gz``, ``.bz2`` or ``.xz`` (any case) or its bytes open with
+that format's magic number (a ``.jsonl`` that was compressed without being renamed); its format is the
+suffix under the compression one (``nq.JSONL.BZ2`` is JSON Lines). Zstandard (``.zst``, or its magic
+number) is refused, naming the file: the standard library has no decoder for it before Python 3.14, and
+one ``zstd -d`` is cheaper than a dependency every install carries.
 """
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import gzip
 import json
+import lzma
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,41 +56,59 @@ def lines(text: str) -> list[str]:
     return parts
 
 
-GZIP_SUFFIX = ".gz"
-_GZIP_MAGIC = b"\x1f\x8b"
+# suffix -> (name, the magic number its data opens with, decompress, what that raises on bad data)
+_COMPRESSIONS: dict[str, tuple[str, bytes, Callable[[bytes], bytes], tuple[type[Exception], ...]]] = {
+    ".gz": ("gzip", b"\x1f\x8b", gzip.decompress, (OSError, EOFError, zlib.error)),
+    ".bz2": ("bz2", b"BZh", bz2.decompress, (OSError, EOFError, ValueError)),
+    ".xz": ("xz", b"\xfd7zXZ\x00", lzma.decompress, (lzma.LZMAError, EOFError)),
+}
+_ZSTD_SUFFIXES = (".zst", ".zstd")
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-def is_gzip(path: str | Path) -> bool:
-    """Whether ``path`` is named as gzip-compressed (``.gz``, in any case)."""
-    return Path(path).suffix.lower() == GZIP_SUFFIX
+def compression(path: str | Path) -> str | None:
+    """The compression suffix ``path`` is named with (``.gz``, ``.bz2``, ``.xz``, ``.zst``, ``.zstd``;
+    lower case), or ``None``."""
+    suffix = Path(path).suffix.lower()
+    return suffix if suffix in _COMPRESSIONS or suffix in _ZSTD_SUFFIXES else None
 
 
-def without_gzip(path: str | Path) -> Path:
-    """``path`` without its ``.gz`` suffix, if it has one: ``nq_dev.jsonl.gz`` -> ``nq_dev.jsonl``."""
+def without_compression(path: str | Path) -> Path:
+    """``path`` without its compression suffix, if it has one: ``nq_dev.jsonl.bz2`` -> ``nq_dev.jsonl``."""
     path = Path(path)
-    return path.with_suffix("") if is_gzip(path) else path
+    return path.with_suffix("") if compression(path) else path
 
 
 def format_suffix(path: str | Path) -> str:
-    """The lower-case suffix naming the file's format, under any ``.gz``: ``nq.JSONL.GZ`` -> ``.jsonl``."""
-    return without_gzip(path).suffix.lower()
+    """The lower-case suffix naming the file's format, under any compression: ``nq.JSONL.GZ`` -> ``.jsonl``."""
+    return without_compression(path).suffix.lower()
 
 
 def read_bytes(path: Path) -> bytes:
-    """The bytes of ``path``, decompressed when they are gzip data (by name or by magic number);
-    ``ValueError`` naming a ``.gz`` file that is not complete gzip data. ``OSError`` is the caller's."""
+    """The bytes of ``path``, decompressed when they are gzip, bzip2 or xz data (by name or by magic
+    number); ``ValueError`` naming a compressed file that is not complete data of its format, and a
+    zstd one, saying to decompress it. ``OSError`` is the caller's."""
     data = path.read_bytes()
-    if is_gzip(path) or data.startswith(_GZIP_MAGIC):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:  # not gzip, or cut short
-            raise ValueError(f"{path}: not a complete gzip file ({exc})") from None
-    return data
+    suffix = compression(path)
+    if suffix in _ZSTD_SUFFIXES or data.startswith(_ZSTD_MAGIC):
+        raise ValueError(
+            f"{path}: zstd-compressed, which is not read here (Python's standard library has no zstd "
+            f"decoder); decompress it first (zstd -d '{path}') and give the file that writes"
+        )
+    if suffix is None:  # compressed without being renamed, or not compressed at all
+        suffix = next((s for s, (_, magic, *_) in _COMPRESSIONS.items() if data.startswith(magic)), None)
+    if suffix is None:
+        return data
+    name, _, decompress, errors = _COMPRESSIONS[suffix]
+    try:
+        return decompress(data)
+    except errors as exc:  # not of that format, or cut short
+        raise ValueError(f"{path}: not a complete {name} file ({exc})") from None
 
 
 def read_text(path: Path) -> str:
     """The UTF-8 text of ``path``, without the byte order mark it may start with (:func:`decode`),
-    decompressed first when it is gzip (:func:`read_bytes`). ``OSError`` (a missing file, a folder) is
+    decompressed first when it is compressed (:func:`read_bytes`). ``OSError`` (a missing file, a folder) is
     the caller's to word."""
     return decode(read_bytes(path), path)
 

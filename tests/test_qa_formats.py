@@ -8,8 +8,10 @@ never the end of the whole eval; a file of no such row fails naming the file and
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
+import lzma
 import sys
 from pathlib import Path
 from typing import Any
@@ -306,3 +308,38 @@ def test_rows_repeating_an_id_or_a_question_are_kept_and_named_in_a_warning(tmp_
     assert f"{path}: 2 rows repeat" in warning
     assert "line 2 repeats the id of line 1 ('a')" in warning
     assert "line 4 repeats the question of line 3 ('q3?')" in warning
+
+
+# -- compression: gzip, bzip2 and xz are read (the standard library has them); zstd is refused, named ------
+COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESSORS))
+@pytest.mark.parametrize("renamed", [False, True], ids=["by-name", "by-bytes"])
+def test_a_compressed_dataset_is_read_by_its_suffix_or_its_bytes(tmp_path: Path, suffix, renamed) -> None:
+    """``nq.jsonl.bz2``, ``nq.json.XZ``, or one compressed and never renamed: each read as its format."""
+    records = [{"question": "q1", "answer": "a"}, {"question": "q2", "answer": ["b"]}]
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    for name, data in ((f"nq.jsonl{suffix.upper()}", text), (f"dev.json{suffix}", json.dumps(records))):
+        path = tmp_path / (name.rsplit(".", 1)[0] if renamed else name)
+        path.write_bytes(COMPRESSORS[suffix](data.encode()))
+        assert [r["golden_answers"] for r in load_rows(path)] == [["a"], ["b"]], path
+    if not renamed:
+        assert eval_sets.named(str(tmp_path / f"nq_dev.jsonl{suffix}"))[0] == "nq_dev"
+
+
+@pytest.mark.parametrize("suffix", [".bz2", ".xz"])
+def test_a_compressed_file_cut_short_is_named(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"nq.jsonl{suffix}"
+    path.write_bytes(COMPRESSORS[suffix](b'{"question": "q", "answer": "a"}\n' * 50)[:-8])
+    with pytest.raises(ValueError, match=rf"^{path}: not a complete {suffix[1:]} file"):
+        load_rows(path)
+
+
+@pytest.mark.parametrize("name", ["nq.jsonl.zst", "NQ.JSONL.ZSTD", "nq.jsonl"])
+def test_a_zstd_dataset_is_refused_naming_the_file_and_how_to_decompress_it(tmp_path: Path, name) -> None:
+    """No zstd decoder in the standard library, and not worth a dependency: say so before a model loads."""
+    path = tmp_path / name
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 16)  # zstd's magic number (the bytes of nq.jsonl too)
+    with pytest.raises(ValueError, match=rf"^{path}: zstd-compressed.*zstd -d"):
+        load_rows(path)

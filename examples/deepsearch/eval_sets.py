@@ -6,7 +6,7 @@ One eval run (one engine start-up) then scores them all, and ``--group-by split`
 own line. A file is a dataset of our rows (``messages`` + ``golden_answers``) or FlashRAG records
 (``{"question": ..., "golden_answers": [...]}``, converted by ``swift_rlfactory.eval.runner.load_rows``),
 ``.jsonl``, ``.json`` or ``.parquet``, or any common QA format ``load_rows`` reads (NQ, TriviaQA,
-HotpotQA, MuSiQue, SQuAD, verl; ``.gz`` too). NAME defaults to the file's stem (``my_questions.jsonl`` ->
+HotpotQA, MuSiQue, SQuAD, verl; ``.gz``, ``.bz2`` and ``.xz`` too). NAME defaults to the file's stem (``my_questions.jsonl`` ->
 ``my_questions``); ``NAME=`` is read as a name only when NAME has no ``/`` and the whole argument is not
 itself an existing file (``runs/x=1/eq.jsonl`` is a path). The first file is our own dataset: a row of it
 that already has a ``split`` (an earlier merge) keeps it. Every later file is named by its NAME, whatever
@@ -35,7 +35,7 @@ def named(source: str) -> tuple[str, str]:
     name, sep, path = source.partition("=")
     if sep and name and "/" not in name and (Path(path).exists() or not Path(source).exists()):
         return name.strip(), path.strip()
-    return jsonl.without_gzip(Path(source).name).stem, source
+    return jsonl.without_compression(Path(source).name).stem, source
 
 
 def tagged_rows(sources: list[str]) -> list[dict[str, Any]]:

@@ -101,7 +101,7 @@ def load_rows(
     FlashRAG / Search-R1 record ``{question, golden_answers}`` is converted by
     :func:`~swift_rlfactory.retrieval.qa_data.convert_qa_record`. Files are read by
     :func:`~swift_rlfactory.retrieval.qa_data.read_records` (UTF-8 with or without a byte order mark,
-    ``\\r\\n`` or ``\\n`` line ends, ``.gz``, DPR's ``.csv``/``.tsv``).
+    ``\\r\\n`` or ``\\n`` line ends, ``.gz``/``.bz2``/``.xz``, DPR's ``.csv``/``.tsv``).
 
     A row that cannot be scored is skipped here, never scored 0 once the model has run, and never the end
     of the whole eval: one warning says how many were skipped and why, naming the line (``.jsonl``) or

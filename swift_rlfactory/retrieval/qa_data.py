@@ -150,7 +150,8 @@ def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> li
     table, and ``"data[i].paragraphs[j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs":
     [{"qas": [...]}]}]}``), whose records are its questions. A ``.json`` file holding JSON Lines (what
     Hugging Face ``datasets``' ``to_json`` writes) is read as JSON Lines. A text file may be
-    gzip-compressed (``.jsonl.gz``, ``.json.gz``, ``.tsv.gz``: :func:`swift_rlfactory.jsonl.read_bytes`).
+    compressed by gzip, bzip2 or xz (``.jsonl.gz``, ``.json.bz2``, ``.tsv.xz``; a zstd file is refused,
+    named: :func:`swift_rlfactory.jsonl.read_bytes`).
 
     Text files are UTF-8, with or without a byte order mark; ``ValueError`` names the file (and line) of
     one that is not, or is not JSON, or of a ``.json`` file that is neither a list nor SQuAD-style, or of
@@ -217,10 +218,11 @@ def _impossible(record: Any) -> bool:
 def _parquet_records(path: Path) -> list[tuple[str, Any]]:
     """The rows of a ``.parquet`` table (verl, Search-R1), as records; ``ValueError`` naming the file
     when pandas with pyarrow is not installed or cannot read it."""
+    data = io.BytesIO(jsonl.read_bytes(path))  # a .parquet.gz too, and a zstd one refused by name
     try:
         import pandas as pd
 
-        table = pd.read_parquet(path).to_dict(orient="records")
+        table = pd.read_parquet(data).to_dict(orient="records")
     except ImportError as exc:
         raise ValueError(f"{path}: reading parquet needs pandas and pyarrow ({exc})") from None
     except OSError:
