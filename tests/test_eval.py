@@ -788,7 +788,7 @@ def test_summarize_groups_splits_by_a_dataset_column():
     rows = [{"hops": 1}, {"hops": 2}, {"hops": 1}, {}]
     records = [record(0, 0, 1.0), record(0, 1, 1.0), record(1, 0, 0.0, calls=2), record(1, 1, 1.0, calls=2)]
     records += [record(2, 0, 0.0), record(2, 1, 0.0), record(3, 0, 1.0, calls=0), record(3, 1, 1.0, calls=0)]
-    groups = summarize_groups(records, rows, "hops", samples=2)
+    groups = summarize_groups(records, dict(enumerate(rows)), "hops", samples=2)
     assert list(groups) == ["1", "2", "None"]
     assert groups["1"]["questions"] == 2 and groups["1"]["em"] == 0.5 and groups["1"]["pass@2"] == 0.5
     assert groups["2"]["em"] == 0.5 and groups["2"]["tool_calls"] == 2.0 and groups["2"]["pass@2"] == 1.0
@@ -804,7 +804,10 @@ def test_eval_log_drops_a_torn_last_line(tmp_path: Path):
     log.append(record(0, 1, 0.0))
     assert list(log.load()) == [(0, 0), (0, 1)]
     rows = [{"messages": [{"role": "user", "content": "q"}]}] * 2
-    assert [(t.index, t.sample) for t in pending_tasks(rows, 2, log.load())] == [(1, 0), (1, 1)]
+    assert [(t.index, t.sample) for t in pending_tasks(dict(enumerate(rows)), 2, log.load())] == [
+        (1, 0),
+        (1, 1),
+    ]
 
 
 def test_a_line_torn_further_up_the_log_is_skipped_and_its_episode_run_again(tmp_path: Path, caplog):
@@ -1114,6 +1117,48 @@ def test_a_row_whose_golden_answers_changed_is_run_again(tmp_path: Path, capsys)
     assert metrics["episodes"] == 2 and metrics["em"] == 0.5  # the old 1.0 of question 1 is not counted
     latest = EvalLog(out / "trajectories.jsonl").load()[(1, 0)]
     assert latest["row"]["solution"] == "8" and latest["metrics"]["em"] == 0.0
+
+
+def test_a_row_keeps_its_position_in_the_file_when_rows_before_it_are_skipped_or_fixed(tmp_path, capsys):
+    """An episode's ``index`` is its row's position in the file, skipped rows counted: fix a bad line and
+    resume, and that row runs while the rows after it keep their results (and the per-split report)."""
+    from swift_rlfactory.cli import main
+
+    good = [
+        json.loads(line)
+        for line in write_dataset(tmp_path / "rows.jsonl", [(3, 4), (2, 5), (1, 1)]).read_text().splitlines()
+    ]
+    for row, split in zip(good, ["mine", "mine", "nq"], strict=True):
+        row["split"] = split
+    lines = [json.dumps(row) for row in good]
+    dataset = tmp_path / "test.jsonl"
+    dataset.write_text("\n".join([lines[0], "", lines[1][:-9], lines[2]]) + "\n")  # a blank and a torn line
+    out = tmp_path / "out"
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, out, "--group-by", "split")
+        assert main(argv) == 0
+        first = read_trajectories(out / "trajectories.jsonl")
+        assert sorted((r["index"], r["question"]) for r in first) == [
+            (0, "What is 3 + 4?"),
+            (2, "What is 1 + 1?"),
+        ]
+        assert json.loads((out / "metrics.json").read_text())["skipped_rows"] == 1
+        dataset.write_text("\n".join([lines[0], "", lines[1], lines[2]]) + "\n")  # the torn line fixed
+        capsys.readouterr()
+        server.requests[:] = []
+        assert main(argv) == 0, capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "skipped 2 of 3 episodes" in printed
+    assert [r["messages"][-1]["content"] for r in server.requests] == ["What is 2 + 5?", "7"]
+    done = EvalLog(out / "trajectories.jsonl").load()
+    assert {i: r["question"] for (i, _), r in done.items()} == {
+        0: "What is 3 + 4?",
+        1: "What is 2 + 5?",
+        2: "What is 1 + 1?",
+    }
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["episodes"] == 3 and metrics["em"] == 1.0 and metrics["skipped_rows"] == 0
+    assert {k: v["questions"] for k, v in metrics["by_split"].items()} == {"mine": 2, "nq": 1}
 
 
 def test_select_leaves_out_a_row_changed_since_its_eval(tmp_path: Path):

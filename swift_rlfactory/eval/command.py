@@ -45,7 +45,7 @@ from .runner import (
     check_same_dataset,
     current_records,
     evaluate,
-    load_rows,
+    load_dataset,
     pending_tasks,
 )
 
@@ -193,11 +193,11 @@ def _run_loaded(
     """:func:`run_eval` once its environment is loaded (and closed by the caller whatever happens)."""
     # every row holds what the environment's rewards read (a reference answer for em), or we stop
     skipped: list[tuple[str, str]] = []
-    rows = load_rows(options.dataset, options.limit, requires=env.reward.required_fields, skipped=skipped)
+    rows = load_dataset(options.dataset, options.limit, requires=env.reward.required_fields, skipped=skipped)
     if not rows:
         raise ValueError(f"{options.dataset}: no rows")
     for column in options.group_by:
-        if not any(column in row for row in rows):
+        if not any(column in row for row in rows.values()):
             raise ValueError(f"--group-by {column}: no row of {options.dataset} has that column")
     # As in training, the environment's limit also applies: the smaller wins.
     max_turns = min(options.max_turns or env.max_turns, env.max_turns)
@@ -217,7 +217,7 @@ def _run_loaded(
             console.print(
                 f"resuming {out}: skipped {total - len(tasks)} of {total} episodes already in {log.path.name}"
             )
-        changed = sum(1 for i, s in logged.keys() - done.keys() if i < len(rows) and s < options.samples)
+        changed = sum(1 for i, s in logged.keys() - done.keys() if i in rows and s < options.samples)
         if changed:
             console.print(f"running {changed} episodes again: their dataset rows changed since they ran")
 

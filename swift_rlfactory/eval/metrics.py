@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
@@ -100,9 +100,10 @@ def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]
 
 
 def summarize_groups(
-    records: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], column: str, samples: int
+    records: Sequence[dict[str, Any]], rows: Mapping[int, dict[str, Any]], column: str, samples: int
 ) -> dict[str, dict[str, Any]]:
-    """Headline metrics of the episodes of each value of dataset column ``column`` (``"None"`` if absent)."""
+    """Headline metrics of the episodes of each value of dataset column ``column`` (``"None"`` if absent);
+    ``rows`` by position, the ``index`` of each record (:func:`~.runner.load_dataset`)."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         groups[str(rows[record["index"]].get(column))].append(record)

@@ -73,7 +73,7 @@ class Policy(Protocol):
 
 @dataclass
 class EvalTask:
-    """One episode to run: sample ``sample`` of dataset row ``index``."""
+    """One episode to run: sample ``sample`` of the dataset row at position ``index`` (:func:`load_dataset`)."""
 
     index: int
     sample: int
@@ -95,7 +95,18 @@ def load_rows(
     requires: Mapping[str, Sequence[str]] | None = None,
     skipped: list[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Dataset rows as ms-swift rows, from ``.jsonl``, ``.json`` (a list) or Search-R1 ``.parquet``.
+    """The rows of :func:`load_dataset`, in file order, without their positions (to convert or merge a
+    file: ``build_sft.py``, ``eval_sets.py``)."""
+    return list(load_dataset(path, limit, requires, skipped).values())
+
+
+def load_dataset(
+    path: str | Path,
+    limit: int | None = None,
+    requires: Mapping[str, Sequence[str]] | None = None,
+    skipped: list[tuple[str, str]] | None = None,
+) -> dict[int, dict[str, Any]]:
+    """Dataset rows as ms-swift rows, by their position in the file, from ``.jsonl``, ``.json`` (a list) or Search-R1 ``.parquet``.
 
     A row with ``messages`` is used as is (``solution`` / ``golden_answers`` hold the reference); a
     FlashRAG / Search-R1 record ``{question, golden_answers}`` is converted by
@@ -116,8 +127,11 @@ def load_rows(
     (:func:`~.metrics.summarize`), never scored 0.
 
     ``skipped``: a list that receives ``(where, why)`` of each skipped row, for the caller to count
-    (``metrics.json``'s ``skipped_rows``). Rows are numbered after the skipping, so a skipped row fixed
-    later moves the ones after it: resume that folder and the questions no longer line up (refused).
+    (``metrics.json``'s ``skipped_rows``). A row's position (its key, the ``index`` of its episodes in
+    ``trajectories.jsonl``) counts the skipped rows before it
+    (:attr:`~swift_rlfactory.retrieval.qa_data.DatasetRecord.position`), so fixing a skipped row later
+    and resuming runs that row and leaves every other row's results where they were. ``limit`` keeps the
+    first ``limit`` rows that can be scored.
     """
     path = Path(path).expanduser()
     skipped = [] if skipped is None else skipped
@@ -125,16 +139,17 @@ def load_rows(
         records = read_records(path, skipped)
     except OSError as exc:  # missing, a folder, no permission
         raise ValueError(f"{path}: cannot read the dataset: {exc.strerror or exc}") from None
-    rows, wheres = [], []
-    for where, record in records:
+    rows: dict[int, dict[str, Any]] = {}
+    wheres = []
+    for record in records:
         try:
-            row = _row(record)
+            row = _row(record.value)
             _check_fields(row, requires or {})
         except ValueError as exc:
-            skipped.append((where, str(exc)))
+            skipped.append((record.where, str(exc)))
             continue
-        rows.append(row)
-        wheres.append(where)
+        rows[record.position] = row
+        wheres.append(record.where)
     if not rows:
         why = _skipped_text(skipped) if skipped else "the file holds no records"
         raise ValueError(f"{path}: no row can be scored: {why}")
@@ -143,8 +158,8 @@ def load_rows(
             "%s: skipped %d of %d rows, which are not in any score: %s",
             path, len(skipped), len(rows) + len(skipped), _skipped_text(skipped),
         )  # fmt: skip
-    _warn_of_repeats(rows, wheres, path)
-    return rows[:limit] if limit is not None else rows
+    _warn_of_repeats(list(rows.values()), wheres, path)
+    return dict(list(rows.items())[:limit]) if limit is not None else rows
 
 
 def _skipped_text(skipped: list[tuple[str, str]], shown: int = 3) -> str:
@@ -302,11 +317,12 @@ def episode_key(record: dict[str, Any]) -> tuple[int, int]:
 
 
 def check_same_dataset(
-    done: dict[tuple[int, int], dict[str, Any]], rows: list[dict[str, Any]], path: Path
+    done: dict[tuple[int, int], dict[str, Any]], rows: Mapping[int, dict[str, Any]], path: Path
 ) -> None:
-    """Refuse to resume over a log whose questions differ from the dataset's at the same index."""
+    """Refuse to resume over a log whose questions differ from the dataset's at the same index (a row's
+    position, :func:`load_dataset`)."""
     for (index, _), record in done.items():
-        if index < len(rows) and record.get("question") != question_of(rows[index]):
+        if index in rows and record.get("question") != question_of(rows[index]):
             raise ValueError(
                 f"{path} holds question {index} as {record.get('question')!r}, but the dataset has "
                 f"{question_of(rows[index])!r}: use another --output for another dataset"
@@ -320,7 +336,7 @@ def _scored_against(question: Any, columns: Any) -> str:
 
 
 def current_records(
-    done: dict[tuple[int, int], dict[str, Any]], rows: list[dict[str, Any]]
+    done: dict[tuple[int, int], dict[str, Any]], rows: Mapping[int, dict[str, Any]]
 ) -> dict[tuple[int, int], dict[str, Any]]:
     """The records of ``done`` that still count for ``rows``: of a row of the dataset, scored against that
     row as it is now (its question and every other column, :func:`row_columns`).
@@ -329,11 +345,11 @@ def current_records(
     records left out, so they neither count in the metrics nor stop :func:`pending_tasks` running the row
     again. The row's other messages and its ``tools`` are not compared: no log line keeps them as given.
     """
-    now = [_scored_against(question_of(row), row_columns(row)) for row in rows]
+    now = {index: _scored_against(question_of(row), row_columns(row)) for index, row in rows.items()}
     return {
         (index, sample): record
         for (index, sample), record in done.items()
-        if index < len(rows) and _scored_against(record.get("question"), record.get("row")) == now[index]
+        if index in now and _scored_against(record.get("question"), record.get("row")) == now[index]
     }
 
 
@@ -343,14 +359,14 @@ def is_failed(record: dict[str, Any]) -> bool:
 
 
 def pending_tasks(
-    rows: list[dict[str, Any]], samples: int, done: Mapping[tuple[int, int], dict[str, Any]]
+    rows: Mapping[int, dict[str, Any]], samples: int, done: Mapping[tuple[int, int], dict[str, Any]]
 ) -> list[EvalTask]:
     """Every (row, sample) without a finished record in ``done`` (a failed one is tried again), question
-    by question."""
+    by question; ``rows`` by position (:func:`load_dataset`)."""
     finished = {key for key, record in done.items() if not is_failed(record)}
     return [
         EvalTask(index, sample, row)
-        for index, row in enumerate(rows)
+        for index, row in rows.items()
         for sample in range(samples)
         if (index, sample) not in finished
     ]

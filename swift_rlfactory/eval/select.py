@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..retrieval.qa_data import write_jsonl
-from .runner import EvalLog, check_same_dataset, current_records, is_failed, load_rows
+from .runner import EvalLog, check_same_dataset, current_records, is_failed, load_dataset
 
 
 def solve_rates(records: Iterable[dict[str, Any]], metric: str = "em") -> dict[int, float]:
@@ -45,10 +45,11 @@ def solve_rates(records: Iterable[dict[str, Any]], metric: str = "em") -> dict[i
 
 
 def select_rows(
-    rows: list[dict[str, Any]], rates: dict[int, float], low: float = 0.0, high: float = 1.0
+    rows: Mapping[int, dict[str, Any]], rates: dict[int, float], low: float = 0.0, high: float = 1.0
 ) -> list[dict[str, Any]]:
-    """Rows whose solve rate is strictly between ``low`` and ``high``; unscored rows are left out."""
-    return [row for index, row in enumerate(rows) if index in rates and low < rates[index] < high]
+    """Rows (by position, :func:`~.runner.load_dataset`) whose solve rate is strictly between ``low`` and
+    ``high``; unscored rows are left out."""
+    return [row for index, row in rows.items() if index in rates and low < rates[index] < high]
 
 
 def stratified(
@@ -95,14 +96,14 @@ def select(
         if Path(out).expanduser().resolve() == path.expanduser().resolve():
             raise ValueError(f"--out {out} is {what}, which selecting would overwrite: write elsewhere")
     logged = log.load(repair=False)  # an eval may be writing it now
-    rows = load_rows(dataset)
+    rows = load_dataset(dataset)
     check_same_dataset(logged, rows, Path(dataset))
     try:
         rates = solve_rates(current_records(logged, rows).values(), metric)
     except KeyError:
         raise ValueError(f"{log.path}: records have no metric {metric!r}") from None
     for column in stratify:
-        if not any(column in row for row in rows):
+        if not any(column in row for row in rows.values()):
             raise ValueError(f"--stratify {column}: no row of {dataset} has that column")
     kept = select_rows(rows, rates, low, high)
     if per_stratum is not None:

@@ -33,7 +33,7 @@ import os
 import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import jsonl
 from ..answers import ALIASES, REFERENCE_COLUMNS, answers_of, first_answers, missing
@@ -136,15 +136,23 @@ def load_qa(path: str | Path) -> list[dict[str, Any]]:
     """
     path = Path(path).expanduser()
     rows = []
-    for where, record in read_records(path):
+    for record in read_records(path):
         try:
-            rows.append(convert_qa_record(record))
+            rows.append(convert_qa_record(record.value))
         except ValueError as exc:
-            raise ValueError(f"{path}: {where}: {exc}") from None
+            raise ValueError(f"{path}: {record.where}: {exc}") from None
     return rows
 
 
-def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> list[tuple[str, Any]]:
+class DatasetRecord(NamedTuple):
+    """One record of a dataset file, with where it is (for messages) and its position (for results)."""
+
+    position: int  # from 0, among all the file's records: the skipped ones count, blank lines do not
+    where: str  # "line 3", "record 2", "data[0].paragraphs[1].qas[4]"
+    value: Any  # the record as the file holds it, usually a dict
+
+
+def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> list[DatasetRecord]:
     """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
     lines skipped) or a ``.csv``/``.tsv`` table, ``"record N"`` of a ``.json`` list or a ``.parquet``
     table, and ``"data[i].paragraphs[j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs":
@@ -160,39 +168,54 @@ def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> li
     What no one can score is left out and said once, by :data:`logger` or into ``skipped`` as ``(where,
     why)``: SQuAD v2's unanswerable questions (``"is_impossible": true``, no ``answers``; their
     ``plausible_answers`` are wrong on purpose). Given ``skipped``, so is a JSON Lines line that is not
-    JSON (a line cut short, a stray log line), rather than stopping the whole file."""
+    JSON (a line cut short, a stray log line) or a table row of the wrong number of cells, rather than
+    stopping the whole file.
+
+    Each record's :attr:`~DatasetRecord.position` is where it stands among all the file's records, the
+    skipped ones included (a line that is not JSON is a record, a blank line is none): an eval keys its
+    results by it, so fixing a bad line, or a record becoming unanswerable, moves no other record's
+    results onto another question."""
     suffix = jsonl.format_suffix(path)
-    lines: list[tuple[int, str]] | None = None if skipped is None else []
+    bad: list[tuple[int, str]] = []  # (line number, why): lines skipped as no record at all
+    lines = None if skipped is None else bad  # without `skipped`, such a line raises ValueError
     if suffix == ".parquet":
-        return _parquet_records(path)
-    if suffix in _TABLES:
-        found = _table_records(path, skipped)
+        found = _parquet_records(path)
+    elif suffix in _TABLES:
+        found = _table_records(path, lines)
     elif suffix != ".json":
-        found = [(f"line {n}", record) for n, record in jsonl.records(path, lines)]
+        found = [(n, f"line {n}", record) for n, record in jsonl.records(path, lines)]
     else:
         found = _json_records(path, lines)
-    if lines:
-        skipped += [(f"line {n}", why) for n, why in lines]
+    order = sorted({key for key, _, _ in found} | {n for n, _ in bad})
+    position = {key: i for i, key in enumerate(order)}
+    if skipped is not None:
+        skipped += [(f"line {n}", why) for n, why in bad]
     kept, unanswerable = [], []
-    for where, record in found:
-        (unanswerable if _impossible(record) else kept).append((where, record))
+    for key, where, value in found:
+        record = DatasetRecord(position[key], where, value)
+        (unanswerable if _impossible(value) else kept).append(record)
     if unanswerable:
         why = "unanswerable (SQuAD v2's 'is_impossible': nothing to match)"
         if skipped is None:
             logger.warning("%s: left out %d %s questions", path, len(unanswerable), why)
         else:
-            skipped += [(where, why) for where, _ in unanswerable]
+            skipped += [(record.where, why) for record in unanswerable]
     return kept
 
 
-def _json_records(path: Path, lines: list[tuple[int, str]] | None) -> list[tuple[str, Any]]:
+# What each reader below finds: (its order in the file, where it is as said to the user, the record). The
+# order is a line number for line-based files, a count for the others; read_records ranks them.
+_Found = list[tuple[int, str, Any]]
+
+
+def _json_records(path: Path, lines: list[tuple[int, str]] | None) -> _Found:
     """The records of a ``.json`` file: a list, SQuAD's ``{"data": [...]}``, or JSON Lines so named."""
     text = jsonl.read_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # one value after another: JSON Lines named .json (datasets' to_json)
-            return [(f"line {n}", record) for n, record in jsonl.parse_lines(text, path, lines)]
+            return [(n, f"line {n}", record) for n, record in jsonl.parse_lines(text, path, lines)]
         raise ValueError(
             f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})"
         ) from None
@@ -203,7 +226,7 @@ def _json_records(path: Path, lines: list[tuple[int, str]] | None) -> list[tuple
             f'{path}: a .json dataset is a list of records or SQuAD\'s {{"data": [...]}}, got '
             f"{type(data).__name__}" + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
         )
-    return [(f"record {n}", record) for n, record in enumerate(data, start=1)]
+    return [(n, f"record {n}", record) for n, record in enumerate(data, start=1)]
 
 
 def _impossible(record: Any) -> bool:
@@ -215,7 +238,7 @@ def _impossible(record: Any) -> bool:
     )
 
 
-def _parquet_records(path: Path) -> list[tuple[str, Any]]:
+def _parquet_records(path: Path) -> _Found:
     """The rows of a ``.parquet`` table (verl, Search-R1), as records; ``ValueError`` naming the file
     when pandas with pyarrow is not installed or cannot read it."""
     data = io.BytesIO(jsonl.read_bytes(path))  # a .parquet.gz too, and a zstd one refused by name
@@ -229,7 +252,7 @@ def _parquet_records(path: Path) -> list[tuple[str, Any]]:
         raise
     except Exception as exc:  # pyarrow's ArrowInvalid and kin: not a parquet file, or a broken one
         raise ValueError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from None
-    return [(f"record {n}", _plain(record)) for n, record in enumerate(table, start=1)]
+    return [(n, f"record {n}", _plain(record)) for n, record in enumerate(table, start=1)]
 
 
 def _plain(value: Any) -> Any:
@@ -248,7 +271,7 @@ def _plain(value: Any) -> Any:
 _TABLES = {".csv", ".tsv"}
 
 
-def _table_records(path: Path, skipped: list[tuple[str, str]] | None) -> list[tuple[str, Any]]:
+def _table_records(path: Path, skipped: list[tuple[int, str]] | None) -> _Found:
     """The rows of a ``.csv``/``.tsv`` file as records, by the csv module (quoting as spreadsheets write it).
 
     DPR's QA files (``nq-test.qa.csv``, ``trivia-test.qa.csv``) are tab-separated whatever their name,
@@ -256,8 +279,8 @@ def _table_records(path: Path, skipped: list[tuple[str, str]] | None) -> list[tu
     delimiter is a tab when the first line holds one, else a comma; a first row naming a question column
     (``question``, ``Question``) is the header, else the columns are DPR's ``question``,
     ``answers``. A cell holding a list's repr or JSON (``['a', 'b']``, ``["a"]``) is that list. A row with
-    another number of cells than the header is skipped, said as where and why (or ``ValueError`` without
-    ``skipped``)."""
+    another number of cells than the header is skipped, said as its line number and why (or
+    ``ValueError`` without ``skipped``)."""
     text = jsonl.read_text(path)
     first = text.split("\n", 1)[0]
     table = list(csv.reader(io.StringIO(text), delimiter="\t" if "\t" in first else ","))
@@ -273,9 +296,9 @@ def _table_records(path: Path, skipped: list[tuple[str, str]] | None) -> list[tu
             why = f"{len(cells)} cells, but the columns are {header}"
             if skipped is None:
                 raise ValueError(f"{path}: line {number}: {why}")
-            skipped.append((f"line {number}", why))
+            skipped.append((number, why))
             continue
-        found.append((f"line {number}", {k: _cell(v) for k, v in zip(header, cells, strict=True)}))
+        found.append((number, f"line {number}", {k: _cell(v) for k, v in zip(header, cells, strict=True)}))
     return found
 
 
@@ -295,7 +318,7 @@ def _cell(text: str) -> Any:
     return text
 
 
-def _squad_questions(articles: list[Any], path: Path) -> list[tuple[str, Any]]:
+def _squad_questions(articles: list[Any], path: Path) -> _Found:
     """The ``qas`` entries of SQuAD's ``data[].paragraphs[].qas[]``, each with where it is."""
     found = []
     for i, article in enumerate(articles):
@@ -306,7 +329,8 @@ def _squad_questions(articles: list[Any], path: Path) -> list[tuple[str, Any]]:
             qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
             if not isinstance(qas, list):
                 raise ValueError(f"{path}: data[{i}].paragraphs[{j}]: no 'qas' list")
-            found += [(f"data[{i}].paragraphs[{j}].qas[{k}]", qa) for k, qa in enumerate(qas)]
+            for k, qa in enumerate(qas):
+                found.append((len(found), f"data[{i}].paragraphs[{j}].qas[{k}]", qa))
     return found
 
 
