@@ -19,6 +19,8 @@ call's account (:data:`~.base.current_call`):
   without using up the executor's retries, and marked ``repeated`` once a re-run is sent (the server may
   have run it before dying). A re-run that finds no session to send it on (a remote server that is down)
   repeats nothing: the call fails as unreachable, marked ``repeated`` only if a later try reaches a server.
+  Nor does a call sent on a session whose server had already hung up (a stdio server killed between calls,
+  its stdout closed): no server got it, so its re-run on the restarted server is its first run.
   Re-runs after a death go one at a time, each alone on a session ("solo"), so a *poison call* - one whose
   arguments crash the server - cannot take innocent calls down with it twice. A call that crashed the
   server twice while it was the only call there is not tried again: it becomes an error observation.
@@ -167,11 +169,13 @@ class _SessionExpired(Exception):
 
 
 class _SessionDied(Exception):
-    """The session's transport died with the call in flight; ``alone`` if no other call was there."""
+    """The session's transport died under the call; ``alone`` if no other call was there, ``delivered``
+    unless the server had closed the connection before the call was sent (then no server got it)."""
 
-    def __init__(self, alone: bool):
+    def __init__(self, alone: bool, delivered: bool):
         super().__init__()
         self.alone = alone
+        self.delivered = delivered
 
 
 class McpProvider:
@@ -258,13 +262,14 @@ class McpProvider:
             except _SessionExpired:
                 pass  # the server refused the call without running it
             except _SessionDied as death:
-                crashes += death.alone
-                if crashes >= _POISON_CRASHES:
-                    raise ToolError(
-                        f"MCP server {self.name!r} crashed {crashes} times while running this call alone; "
-                        "not retried (the arguments may crash the server)"
-                    ) from None
-                may_have_run, solo = True, True
+                if death.delivered:  # else it found a session that had died before: no run, no crash of its
+                    crashes += death.alone
+                    if crashes >= _POISON_CRASHES:
+                        raise ToolError(
+                            f"MCP server {self.name!r} crashed {crashes} times while running this call "
+                            "alone; not retried (the arguments may crash the server)"
+                        ) from None
+                    may_have_run, solo = True, True
             except TransportError as down:  # no session opened: this try never left, an earlier one may have
                 if may_have_run and not down.delivered:
                     raise TransportError(*down.args, delivered=True) from None
@@ -280,14 +285,19 @@ class McpProvider:
         one, once it is sent, marks the call's account ``repeated`` (a try that finds no live session to send
         it on repeats nothing: the first call after a remote server went down is no repeat)."""
         session, client = await self._pick()
+        hung_up = session.hung_up  # the server's end of this client's transport (set in the same step)
         account = current_call.get()
         marker = object()
+        sent_after_close = False
         try:
             if solo:  # wait until the session is ours alone, holding back new calls meanwhile
                 session.reserved = True
                 while session.in_flight and session.client is client:
                     await asyncio.sleep(0.01)
-            if repeat and account is not None:
+            # A server that closed the connection before the call goes out never gets it (a stdio server
+            # killed between calls): the SDK's "Connection closed" then is no death under the call.
+            sent_after_close = hung_up.is_set() or session.client is not client
+            if repeat and account is not None and not sent_after_close:
                 account.repeated = True
             session.in_flight.add(marker)
             result = await client.call_tool(name, arguments)
@@ -301,13 +311,13 @@ class McpProvider:
             if _EVENT_TOO_LARGE.search(exc.message or ""):  # the SDK abandons only this request
                 raise ToolError(_too_large("the server's reply", self.config.max_result_mb)) from None
             if exc.code == CONNECTION_CLOSED:
-                raise self._died(session, client, marker, exc) from None
+                raise self._died(session, client, marker, exc, sent_after_close) from None
             if _SESSION_GONE.search(exc.message or ""):
                 self._lost(session, client, exc)
                 raise _SessionExpired from None
             raise ToolError(redact(exc.message)) from None
         except _CONNECTION_ERRORS as exc:
-            raise self._died(session, client, marker, exc) from None
+            raise self._died(session, client, marker, exc, sent_after_close) from None
         except ValidationError as exc:  # the reply arrived but is no CallToolResult (a block lacks a field)
             if session.client is client:
                 session.unanswered = 0
@@ -332,14 +342,20 @@ class McpProvider:
         return list(result.content)
 
     def _died(
-        self, session: _Session, client: ClientSession, marker: object, exc: BaseException
+        self,
+        session: _Session,
+        client: ClientSession,
+        marker: object,
+        exc: BaseException,
+        sent_after_close: bool,
     ) -> _SessionDied:
-        """The transport under ``client`` died: note who was in flight (once), reopen, say if we were alone."""
+        """The transport under ``client`` died: note who was in flight (once), reopen, say if we were alone
+        and whether the call may have reached the server (not when it was sent after the server hung up)."""
         if session.client is client:
             session.witnesses[client] = frozenset(session.in_flight)
         self._lost(session, client, exc)
         witnesses = session.witnesses.get(client, frozenset({marker}))
-        return _SessionDied(alone=witnesses <= {marker})
+        return _SessionDied(alone=witnesses <= {marker}, delivered=not sent_after_close)
 
     async def _pick(self) -> tuple[_Session, ClientSession]:
         """The live, unreserved session with the fewest calls in flight; waits for a reopening one.
@@ -427,6 +443,7 @@ class _Session:
         self.roots = roots
         self.kind = config.kind  # "auto" becomes the transport that answered, for every reopen
         self.client: ClientSession | None = None
+        self.hung_up = asyncio.Event()  # set once the server's messages to this client ended (EOF)
         self.tools: list[ToolSpec] = []
         self.notes: list[str] = []  # what listing the tools mended or dropped, for one warning each
         self.in_flight: set[object] = set()
@@ -496,8 +513,11 @@ class _Session:
                 fallback = kind != kinds[-1]
                 self.http_errors, self.notes = {}, []
                 async with AsyncExitStack() as stack:
+                    hung_up = asyncio.Event()
                     read, write = await stack.enter_async_context(_transport(self, kind))
-                    read = await stack.enter_async_context(_mended(read, self.http_errors, self.notes))
+                    read = await stack.enter_async_context(
+                        _mended(read, self.http_errors, self.notes, hung_up)
+                    )
                     roots = _roots_callback(self.roots) if self.roots else None
                     client = await stack.enter_async_context(
                         ClientSession(read, write, list_roots_callback=roots)
@@ -518,7 +538,7 @@ class _Session:
                     else:
                         self.tools = await _undeclared_tools(client, self.notes)
                     self.kind = kind
-                    self.client = client
+                    self.client, self.hung_up = client, hung_up
                     ready.set()
                     try:
                         await stop.wait()
@@ -590,7 +610,9 @@ def _posted_id(request: httpx2.Request) -> int | str | None:
 
 
 @asynccontextmanager
-async def _mended(read: Any, http_errors: dict[int | str, str], notes: list[str]) -> AsyncIterator[Any]:
+async def _mended(
+    read: Any, http_errors: dict[int | str, str], notes: list[str], hung_up: asyncio.Event
+) -> AsyncIterator[Any]:
     """The server's messages with the faults fixed that would fail a whole reply in the SDK's validation,
     and the HTTP status added to the error replies of refused POSTs.
 
@@ -607,6 +629,9 @@ async def _mended(read: Any, http_errors: dict[int | str, str], notes: list[str]
     "Server returned an error response"; the transport notes each refused request's status in
     ``http_errors`` (by request id), and its error reply here gets it appended, so the model and the logs
     read "... (HTTP 401 Unauthorized)": the status only, never a header or the body.
+
+    ``hung_up`` is set when the server's messages end (a stdio server's stdout closed: it exited; an SSE
+    event stream dropped), so a call sent after it is known never to have reached the server.
     """
     to_session, mended = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
@@ -619,6 +644,7 @@ async def _mended(read: Any, http_errors: dict[int | str, str], notes: list[str]
                     elif isinstance(message, SessionMessage) and isinstance(message.message, JSONRPCError):
                         message = _with_status(message, http_errors.pop(message.message.id, None))
                     await to_session.send(message)
+            hung_up.set()  # the stream ended (not the relay cancelled): the server's side is gone
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(relay)

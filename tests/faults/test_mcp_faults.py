@@ -137,6 +137,30 @@ def test_a_call_cut_by_a_server_death_is_a_repeat_once_a_retry_reaches_the_serve
     assert record.repeated and record.attempts >= 3, record
 
 
+@pytest.mark.timeout(90)
+def test_a_call_sent_after_its_stdio_server_died_is_no_repeat_when_the_restart_runs_it() -> None:
+    """The server process died between calls (killed, OOM): the next call finds its session closed before
+    it was sent, so no process ever got it. The provider restarts the server and runs the call there: two
+    attempts, but one run, so not ``repeated``; nor is it a poison call's crash."""
+    import os
+    import signal
+
+    provider = McpProvider("killed", stdio())
+    with ToolExecutor([provider], Limits(call_timeout_s=30, retries=2, retry_backoff_s=0.01)) as executor:
+        assert executor.execute([ToolCall("echo", {"text": "up"})])[0].ok
+        [pid] = provider.pids
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(1.0)  # dead and its stdout closed, with no call in flight
+        record = executor.execute([ToolCall("pid", {})])[0]
+        assert record.ok and record.observation != str(pid), record.error
+        assert (record.attempts, record.repeated) == (2, False), record
+        assert provider.pids != [pid]
+        # a call that was in flight when its server died still says it may have run twice
+        batch = [[ToolCall("sleep", {"seconds": 0.5})], [ToolCall("crash", {})]]
+        innocent = [r for rs in executor.execute_batch(batch) for r in rs][0]
+        assert innocent.ok and innocent.repeated, innocent
+
+
 @pytest.mark.timeout(120)
 def test_poison_call_is_isolated_and_innocent_calls_rerun() -> None:
     """A call that crashes its server fails alone after two solo crashes; the calls in flight beside it
