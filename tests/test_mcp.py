@@ -357,3 +357,40 @@ def test_servers_are_told_the_environments_folder_as_their_root(tmp_path: Path) 
     with ToolExecutor([bare]) as executor:
         (record,) = executor.execute([ToolCall("roots", {})])
     assert record.observation.startswith("no roots:"), record.observation
+
+
+def test_a_server_entry_names_its_own_roots_checked_at_load(tmp_path: Path, monkeypatch) -> None:
+    """``roots:`` in a server entry replaces the environment's folder: paths (relative to it, ``~``,
+    ``${VAR}``) or ``file://`` URIs, in order; ``roots: []`` advertises none. A root that is not a folder
+    stops the environment's load naming the server and the field, before any server starts."""
+    from swift_rlfactory.env.config import EnvConfigError
+    from swift_rlfactory.env.environment import Environment
+
+    data, other = tmp_path / "data", tmp_path / "other"
+    data.mkdir()
+    other.mkdir()
+    monkeypatch.setenv("OTHER_ROOT", str(other))
+
+    def env_with(roots: str) -> Path:
+        server = f"{{command: python, args: ['{ROOTS_SERVER}'], roots: {roots}}}"
+        (tmp_path / "env.yaml").write_text(f"tools:\n  mcp:\n    mcpServers:\n      fs: {server}\n")
+        return tmp_path / "env.yaml"
+
+    with Environment.load(env_with(f"[data, '${{OTHER_ROOT}}', '{tmp_path.as_uri()}']")) as env:
+        (record,) = env.executor.execute([ToolCall("roots", {})])
+    assert record.observation.splitlines() == [
+        f"{data.as_uri()} data",
+        f"{other.as_uri()} other",
+        f"{tmp_path.as_uri()} {tmp_path.name}",
+    ], record.observation
+    with Environment.load(env_with("[]")) as env:
+        (record,) = env.executor.execute([ToolCall("roots", {})])
+    assert record.observation.startswith("no roots:"), record.observation
+    for roots, message in [
+        ("[data, missing]", rf"MCP server 'fs': roots\[1\]: folder {tmp_path / 'missing'} does not exist"),
+        ("[env.yaml]", r"MCP server 'fs': roots\[0\]: .*env\.yaml is not a folder"),
+        ("[{uri: x}]", r"roots\.0"),
+        ("['http://host/x']", r"MCP server 'fs': roots\[0\]: .*not a folder path or a file:// URI"),
+    ]:
+        with pytest.raises(EnvConfigError, match=message):
+            load_env_config(env_with(roots)).mcp_servers()

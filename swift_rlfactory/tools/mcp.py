@@ -140,11 +140,14 @@ _SNIFF_BYTES = 4096  # the head and tail of an oversized line kept to find its r
 
 
 def mcp_providers(config: McpConfig, workspace: Path | None = None) -> list[McpProvider]:
-    """One provider per enabled entry of ``mcpServers``, in file order; ``workspace`` (the environment's
-    folder) is the root each server is told of (see :class:`McpProvider`)."""
-    roots = (workspace,) if workspace is not None else ()
+    """One provider per enabled entry of ``mcpServers``, in file order; each server is told of the folders
+    its entry's ``roots`` names as its roots, else of ``workspace`` (the environment's folder; see
+    :class:`McpProvider`)."""
+    default = (workspace,) if workspace is not None else ()
     return [
-        McpProvider(name, server, roots) for name, server in config.mcpServers.items() if not server.disabled
+        McpProvider(name, server, default if server.roots is None else [Path(r) for r in server.roots])
+        for name, server in config.mcpServers.items()
+        if not server.disabled
     ]
 
 

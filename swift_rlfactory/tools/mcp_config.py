@@ -43,7 +43,10 @@ What is accepted, and how it is read:
 * **Ours**: ``sessions`` (parallel client sessions; calls go to the least loaded), ``startup_timeout_s``,
   ``inherit_env`` (give a stdio server our whole environment; by default it gets the MCP SDK's safe
   variables - ``HOME``, ``PATH``, ``USER``, ... - plus :data:`PASSTHROUGH_ENV` plus its ``env:``),
-  ``max_result_mb`` (a larger result becomes an error observation, read no further).
+  ``max_result_mb`` (a larger result becomes an error observation, read no further), ``roots`` (the
+  folders the server is told of as its MCP roots, answering its ``roots/list``: paths, taken from the
+  workspace folder, or ``file://`` URIs; by default the environment's folder alone, ``[]`` for none; a
+  root that is not a folder fails at load naming ``roots[i]``).
 * **UI-only keys** (``autoApprove``, ``alwaysAllow``, ``trust``, ``description``, ``icon``, ...)
   are ignored with a debug log, and so is any other unknown key (with a warning naming it, since a typo
   may hide there). Wrong values of known keys fail at start-up naming the field.
@@ -82,6 +85,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -96,7 +100,7 @@ Transport = Literal["stdio", "sse", "streamable-http"]
 UI_ONLY_KEYS = frozenset(
     {
         "autoApprove", "alwaysAllow", "description", "icon", "name", "title", "source", "trust", "dev", "gallery", "version", "notes",
-        "settings", "roots", "oauth", "networkTimeout", "$schema",
+        "settings", "oauth", "networkTimeout", "$schema",
     }
 )  # fmt: skip
 
@@ -188,6 +192,7 @@ class McpServerConfig(BaseModel):
     max_result_mb: float = Field(default=32.0, gt=0, allow_inf_nan=False)
     include_tools: list[str] | None = None  # None: every tool; see ALLOW_KEYS
     exclude_tools: list[str] = Field(default_factory=list)  # see DENY_KEYS
+    roots: list[str] | None = None  # None: the environment's folder (see mcp.mcp_providers); []: none
 
     @model_validator(mode="before")
     @classmethod
@@ -299,6 +304,10 @@ class McpServerConfig(BaseModel):
             if scheme.lower() not in ("http", "https"):  # the url itself is not shown: it may hold a key
                 given = f"it starts with {scheme}://" if "://" in self.url else "it has none"
                 raise ValueError(f"url must start with http:// or https:// ({given})")
+        for i, root in enumerate(self.roots or ()):
+            if not Path(root).is_dir():
+                what = "does not exist" if not Path(root).exists() else "is not a folder"
+                raise ValueError(f"roots[{i}]: folder {root} {what}")
         if self.command is None:
             return
         if self.cwd is not None and not Path(self.cwd).is_dir():
@@ -408,7 +417,24 @@ class McpServerConfig(BaseModel):
             update["command"] = expand(self.command, "command")
             cwd = Path(expand(self.cwd, "cwd")).expanduser() if self.cwd else base_dir
             update["cwd"] = str(cwd if cwd.is_absolute() else (base_dir / cwd).resolve())
+        if self.roots is not None:
+            update["roots"] = [
+                str(_root_folder(expand(root, f"roots[{i}]"), base_dir, f"roots[{i}]"))
+                for i, root in enumerate(self.roots)
+            ]
         return self.model_copy(update=update)
+
+
+def _root_folder(root: str, base_dir: Path, field: str) -> Path:
+    """A ``roots`` entry as an absolute folder path: a ``file://`` URI's path, or a path (``~`` expanded)
+    taken from ``base_dir``; ``ValueError`` naming ``field`` for a URI of another scheme (``http://``)."""
+    parts = urlsplit(root)
+    if parts.scheme.lower() == "file":
+        return Path(url2pathname(parts.path)).resolve()
+    if "://" in root:
+        raise ValueError(f"{field}: {root!r} is not a folder path or a file:// URI")
+    path = Path(root).expanduser()
+    return (path if path.is_absolute() else base_dir / path).resolve()
 
 
 class McpConfig(BaseModel):
