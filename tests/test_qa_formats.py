@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from swift_rlfactory.answers import reference_answers
-from swift_rlfactory.eval.runner import load_rows
+from swift_rlfactory.eval.runner import load_dataset, load_rows
 from swift_rlfactory.retrieval.qa_data import convert_qa_record
 from swift_rlfactory.rewards import rules
 
@@ -343,3 +343,30 @@ def test_a_zstd_dataset_is_refused_naming_the_file_and_how_to_decompress_it(tmp_
     path.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 16)  # zstd's magic number (the bytes of nq.jsonl too)
     with pytest.raises(ValueError, match=rf"^{path}: zstd-compressed.*zstd -d"):
         load_rows(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "positions"),
+    [
+        ("dev.csv", "question,answer\nq0,a\nq1,a,extra\n\nq2,a\n", [0, 2]),  # a row of 3 cells; a blank one
+        ("dev.json", json.dumps([{"question": "q0", "answer": "a"}, {"answer": "a"}, {"question": "q2", "answer": "a"}]), [0, 2]),
+        ("dev.jsonl", '{"question": "q0", "answer": "a"}\n\n{"question": \n{"question": "q2", "answer": "a"}\n', [0, 2]),
+        ("squad.json", json.dumps({"data": [{"paragraphs": [{"qas": [
+            {"question": "q0", "answers": [{"text": "a"}]},
+            {"question": "q1", "answers": [], "is_impossible": True},
+            {"question": "q2", "answers": [{"text": "a"}]}]}]}]}), [0, 2]),
+    ],
+)  # fmt: skip
+def test_a_rows_position_counts_the_skipped_rows_before_it_in_every_format(
+    tmp_path: Path, name, text, positions
+):
+    """What an eval keys its episodes by (``index``): a row's place among the file's records, so a skipped
+    row fixed later moves no other row."""
+    path = tmp_path / name
+    path.write_text(text)
+    rows = load_dataset(path)
+    assert list(rows) == positions
+    assert [row["messages"][0]["content"] for row in rows.values()] == [
+        "q0?",
+        "q2?",
+    ]
