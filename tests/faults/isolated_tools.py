@@ -11,8 +11,12 @@ from swift_rlfactory.tools import tool
 
 @tool(isolation="process")
 def spin(pidfile: str) -> str:
-    """Record the process id, then never return."""
-    Path(pidfile).write_text(str(os.getpid()))
+    """Record the process id, then never return.
+
+    Written whole, then renamed into place, so a reader that sees the file sees the whole id.
+    """
+    Path(pidfile + ".part").write_text(str(os.getpid()))
+    os.replace(pidfile + ".part", pidfile)
     while True:
         time.sleep(0.1)
 

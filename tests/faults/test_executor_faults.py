@@ -412,13 +412,23 @@ def test_a_given_up_isolated_call_reaps_its_child_before_returning(tmp_path, mon
     from swift_rlfactory.tools.isolation import call_in_process
     from tests.faults.isolated_tools import spin
 
+    pidfile = tmp_path / "pid"
+
+    async def give_up_once_the_tool_runs() -> None:
+        # A fixed timeout could fire before the child has even imported the tool (over 1.5 s on busy CPUs),
+        # leaving no pid to check; so the call is given up only once the tool body has written its pid.
+        call = asyncio.ensure_future(call_in_process(spin.fn, {"pidfile": str(pidfile)}))
+        deadline = time.monotonic() + 40  # inside the test's own timeout, to fail with a reason
+        while not pidfile.exists() and not call.done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert pidfile.exists(), "the child never reached the tool"
+        await asyncio.wait_for(call, 0.1)  # times out: the executor's own way of giving up a call
+
     unraisable = []
     monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
     loop = asyncio.new_event_loop()
     with pytest.raises(TimeoutError):
-        loop.run_until_complete(
-            asyncio.wait_for(call_in_process(spin.fn, {"pidfile": str(tmp_path / "pid")}), 1.5)
-        )
+        loop.run_until_complete(give_up_once_the_tool_runs())
     loop.close()  # what LoopThread.stop does right after the executor's last call
     # asyncio's child watcher thread drops the transport once it sees the exit
     deadline = time.monotonic() + 5
@@ -429,7 +439,7 @@ def test_a_given_up_isolated_call_reaps_its_child_before_returning(tmp_path, mon
         time.sleep(0.05)
     gc.collect()
     assert not unraisable, [u.exc_value for u in unraisable]
-    assert not psutil.pid_exists(int((tmp_path / "pid").read_text()))  # killed and reaped, not a zombie
+    assert not psutil.pid_exists(int(pidfile.read_text()))  # killed and reaped, not a zombie
 
 
 def test_process_isolation_is_checked_when_the_tool_is_declared():
