@@ -100,8 +100,14 @@ class Server:
                 self.process.wait()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator:
+    """One chromium for the UI tests, closed when they end, not at the end of the session.
+
+    Playwright's sync API marks its event loop as running in the main thread between its calls, for as
+    long as its driver is up; kept for the session, it made every ``asyncio.run`` in a later test file (the
+    rewards CLI, the sandbox tests) fail with "cannot be called from a running event loop".
+    """
     pytest.importorskip("gradio", reason="the ui extra is not installed: pip install -e '.[ui]'")
     playwright = pytest.importorskip("playwright.sync_api", reason="the ui extra is not installed")
     if not CHROMIUM.exists():
