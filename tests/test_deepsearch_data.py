@@ -194,6 +194,80 @@ def test_extra_files_are_named_by_file_and_paths_with_equals_or_spaces_are_read(
     assert Counter(r["split"] for r in rows) == {"test": 1, "theirs": 2, "eq": 3, "dev": 2}
 
 
+def merge(out: Path, *files: Path) -> subprocess.CompletedProcess:
+    """``eval_sets.py OUT FILE...`` as eval.sh runs it."""
+    done = subprocess.run(
+        [sys.executable, "examples/deepsearch/eval_sets.py", str(out), *map(str, files)], cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.timeout(120)
+def test_a_bad_row_of_an_extra_file_keeps_every_later_rows_position_in_the_merge(tmp_path: Path, caplog):
+    """The eval keys its episodes by a row's position in the merged file: a bad row of an extra file is
+    carried through as a row the eval skips and names (file and line), so fixing it later and merging
+    again moves no other row, and a resumed eval runs only the fixed row."""
+    from swift_rlfactory.cli import main
+    from swift_rlfactory.eval.runner import EvalLog
+
+    from .test_eval import served_eval
+
+    test = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    good = json.dumps({"question": "What is 2 + 3?", "golden_answers": ["5"]})
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(good + "\n" + '{"question": "What is 1 + 2?", "golden' + "\n")  # line 2 torn
+    nq = write_dataset(tmp_path / "nq_dev.jsonl", [(10, 20)])
+    merged = tmp_path / "eval-set.jsonl"
+    done = merge(merged, test, mine, nq)
+    assert "mine 1 (1 skipped)" in done.stdout and "nq_dev 1" in done.stdout, done.stdout
+    assert f"{mine}: skipped 1 of 2 rows" in done.stderr and "line 2" in done.stderr, done.stderr
+    out = tmp_path / "out"
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", merged, out, "--group-by", "split")
+        assert main(argv) == 0
+        assert f"line 3: {mine}: line 2: not valid JSON" in caplog.text, caplog.text  # eval names the origin
+        first = EvalLog(out / "trajectories.jsonl").load()
+        assert {i: r["question"] for (i, _), r in first.items()} == {
+            0: "What is 3 + 4?", 1: "What is 2 + 3?", 3: "What is 10 + 20?",
+        }  # fmt: skip
+        assert json.loads((out / "metrics.json").read_text())["skipped_rows"] == 1
+        mine.write_text(
+            good + "\n" + json.dumps({"question": "What is 1 + 2?", "golden_answers": ["3"]}) + "\n"
+        )
+        merge(merged, test, mine, nq)
+        server.requests[:] = []
+        assert main(argv) == 0
+    assert [r["messages"][-1]["content"] for r in server.requests] == ["What is 1 + 2?", "3"]
+    done = EvalLog(out / "trajectories.jsonl").load()
+    assert {i: r["question"] for (i, _), r in done.items()} == {
+        0: "What is 3 + 4?", 1: "What is 2 + 3?", 2: "What is 1 + 2?", 3: "What is 10 + 20?",
+    }  # fmt: skip
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {k: v["questions"] for k, v in metrics["by_split"].items()} == {"test": 1, "mine": 2, "nq_dev": 1}
+    assert metrics["skipped_rows"] == 0
+
+
+def test_a_bad_row_is_carried_through_the_merge_naming_its_file_and_line(tmp_path: Path, caplog):
+    from swift_rlfactory.eval.runner import load_dataset
+
+    test = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps({"messages": [{"role": "user", "content": " "}]}) + "\n")  # no question
+    mine.write_text(mine.read_text() + json.dumps({"question": "q?", "golden_answers": ["a"]}) + "\n")
+    merged = tmp_path / "eval-set.jsonl"
+    merge(merged, test, mine)
+    skipped: list = []
+    rows = load_dataset(merged, skipped=skipped)
+    assert sorted(rows) == [0, 2] and rows[2]["split"] == "mine"
+    ((where, why),) = [(s[0], s[1]) for s in skipped]
+    assert where == "line 2" and why.startswith(f"{mine}: line 1: no question"), why
+    again = tmp_path / "again.jsonl"
+    merge(again, merged)  # an earlier merge merged again: its carried row keeps its place and its split
+    assert again.read_text() == merged.read_text()
+
+
 @pytest.mark.timeout(60)
 def test_search_budget_charges_searches_beyond_the_rows_hops():
     import asyncio

@@ -4,8 +4,8 @@
 
 One eval run (one engine start-up) then scores them all, and ``--group-by split`` reports each file on its
 own line. A file is a dataset of our rows (``messages`` + ``golden_answers``) or FlashRAG records
-(``{"question": ..., "golden_answers": [...]}``, converted by ``swift_rlfactory.eval.runner.load_rows``),
-``.jsonl``, ``.json`` or ``.parquet``, or any common QA format ``load_rows`` reads (NQ, TriviaQA,
+(``{"question": ..., "golden_answers": [...]}``, converted by ``swift_rlfactory.eval.runner.load_dataset``),
+``.jsonl``, ``.json`` or ``.parquet``, or any common QA format ``load_dataset`` reads (NQ, TriviaQA,
 HotpotQA, MuSiQue, SQuAD, verl; ``.gz``, ``.bz2`` and ``.xz`` too). NAME defaults to the file's stem (``my_questions.jsonl`` ->
 ``my_questions``); ``NAME=`` is read as a name only when NAME has no ``/`` and the whole argument is not
 itself an existing file (``runs/x=1/eq.jsonl`` is a path). The first file is our own dataset: a row of it
@@ -14,6 +14,11 @@ split its rows carry (a third party's ``"split": "test"`` is not our test split)
 already a split of the first file is refused: that file was merged before, and merging it again would
 count its questions twice. This is what ``EXTRA_EVAL=a.jsonl,b.jsonl`` does in ``eval.sh`` and in
 ``benchmarks/deepsearch/h200.sh``'s ``prepare`` phase.
+
+A row no one can score (a torn line, no question) is said, and carried through as a row that holds its
+place (:func:`swift_rlfactory.eval.runner.skipped_row`): the eval skips it naming the file and line it came
+from, and every row after it keeps its position in the merged file, which the eval keys its results by. So
+fixing the row and merging again, then resuming the eval, runs that row alone.
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from swift_rlfactory import jsonl
-from swift_rlfactory.eval.runner import load_rows
-from swift_rlfactory.retrieval.qa_data import write_jsonl
+from swift_rlfactory.eval.runner import SKIPPED_ROW, load_dataset, skipped_row
+from swift_rlfactory.retrieval.qa_data import SkippedRecord, read_records, write_jsonl
 
 
 def named(source: str) -> tuple[str, str]:
@@ -38,12 +43,30 @@ def named(source: str) -> tuple[str, str]:
     return jsonl.without_compression(Path(source).name).stem, source
 
 
+def file_rows(path: str) -> list[dict[str, Any]]:
+    """Every record of a file in its order: its row, or for a row no one can score a :func:`skipped_row`
+    naming the file, where and why (one that already holds a skipped row's place, from an earlier
+    merge, is kept as it is)."""
+    skipped: list[SkippedRecord] = []
+    found = load_dataset(path, skipped=skipped)  # says what it skipped; ValueError when nothing is left
+    if not skipped:
+        return list(found.values())
+    raw = {record.position: record.value for record in read_records(Path(path).expanduser(), [])}
+    carried = {
+        s.position: raw[s.position]
+        if isinstance(raw.get(s.position), dict) and SKIPPED_ROW in raw[s.position]
+        else skipped_row(f"{path}: {s.where}: {s.why}")
+        for s in skipped
+    }
+    return [found[i] if i in found else carried[i] for i in range(len(found) + len(carried))]
+
+
 def tagged_rows(sources: list[str]) -> list[dict[str, Any]]:
     """The rows of every ``[NAME=]FILE``, each with ``split`` set (the first file's own, else NAME).
 
     Raises:
         ValueError: two files would get the same name, a later file's name is already a split of the
-            first file (merged twice), or a file has no rows.
+            first file (merged twice), or a file cannot be read or has no row that can be scored.
     """
     files = [named(s) for s in sources if s.strip()]
     twice = [name for name, n in Counter(name for name, _ in files).items() if n > 1]
@@ -52,9 +75,7 @@ def tagged_rows(sources: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     ours: set[str] = set()  # the splits of the first file (ours; an earlier merge has several)
     for index, (name, path) in enumerate(files):
-        found = load_rows(path)
-        if not found:
-            raise ValueError(f"{path}: no rows")
+        found = file_rows(path)
         if index == 0:
             rows += [{**row, "split": row.get("split") or name} for row in found]
             ours = {row["split"] for row in rows}
@@ -85,8 +106,13 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         raise SystemExit(f"eval_sets.py: {exc}") from None
     write_jsonl(rows, argv[0])
-    counts = Counter(row["split"] for row in rows)
-    print(f"{argv[0]}: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
+    counts = Counter(row["split"] for row in rows if SKIPPED_ROW not in row)
+    skipped = Counter(row["split"] for row in rows if SKIPPED_ROW in row)
+    said = [
+        f"{name} {counts[name]}" + (f" ({skipped[name]} skipped)" if skipped[name] else "")
+        for name in counts | skipped
+    ]
+    print(f"{argv[0]}: " + ", ".join(said))
 
 
 if __name__ == "__main__":

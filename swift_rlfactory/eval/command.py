@@ -37,6 +37,7 @@ from rich.progress import (
 
 from ..env.environment import Environment
 from ..models import ModelChoice, choose_model
+from ..retrieval.qa_data import SkippedRecord
 from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
 from .runner import (
     EvalLog,
@@ -192,7 +193,7 @@ def _run_loaded(
 ) -> int:
     """:func:`run_eval` once its environment is loaded (and closed by the caller whatever happens)."""
     # every row holds what the environment's rewards read (a reference answer for em), or we stop
-    skipped: list[tuple[str, str]] = []
+    skipped: list[SkippedRecord] = []
     rows = load_dataset(options.dataset, options.limit, requires=env.reward.required_fields, skipped=skipped)
     if not rows:
         raise ValueError(f"{options.dataset}: no rows")

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from .. import jsonl, secrets
 from ..answers import REFERENCE_COLUMNS, missing
 from ..env.environment import Environment
-from ..retrieval.qa_data import convert_qa_record, read_records
+from ..retrieval.qa_data import SkippedRecord, convert_qa_record, read_records
 from ..rewards import rules
 from ..rewards.registry import GOLDEN_ANSWERS, row_has_field
 from ..rollout.episode import Generation, Messages, run_episode
@@ -93,7 +93,7 @@ def load_rows(
     path: str | Path,
     limit: int | None = None,
     requires: Mapping[str, Sequence[str]] | None = None,
-    skipped: list[tuple[str, str]] | None = None,
+    skipped: list[SkippedRecord] | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of :func:`load_dataset`, in file order, without their positions (to convert or merge a
     file: ``build_sft.py``, ``eval_sets.py``)."""
@@ -104,7 +104,7 @@ def load_dataset(
     path: str | Path,
     limit: int | None = None,
     requires: Mapping[str, Sequence[str]] | None = None,
-    skipped: list[tuple[str, str]] | None = None,
+    skipped: list[SkippedRecord] | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Dataset rows as ms-swift rows, by their position in the file, from ``.jsonl``, ``.json`` (a list) or Search-R1 ``.parquet``.
 
@@ -126,8 +126,8 @@ def load_dataset(
     row's hidden tests. Such rows are counted and left out of EM, F1 and pass@k
     (:func:`~.metrics.summarize`), never scored 0.
 
-    ``skipped``: a list that receives ``(where, why)`` of each skipped row, for the caller to count
-    (``metrics.json``'s ``skipped_rows``). A row's position (its key, the ``index`` of its episodes in
+    ``skipped``: a list that receives each skipped row (where, why, position), for the caller to count
+    (``metrics.json``'s ``skipped_rows``) or to keep its place (:func:`skipped_row`). A row's position (its key, the ``index`` of its episodes in
     ``trajectories.jsonl``) counts the skipped rows before it
     (:attr:`~swift_rlfactory.retrieval.qa_data.DatasetRecord.position`), so fixing a skipped row later
     and resuming runs that row and leaves every other row's results where they were. ``limit`` keeps the
@@ -146,7 +146,7 @@ def load_dataset(
             row = _row(record.value)
             _check_fields(row, requires or {})
         except ValueError as exc:
-            skipped.append((record.where, str(exc)))
+            skipped.append(SkippedRecord(record.where, str(exc), record.position))
             continue
         rows[record.position] = row
         wheres.append(record.where)
@@ -162,11 +162,11 @@ def load_dataset(
     return dict(list(rows.items())[:limit]) if limit is not None else rows
 
 
-def _skipped_text(skipped: list[tuple[str, str]], shown: int = 3) -> str:
-    """The rows of ``skipped`` (``(where, why)``) grouped by why, each reason said once with the first
-    places it holds for: ``no answer: ... (2 rows: line 3, line 9)``."""
+def _skipped_text(skipped: list[SkippedRecord], shown: int = 3) -> str:
+    """The rows of ``skipped`` grouped by why, each reason said once with the first places it holds for:
+    ``no answer: ... (2 rows: line 3, line 9)``."""
     by_why: dict[str, list[str]] = {}
-    for where, why in skipped:
+    for where, why, _ in skipped:
         by_why.setdefault(why, []).append(where)
     parts = []
     for why, wheres in list(by_why.items())[:shown]:
@@ -199,10 +199,24 @@ def _warn_of_repeats(rows: list[dict[str, Any]], wheres: list[str], path: Path) 
         )  # fmt: skip
 
 
+SKIPPED_ROW = "skipped_row"  # the column of a row that holds the place of one skipped elsewhere
+
+
+def skipped_row(why: str, **columns: Any) -> dict[str, Any]:
+    """A row that holds the place of a row no one can score, ``why`` naming it (``"mine.jsonl: line 3: no
+    question ..."``): :func:`load_dataset` skips it and says ``why``. A file made of other files
+    (``eval_sets.py``) writes one for each skipped row of theirs, so every later row keeps its position
+    when the bad one is fixed and the files merged again: an eval resumed on the new file runs the fixed
+    row and keeps the others' results. ``columns``: kept beside it (the ``split`` it counts in)."""
+    return {SKIPPED_ROW: why, **columns}
+
+
 def _row(record: Any) -> dict[str, Any]:
     """A record as an ms-swift row: checked when it has ``messages``, converted when it is a QA record."""
     if not isinstance(record, dict):
         raise ValueError(f"a record is a JSON object, got {type(record).__name__}")
+    if SKIPPED_ROW in record:
+        raise ValueError(str(record[SKIPPED_ROW]))
     if "messages" not in record:
         return convert_qa_record(record)
     messages = record["messages"]

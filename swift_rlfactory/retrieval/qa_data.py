@@ -152,7 +152,15 @@ class DatasetRecord(NamedTuple):
     value: Any  # the record as the file holds it, usually a dict
 
 
-def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> list[DatasetRecord]:
+class SkippedRecord(NamedTuple):
+    """A record of a dataset file that no one can score: where it is, why, and the position it keeps."""
+
+    where: str  # as DatasetRecord.where
+    why: str
+    position: int  # as DatasetRecord.position: a merge of files (eval_sets.py) keeps the record's place
+
+
+def read_records(path: Path, skipped: list[SkippedRecord] | None = None) -> list[DatasetRecord]:
     """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
     lines skipped) or a ``.csv``/``.tsv`` table, ``"record N"`` of a ``.json`` list or a ``.parquet``
     table, and ``"data[i].paragraphs[j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs":
@@ -165,8 +173,8 @@ def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> li
     one that is not, or is not JSON, or of a ``.json`` file that is neither a list nor SQuAD-style, or of
     a ``.parquet`` file pandas cannot read. ``OSError`` is the caller's to word.
 
-    What no one can score is left out and said once, by :data:`logger` or into ``skipped`` as ``(where,
-    why)``: SQuAD v2's unanswerable questions (``"is_impossible": true``, no ``answers``; their
+    What no one can score is left out and said once, by :data:`logger` or into ``skipped`` as a
+    :class:`SkippedRecord`: SQuAD v2's unanswerable questions (``"is_impossible": true``, no ``answers``; their
     ``plausible_answers`` are wrong on purpose). Given ``skipped``, so is a JSON Lines line that is not
     JSON (a line cut short, a stray log line) or a table row of the wrong number of cells, rather than
     stopping the whole file.
@@ -189,7 +197,7 @@ def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> li
     order = sorted({key for key, _, _ in found} | {n for n, _ in bad})
     position = {key: i for i, key in enumerate(order)}
     if skipped is not None:
-        skipped += [(f"line {n}", why) for n, why in bad]
+        skipped += [SkippedRecord(f"line {n}", why, position[n]) for n, why in bad]
     kept, unanswerable = [], []
     for key, where, value in found:
         record = DatasetRecord(position[key], where, value)
@@ -199,7 +207,7 @@ def read_records(path: Path, skipped: list[tuple[str, str]] | None = None) -> li
         if skipped is None:
             logger.warning("%s: left out %d %s questions", path, len(unanswerable), why)
         else:
-            skipped += [(record.where, why) for record in unanswerable]
+            skipped += [SkippedRecord(record.where, why, record.position) for record in unanswerable]
     return kept
 
 
