@@ -1340,3 +1340,39 @@ def test_held_back_files_in_public_formats_are_scored_as_their_own_splits(tmp_pa
     assert {name: (m["questions"], m["em"]) for name, m in by_split.items()} == {
         "test": (1, 1.0), "trivia": (1, 1.0), "musique_dev": (1, 1.0),
     }  # fmt: skip
+
+
+def test_a_rows_own_tools_column_is_cut_to_the_description_cap_with_one_warning(tmp_path: Path, caplog):
+    """A row's ``tools`` column replaces the environment's tools in the prompt the eval renders; its
+    descriptions are cut to ``limits.max_description_chars`` as the environment's are, and a warning
+    names the tool once, however many rows hold it."""
+    from swift_rlfactory.cli import main
+
+    (tmp_path / "env.yaml").write_text(
+        f"system_prompt: Use the tools, then answer in <answer></answer>.\n"
+        f"tools: {{python: [{ROOT / 'tests' / 'envs' / 'agent' / 'tools.py'}]}}\n"
+        "limits: {max_turns: 3, max_description_chars: 300}\nreward: [{name: em}]\n"
+    )
+    long, term = "A" * 10_000, "B" * 5_000
+    parameters = {
+        "type": "object",
+        "properties": {"a": {"type": "integer", "description": term}, "b": {"type": "integer"}},
+    }
+    tools = [{"type": "function", "function": {"name": "add", "description": long, "parameters": parameters}}]
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4), (2, 5)])
+    rows = [json.loads(line) for line in dataset.read_text().splitlines()]
+    dataset.write_text("".join(json.dumps({**row, "tools": json.dumps(tools)}) + "\n" for row in rows))
+    with scripted_server() as server, caplog.at_level("WARNING"):
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out")
+        argv[argv.index("--env") + 1] = str(tmp_path / "env.yaml")
+        assert main(argv) == 0
+    systems = [r["messages"][0]["content"] for r in server.requests if r["messages"][-1]["role"] == "user"]
+    assert len(systems) == 2
+    for system in systems:
+        assert long not in system and term not in system
+        assert f"{'A' * 300} [description cut: 10000 characters, the first 300 shown]" in system
+        assert f"{'B' * 300} [description cut: 5000 characters, the first 300 shown]" in system
+    warned = [r.getMessage() for r in caplog.records if "max_description_chars" in r.getMessage()]
+    assert len(warned) == 1 and "'add'" in warned[0] and "tools column" in warned[0], warned
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["em"] == 1.0  # the tool still runs: only the prose was cut

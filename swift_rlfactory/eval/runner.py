@@ -39,6 +39,7 @@ from ..rewards.registry import GOLDEN_ANSWERS, row_has_field
 from ..rollout.episode import Generation, Messages, run_episode
 from ..rollout.log import append_lines
 from ..tools.call_formats import HERMES, call_parser
+from ..tools.toolset import DescriptionCap
 from ..trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -413,11 +414,22 @@ def context_check(policy: Policy, episode: EpisodeModel) -> Callable[[Messages],
 
 
 async def run_task(
-    task: EvalTask, policy: Policy, env: Environment, max_turns: int, tools: list[dict]
+    task: EvalTask,
+    policy: Policy,
+    env: Environment,
+    max_turns: int,
+    tools: list[dict],
+    cap: DescriptionCap | None = None,
 ) -> dict:
-    """Run one episode, score it, and return its log record."""
+    """Run one episode, score it, and return its log record. A row's own ``tools`` column is offered
+    instead of ``tools``, its descriptions cut by ``cap`` (the environment's
+    ``limits.max_description_chars`` when not given), as the environment's own tools are."""
     row = task.row
-    offered = row_tools(row) or tools
+    own = row_tools(row)
+    if own:
+        cap = cap or DescriptionCap(env.config.limits.max_description_chars)
+        own = cap.schemas(own, "the dataset's tools column")
+    offered = own or tools
     prompt = policy.render_prompt(list(row.get("messages") or []), env.system_prompt, offered)
     episode = policy.new_episode()
     trajectory = await run_episode(
@@ -466,13 +478,14 @@ async def evaluate(
     :attr:`EvalRun.failures`; :func:`pending_tasks` gives it to the next run again.
     """
     tools = env.tool_schemas()
+    cap = DescriptionCap(env.config.limits.max_description_chars)  # one per run: each tool warned of once
     run = EvalRun()
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(task: EvalTask) -> None:
         async with gate:
             try:
-                record = await run_task(task, policy, env, max_turns, tools)
+                record = await run_task(task, policy, env, max_turns, tools, cap)
                 log.append(record)  # inside: one record that cannot be written fails its episode only
             except Exception as exc:
                 logger.debug("episode %s/%s failed", task.index, task.sample, exc_info=True)

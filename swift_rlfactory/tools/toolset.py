@@ -13,7 +13,9 @@ Every tool's description and every ``description`` in its parameter schema is re
 prompt of every trajectory, and a third-party MCP server may send a manual's worth of text there. With
 ``max_description_chars`` each of them keeps its first that many characters and ends with a note saying
 it was cut and how long it was (:func:`capped_spec`), and a start-up warning names the tool. Only the
-prose is cut: parameter names, types, enums and defaults reach the model and the tool as they were.
+prose is cut: parameter names, types, enums and defaults reach the model and the tool as they were. Tool
+schemas that reach the prompt from elsewhere, a dataset row's own ``tools`` column, are cut the same way
+by a :class:`DescriptionCap`.
 """
 
 from __future__ import annotations
@@ -110,6 +112,45 @@ def _long_descriptions(schema: Any, limit: int) -> Iterator[tuple[dict[str, Any]
                 stack.extend((child, f"{inside}{key}/{i}") for i, child in enumerate(value))
             else:
                 stack.append((value, f"{inside}{key}"))
+
+
+class DescriptionCap:
+    """Cuts the descriptions of OpenAI tool schemas that come from outside a :class:`ToolSet` (a dataset
+    row's own ``tools`` column, which the eval renders instead of the environment's tools) to ``limit``
+    characters, as :class:`ToolSet` cuts its own, with one warning per tool however many rows hold it.
+    ``None``: no cap."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self._warned: set[tuple[str, str]] = set()
+
+    def schemas(self, schemas: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+        """``schemas`` (``{"type": "function", "function": {...}}`` or the bare function) with their
+        descriptions cut; ``source`` names where they came from in the warning. Entries of another shape
+        are left as they are (the template renders them, or refuses them, as given)."""
+        return [self._capped(schema, source) for schema in schemas]
+
+    def _capped(self, schema: dict[str, Any], source: str) -> dict[str, Any]:
+        function = schema.get("function", schema) if isinstance(schema, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("description", ""), str):
+            return schema
+        parameters = function.get("parameters")
+        spec = ToolSpec(str(function.get("name", "")), function.get("description", ""),
+                        parameters if isinstance(parameters, dict) else {})  # fmt: skip
+        capped, cuts = capped_spec(spec, self.limit)
+        if not cuts:
+            return schema
+        if (spec.name, source) not in self._warned:
+            self._warned.add((spec.name, source))
+            logger.warning(
+                "tool %r of %s: cut to limits.max_description_chars (%d characters): %s; every description "
+                "is in the system prompt of every trajectory",
+                spec.name, source, self.limit, _described(spec, cuts),
+            )  # fmt: skip
+        function = {**function, "description": capped.description}
+        if isinstance(parameters, dict):
+            function["parameters"] = capped.parameters
+        return {**schema, "function": function} if "function" in schema else function
 
 
 class RenamedTool:
