@@ -854,7 +854,7 @@ def test_xml_call_values_are_typed_through_the_refs_pydantic_writes_for_models_a
 
 
 @pytest.mark.parametrize(
-    "ref", ["#/$defs/Node", "#/$defs/Missing", "https://example.com/node.json", "#", "#/properties/x/0"]
+    "ref", ["#/$defs/Node", "#/$defs/Missing", "https://example.com/node.json", "#/properties/x/0"]
 )
 def test_xml_values_whose_ref_leads_nowhere_or_back_to_itself_stay_text(ref):
     """A recursive, dangling or remote reference gives no type: the value stays text, nothing raises."""
@@ -866,3 +866,24 @@ def test_xml_values_whose_ref_leads_nowhere_or_back_to_itself_stay_text(ref):
     tools = [{"type": "function", "function": {"name": "f", "parameters": parameters}}]
     [call] = xml(xml_call("f", x="[1]"), tools)
     assert call.arguments == {"x": "[1]"}
+
+
+def test_an_xml_value_whose_ref_is_the_schema_root_is_typed_by_the_root():
+    """``{"$ref": "#"}`` is the whole parameters schema (zod-to-json-schema's recursive root, a tree whose
+    children are trees): an object, so its JSON is an object however deep, not the text of it."""
+    parameters = {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string"},
+            "child": {"$ref": "#"},
+            "children": {"type": "array", "items": {"$ref": "#"}},
+        },
+    }
+    tools = [{"type": "function", "function": {"name": "tree", "parameters": parameters}}]
+    child = '{"label": "b", "child": {"label": "c"}}'
+    [call] = xml(xml_call("tree", label="a", child=child, children='[{"label": "d"}]'), tools)
+    assert call.arguments == {
+        "label": "a",
+        "child": {"label": "b", "child": {"label": "c"}},
+        "children": [{"label": "d"}],
+    }

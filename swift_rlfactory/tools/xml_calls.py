@@ -36,8 +36,8 @@ Values are raw text, not JSON
     ``{"allOf": [{"$ref": ...}], "description": ...}`` (pydantic before 2.9, for a model field with a
     description or default), ``anyOf`` with ``{"type": "null"}`` (an optional model), ``oneOf`` (a
     discriminated union), draft-07's ``#/definitions/...`` and references into other places of the
-    schema (zod-to-json-schema), references to references. One that leads back to itself, points
-    nowhere or outside the schema gives no type.
+    schema (zod-to-json-schema, whose ``#`` is the whole parameters schema), references to references.
+    One that leads back to itself, points nowhere or outside the schema gives no type.
 
 What is refused
     A block without ``<function=NAME>``; a parameter never closed with ``</parameter>`` (its value would
@@ -160,7 +160,11 @@ def _dereferenced(schema: Any, root: Mapping[str, Any], memo: dict[str, Any], de
 
 
 def _pointed(root: Mapping[str, Any], ref: str) -> Any:
-    """What the JSON pointer of a local reference (``#/$defs/Where``) names in ``root``, or ``None``."""
+    """What the JSON pointer of a local reference (``#/$defs/Where``) names in ``root``, or ``None``.
+    ``#`` is ``root`` itself: zod-to-json-schema's reference to a recursive root schema (a tree whose
+    children are trees), which is the tool's parameters, an object."""
+    if ref == "#":
+        return root
     if not ref.startswith("#/"):
         return None
     node: Any = root
