@@ -361,11 +361,11 @@ def _rewards(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from .env.environment import Environment
-    from .rewards.rescore import TrajectoryFileError, load_recorded, rescore, trajectories_file
+    from .rewards.rescore import TrajectoryFileError, load_run, rescore, trajectories_file
 
     try:
         path = trajectories_file(args.trajectories)
-        recorded = load_recorded(path, limit=args.limit)
+        recorded = load_run(args.trajectories, limit=args.limit)  # a resumed run's whole chain
     except TrajectoryFileError as exc:
         errors.print(f"--trajectories: {exc}", markup=False)
         return 2
@@ -385,18 +385,20 @@ def _rewards(args: argparse.Namespace) -> int:
     turns = Table(title="per-turn scores")
     for name in ("line", "component", "scores"):
         turns.add_column(name, justify="right" if name == "line" else "left")
+    chained = len({row.file for row in report.rows}) > 1  # a resumed run: say which run's log a line is of
     for row in report.rows:
+        line = f"{Path(row.file).parent.name}:{row.line}" if chained else str(row.line)
         recorded_total = "" if row.recorded_total is None else f"{row.recorded_total:.3f}"
         scores = [f"{row.rewards[name]:.3f}" for name in [*report.components, "total"]]
-        table.add_row(str(row.line), *scores, recorded_total)
+        table.add_row(line, *scores, recorded_total)
         for name, values in row.turn_rewards.items():
-            turns.add_row(str(row.line), name, " ".join(f"{v:.2f}" for v in values))
+            turns.add_row(line, name, " ".join(f"{v:.2f}" for v in values))
     console.print(table)
     if turns.row_count:
         console.print(turns)
     for row in report.rows:
         for name, why in row.reward_errors.items():
-            errors.print(f"line {row.line}: {name} scored its fallback: {why}", markup=False)
+            errors.print(f"{row.file}:{row.line}: {name} scored its fallback: {why}", markup=False)
     means = ", ".join(f"{k} {v:.3f}" for k, v in report.summary.items())
     console.print(f"mean: {means}", markup=False, highlight=False)
     if report.errors:

@@ -88,3 +88,32 @@ def test_a_run_chain_is_read_off_args_json_and_stops_where_it_cannot_be_followed
     run("b", str(loop_a / "checkpoint-2"))  # hand-edited into a loop: each run once
     assert run_chain(loop_a) == [(tmp_path / "b", 2)]
     assert resumed_from(tmp_path / "nowhere") is None
+
+
+def test_the_rewards_cli_scores_a_resumed_runs_whole_chain_as_the_viewer_shows_it(tmp_path: Path, capsys):
+    """``rewards --trajectories OUTPUT_DIR`` of a run resumed into a folder of its own (``--add_version``)
+    scores the stopped run's lines up to the checkpoint, then the resumed run's, each named by its file."""
+    import os
+
+    from swift_rlfactory.cli import main
+
+    from .conftest import AGENT_ENV
+
+    out = tmp_path / "output"
+    stopped, resumed = out / "v0-1", out / "v1-2"
+    for folder, run, steps in ((stopped, "stopped", STOPPED), (resumed, "resumed", RESUMED)):
+        folder.mkdir(parents=True)
+        log = TrajectoryLog(folder / "trajectories.jsonl")
+        for step in steps:
+            log.write([Trajectory(messages=[{"role": "user", "content": f"{run} {step}"}])], step=step)
+    (stopped / "checkpoint-1").mkdir()
+    (resumed / "args.json").write_text(json.dumps({"resume_from_checkpoint": str(stopped / "checkpoint-1")}))
+    os.utime(stopped, (1, 1))  # the resumed run is the newest folder, which the CLI is pointed at
+    assert main(["rewards", str(AGENT_ENV), "--trajectories", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [row["question"] for row in report["rows"]] == ["stopped 1", "resumed 2", "resumed 3", "resumed 4"]
+    files = [row["file"] for row in report["rows"]]
+    assert files == [str(stopped / "trajectories.jsonl")] + [str(resumed / "trajectories.jsonl")] * 3
+    assert main(["rewards", str(AGENT_ENV), "--trajectories", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "v0-1:1" in table and "v1-2:3" in table, table

@@ -17,12 +17,12 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import jsonl
-from ..resume import TRAJECTORIES, latest_lines, resolve_run, trajectory_step
+from ..resume import TRAJECTORIES, latest_lines, resolve_run, run_chain, trajectory_step
 from ..trajectory import Trajectory
 from .registry import RewardSpec
 
@@ -40,6 +40,8 @@ class Recorded:
     line: int
     trajectory: Trajectory
     recorded_total: float | None = None
+    file: str = ""  # the log the line is of: a resumed run's chain is read from several
+    step: int | None = None  # the training step it fed; None for an eval line
 
 
 @dataclass
@@ -52,6 +54,7 @@ class RescoredRow:
     reward_errors: dict[str, str] = field(default_factory=dict)
     recorded_total: float | None = None
     question: str = ""
+    file: str = ""  # as Recorded.file
 
 
 @dataclass
@@ -81,6 +84,22 @@ def trajectories_file(path: str | Path) -> Path:
     if not (run / TRAJECTORIES).is_file():
         raise TrajectoryFileError(f"{path}: a folder without {TRAJECTORIES}, nor a run folder holding one")
     return run / TRAJECTORIES
+
+
+def load_run(path: str | Path, limit: int | None = None) -> list[Recorded]:
+    """:func:`load_recorded` of ``path``, and, when ``path`` is a folder whose run resumed from another
+    run's checkpoint (a folder of its own, :func:`~swift_rlfactory.resume.run_chain`), the whole run as
+    the web UI shows it: each earlier run's lines up to the checkpoint the next one resumed from, then
+    this run's. The first ``limit`` of them; each names its file (:attr:`Recorded.file`)."""
+    log = trajectories_file(path)
+    chain = run_chain(log.parent) if Path(path).expanduser().is_dir() else []
+    out: list[Recorded] = []
+    for folder, checkpoint in chain:
+        if (folder / TRAJECTORIES).is_file():
+            earlier = load_recorded(folder / TRAJECTORIES)
+            out += [r for r in earlier if r.step is None or r.step <= checkpoint]
+    out += load_recorded(log)
+    return out[:limit]
 
 
 def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
@@ -123,7 +142,10 @@ def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
     counted = latest_lines(
         parsed, lambda item: trajectory_step(item[1]) if isinstance(item[1], dict) else None
     )
-    out = [_recorded(data, number, f"{path}:{number}") for number, data in counted[:limit]]
+    out = [
+        replace(_recorded(data, number, f"{path}:{number}"), file=str(path), step=trajectory_step(data))
+        for number, data in counted[:limit]
+    ]
     if not out:
         raise TrajectoryFileError(f"{path}: no trajectories in the file")
     return out
@@ -169,6 +191,7 @@ async def arescore(recorded: Sequence[Recorded], spec: RewardSpec, file: str = "
             reward_errors=dict(r.trajectory.reward_errors),
             recorded_total=r.recorded_total,
             question=_question(r.trajectory),
+            file=r.file,
         )
         for r in recorded
     ]
