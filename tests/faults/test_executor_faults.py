@@ -43,6 +43,21 @@ class _BadModel:
         raise ValueError("model_dump exploded")
 
 
+def _python_c_children() -> list:
+    """This process's descendants started with ``python -c`` (isolated calls' children). One that ends
+    between the listing and the read of its command line has ended: it is not left running."""
+    import psutil
+
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "-c" in child.cmdline():
+                found.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
 def _circular_dict() -> dict:
     d: dict = {"a": 1}
     d["self"] = d
@@ -374,7 +389,6 @@ def test_tokenizer_cut_of_a_4mb_result_is_exact_bounded_and_off_the_loop(qwen3_t
 
 @pytest.mark.timeout(90)
 def test_process_isolated_tools_are_killed_on_timeout_and_contained_when_they_crash(tmp_path):
-    import psutil
 
     from tests.faults.isolated_tools import add_isolated, crash, refuse, spin
 
@@ -395,7 +409,7 @@ def test_process_isolated_tools_are_killed_on_timeout_and_contained_when_they_cr
     assert ok.ok and '"sum": 5' in ok.observation and str(os.getpid()) not in ok.observation
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        children = [p for p in psutil.Process().children(recursive=True) if "-c" in p.cmdline()]
+        children = _python_c_children()
         if not children:
             break
         time.sleep(0.1)
