@@ -13,7 +13,6 @@ of a few hundred questions takes vLLM seconds to answer and about a minute to st
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import json
 import os
@@ -35,6 +34,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from .. import blocking
 from ..env.environment import Environment
 from ..models import ModelChoice, choose_model
 from ..retrieval.qa_data import SkippedRecord
@@ -157,7 +157,7 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
     # One event loop for every checkpoint: vLLM's async engine runs its output handler as a task on the
     # loop of its first request, so a second asyncio.run() finds it dead (EngineDeadError for every
     # episode of the second checkpoint on the H200, 2026-12-02).
-    with asyncio.Runner() as runner:
+    with blocking.Runner() as runner:
         for each, name in zip(runs, names, strict=True):
             console.print(f"[bold]{escape(name)}[/bold]")
             failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters), runner=runner)
@@ -165,7 +165,7 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
 
 
 def run_eval(
-    options: EvalOptions, console: Console, policy: Any = None, runner: asyncio.Runner | None = None
+    options: EvalOptions, console: Console, policy: Any = None, runner: blocking.Runner | None = None
 ) -> int:
     """Run (or resume) an evaluation; 0 when every episode finished, 1 when some failed.
 
@@ -187,7 +187,7 @@ def _run_loaded(
     options: EvalOptions,
     console: Console,
     policy: Any,
-    runner: asyncio.Runner | None,
+    runner: blocking.Runner | None,
     model: ModelChoice | None,
     env: Environment,
 ) -> int:
@@ -346,7 +346,7 @@ def _run_with_progress(
     max_turns: int,
     concurrency: int,
     console: Console,
-    runner: asyncio.Runner | None,
+    runner: blocking.Runner | None,
 ) -> EvalRun:
     progress = Progress(
         TextColumn("episodes"),
@@ -368,4 +368,4 @@ def _run_with_progress(
             progress.update(bar, advance=1, em=sum(scores) / len(scores) if scores else 0.0)
 
         run = evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)
-        return runner.run(run) if runner else asyncio.run(run)
+        return runner.run(run) if runner else blocking.run(run)

@@ -63,6 +63,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .. import blocking
 from ..answers import missing, reference_answers
 from ..loading import import_target
 from ..tools.base import cancelled_by_caller
@@ -318,8 +319,8 @@ class RewardSpec:
         return totals
 
     def score(self, trajectories: Sequence[Trajectory]) -> list[float]:
-        """Synchronous :meth:`ascore` for callers without a running loop."""
-        return asyncio.run(self.ascore(trajectories))
+        """Synchronous :meth:`ascore`, in a notebook cell too (:mod:`swift_rlfactory.blocking`)."""
+        return blocking.run(self.ascore(trajectories))
 
     def _store(self, trajectory: Trajectory, scores: Sequence[_Score]) -> float:
         trajectory.rewards, trajectory.turn_rewards, trajectory.reward_errors = {}, {}, {}

@@ -13,7 +13,6 @@ group judge sees each prompt's trajectories together, and returns a :class:`Resc
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import jsonl
+from .. import blocking, jsonl
 from ..resume import TRAJECTORIES, latest_lines, resolve_run, run_chain, trajectory_step
 from ..trajectory import Trajectory
 from .registry import RewardSpec
@@ -207,8 +206,8 @@ async def arescore(recorded: Sequence[Recorded], spec: RewardSpec, file: str = "
 
 
 def rescore(recorded: Sequence[Recorded], spec: RewardSpec, file: str = "") -> Rescored:
-    """Synchronous :func:`arescore`."""
-    return asyncio.run(arescore(recorded, spec, file))
+    """Synchronous :func:`arescore`, in a notebook cell too (:mod:`swift_rlfactory.blocking`)."""
+    return blocking.run(arescore(recorded, spec, file))
 
 
 def _question(trajectory: Trajectory) -> str:
