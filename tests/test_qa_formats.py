@@ -20,7 +20,7 @@ import pytest
 
 from swift_rlfactory.answers import reference_answers
 from swift_rlfactory.eval.runner import load_dataset, load_rows
-from swift_rlfactory.retrieval.qa_data import convert_qa_record
+from swift_rlfactory.retrieval.qa_data import convert_qa_record, load_qa
 from swift_rlfactory.rewards import rules
 
 from .conftest import ROOT
@@ -183,6 +183,24 @@ def test_squad_v2_unanswerable_questions_are_left_out_and_said_once(tmp_path: Pa
     [warning] = [r.getMessage() for r in caplog.records]
     assert "skipped 2 of 3 rows" in warning and warning.count("is_impossible") == 1, warning
     assert "2 rows: data[0].paragraphs[0].qas[1], data[0].paragraphs[0].qas[2]" in warning
+
+
+def test_load_qa_names_the_unanswerable_questions_it_leaves_out_and_what_to_do(
+    tmp_path: Path, caplog
+) -> None:
+    """Converting a SQuAD v2 file for training says which questions were left out (not only how many) and
+    what keeps one: an answer to match, so a user who expected them knows where to look."""
+    impossible = {"question": "Unanswerable?", "answers": [], "is_impossible": True}
+    qas = [{"id": "q1", "question": "What is X?", "answers": [{"text": "Y", "answer_start": 0}]},
+           {**impossible, "id": "q2"}, {**impossible, "id": "q3"}]  # fmt: skip
+    path = write(tmp_path / "dev-v2.0.json", {"data": [{"paragraphs": [{"qas": qas}]}]}, lines=False)
+    with caplog.at_level("WARNING", logger="swift_rlfactory.retrieval.qa_data"):
+        [row] = load_qa(path)
+    assert row["golden_answers"] == ["Y"]
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert str(path) in warning and "left out 2 " in warning
+    assert "data[0].paragraphs[0].qas[1], data[0].paragraphs[0].qas[2]" in warning
+    assert "'answers'" in warning and "'is_impossible': false" in warning
 
 
 def test_a_boolean_answer_is_yes_or_no_as_a_model_would_say_it(tmp_path: Path) -> None:

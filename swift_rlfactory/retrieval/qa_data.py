@@ -205,7 +205,12 @@ def read_records(path: Path, skipped: list[SkippedRecord] | None = None) -> list
     if unanswerable:
         why = "unanswerable (SQuAD v2's 'is_impossible': nothing to match)"
         if skipped is None:
-            logger.warning("%s: left out %d %s questions", path, len(unanswerable), why)
+            places = ", ".join(r.where for r in unanswerable[:3]) + (", ..." if len(unanswerable) > 3 else "")
+            logger.warning(
+                "%s: left out %d %s questions (%s); nothing to do for SQuAD v2, where that is on purpose. "
+                "To keep one, give it 'answers' and set 'is_impossible': false",
+                path, len(unanswerable), why, places,
+            )  # fmt: skip
         else:
             skipped += [SkippedRecord(record.where, why, record.position) for record in unanswerable]
     return kept
