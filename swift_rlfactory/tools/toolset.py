@@ -115,10 +115,10 @@ def _long_descriptions(schema: Any, limit: int) -> Iterator[tuple[dict[str, Any]
 
 
 class DescriptionCap:
-    """Cuts the descriptions of OpenAI tool schemas that come from outside a :class:`ToolSet` (a dataset
-    row's own ``tools`` column, which the eval renders instead of the environment's tools) to ``limit``
-    characters, as :class:`ToolSet` cuts its own, with one warning per tool however many rows hold it.
-    ``None``: no cap."""
+    """Cuts tool descriptions to ``limit`` characters, with one warning per tool however often it is cut:
+    a :class:`ToolSet`'s tools (:meth:`spec`), and OpenAI tool schemas that come from outside one (a
+    dataset row's own ``tools`` column, which the eval renders instead of the environment's tools,
+    :meth:`schemas`). ``None``: no cap."""
 
     def __init__(self, limit: int | None):
         self.limit = limit
@@ -130,6 +130,19 @@ class DescriptionCap:
         are left as they are (the template renders them, or refuses them, as given)."""
         return [self._capped(schema, source) for schema in schemas]
 
+    def spec(self, spec: ToolSpec, source: str) -> ToolSpec:
+        """``spec`` with its descriptions cut (:func:`capped_spec`), ``spec`` itself when none is too long;
+        the first cut of each tool of ``source`` is warned about."""
+        capped, cuts = capped_spec(spec, self.limit)
+        if cuts and (spec.name, source) not in self._warned:
+            self._warned.add((spec.name, source))
+            logger.warning(
+                "tool %r of %s: cut to limits.max_description_chars (%d characters): %s; every description "
+                "is in the system prompt of every trajectory",
+                spec.name, source, self.limit, _described(spec, cuts),
+            )  # fmt: skip
+        return capped
+
     def _capped(self, schema: dict[str, Any], source: str) -> dict[str, Any]:
         function = schema.get("function", schema) if isinstance(schema, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("description", ""), str):
@@ -137,16 +150,9 @@ class DescriptionCap:
         parameters = function.get("parameters")
         spec = ToolSpec(str(function.get("name", "")), function.get("description", ""),
                         parameters if isinstance(parameters, dict) else {})  # fmt: skip
-        capped, cuts = capped_spec(spec, self.limit)
-        if not cuts:
+        capped = self.spec(spec, source)
+        if capped is spec:
             return schema
-        if (spec.name, source) not in self._warned:
-            self._warned.add((spec.name, source))
-            logger.warning(
-                "tool %r of %s: cut to limits.max_description_chars (%d characters): %s; every description "
-                "is in the system prompt of every trajectory",
-                spec.name, source, self.limit, _described(spec, cuts),
-            )  # fmt: skip
         function = {**function, "description": capped.description}
         if isinstance(parameters, dict):
             function["parameters"] = capped.parameters
@@ -195,7 +201,7 @@ class ToolSet:
 
     def __init__(self, providers: Sequence[ToolProvider], max_description_chars: int | None = None):
         self.providers = list(providers)
-        self.max_description_chars = max_description_chars
+        self._cap = DescriptionCap(max_description_chars)
         self.tools: dict[str, Tool] = {}
 
     async def start(self) -> None:
@@ -237,17 +243,9 @@ class ToolSet:
 
     def _capped(self, tool: Tool, provider: str) -> Tool:
         """``tool`` with its descriptions cut to ``max_description_chars``, and a warning if any was."""
-        spec, cuts = capped_spec(tool.spec, self.max_description_chars)
-        if not cuts:
+        spec = self._cap.spec(tool.spec, repr(provider))
+        if spec is tool.spec:
             return tool
-        logger.warning(
-            "tool %r of %r: cut to limits.max_description_chars (%d characters): %s; every description "
-            "is in the system prompt of every trajectory",
-            spec.name,
-            provider,
-            self.max_description_chars,
-            _described(tool.spec, cuts),
-        )
         return RenamedTool(tool.inner if isinstance(tool, RenamedTool) else tool, spec.name, spec=spec)
 
     async def close(self) -> None:
