@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples" / "deepsearch"))
 
 import build_data  # noqa: E402
+from failures import named_runs, two_hop_scored  # noqa: E402
 
 from swift_rlfactory.rollout.log import read_trajectories  # noqa: E402
 
@@ -72,7 +73,7 @@ def table(runs: list[tuple[str, Path]], reader: BridgeReader) -> str:
         scores: dict[str, list[float]] = defaultdict(list)
         for episode in read_trajectories(path):
             row = episode["row"]
-            if row.get("hops") != 2 or row.get("split") not in ("test", "holdout"):
+            if not two_hop_scored(row):
                 continue
             group = GROUPS[0] if reader.same_kind(*row["support"]) <= 1 else GROUPS[1]
             scores[group].append(float(episode["rewards"].get("em") or 0))
@@ -90,11 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("runs", nargs="+", help="NAME=trajectories.jsonl[.gz]")
     args = parser.parse_args(argv)
-    runs = []
-    for spec in args.runs:
-        name, sep, path = spec.partition("=")
-        runs.append((name, Path(path)) if sep else (Path(spec).name, Path(spec)))
-    print(table(runs, BridgeReader(build_data.load_articles())))
+    print(table(named_runs(args.runs), BridgeReader(build_data.load_articles())))
 
 
 if __name__ == "__main__":

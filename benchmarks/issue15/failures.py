@@ -60,10 +60,24 @@ def final_answer(episode: Episode) -> str | None:
     )
 
 
+def two_hop_scored(row: dict[str, Any]) -> bool:
+    """Whether an episode's row is a two-hop question of test or holdout (what the two-hop target counts)."""
+    return row.get("hops") == 2 and row.get("split") in ("test", "holdout")
+
+
+def named_runs(specs: list[str]) -> list[tuple[str, Path]]:
+    """``NAME=PATH`` arguments as ``(NAME, PATH)``; a bare ``PATH`` is named by its file name."""
+    runs = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        runs.append((name, Path(path)) if sep else (Path(spec).name, Path(spec)))
+    return runs
+
+
 def deepsearch_kind(episode: Episode) -> str | None:
     """The outcome of a two-hop test or holdout episode; ``None`` for every other question."""
     row = episode["row"]
-    if row.get("hops") != 2 or row.get("split") not in ("test", "holdout"):
+    if not two_hop_scored(row):
         return None
     if episode["rewards"].get("em") == 1:
         return "right"
@@ -123,10 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("task", choices=("deepsearch", "arithmetic"))
     parser.add_argument("runs", nargs="+", help="NAME=trajectories.jsonl[.gz]")
     args = parser.parse_args(argv)
-    runs = []
-    for spec in args.runs:
-        name, sep, path = spec.partition("=")
-        runs.append((name, Path(path)) if sep else (Path(spec).name, Path(spec)))
+    runs = named_runs(args.runs)
     if args.task == "deepsearch":
         print(table(runs, deepsearch_kind, DEEPSEARCH))
     else:
