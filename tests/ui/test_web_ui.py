@@ -48,7 +48,11 @@ def drawn_pixels(page, elem_id: str) -> int:
     from PIL import Image
 
     frame = page.locator(f"#{elem_id} svg.marks .role-frame.root > g > path.background")
-    if not frame.count():
+    for _ in range(20):  # the page's refresh may be redrawing the chart, its frame gone for a moment
+        if frame.count():
+            break
+        page.wait_for_timeout(250)
+    else:
         return 0
     # The page's own refresh redraws the charts every few seconds; an element screenshot waits for the
     # element to stay put and visible, which a loaded machine's redraws can keep from happening for 30 s
