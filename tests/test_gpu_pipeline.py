@@ -27,7 +27,7 @@ track=$(basename "$2")
 python3 - "$CALLS" "$track" "$@" <<'PY'
 import json, os, sys, time
 calls, track, phase, *rest = sys.argv[1:]
-keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP", "BETA", "STRATIFY", "PER_STRATUM", "CREDIT")
+keys = ("MASTER_PORT", "ENV_FILE", "STEPS", "CHECKPOINT", "VLLM_UTIL", "GPU_UTIL", "EVAL_UTIL", "RUN_NAME", "LR", "TRAIN_DATA", "EVAL_BUDGET", "RECHECK", "DYNAMIC_SAMPLE", "STRIDE", "SFT_ROWS", "SINGLE_HOP", "BETA", "STRATIFY", "PER_STRATUM", "CREDIT", "MAX_TOKENS")
 with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], "t": time.time(), **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -181,6 +181,35 @@ def test_grpo_knobs_reach_the_runs_of_their_own_track_only(tmp_path):
     (tmp_path / "ar").mkdir()
     calls = run_pipeline(tmp_path / "ar", AR_DYNAMIC="1", TRACKS="arithmetic")
     assert {c["DYNAMIC_SAMPLE"] for c in calls} == {"1"} and {c["STRIDE"] for c in calls} == {"50"}
+
+
+@pytest.mark.timeout(120)
+def test_a_second_arithmetic_arm_runs_beside_the_first_in_its_own_environment(tmp_path):
+    """AR_ENV2 compares two environments (the calculator, env_python.yaml's programs) in one run: each arm
+    is the whole track (base, training, checkpoints, curve) in its own folder, on the same data, with its own
+    torch.distributed port."""
+    python = "examples/arithmetic/env_python.yaml"
+    calls = run_pipeline(tmp_path, TRACKS="arithmetic", AR_ENV2=python, AR_MAX_TOKENS2="256")
+    by_arm: dict[str, list[dict]] = {}
+    for c in calls:
+        by_arm.setdefault(c["track"], []).append(c)
+    assert set(by_arm) == {"ar", "ar-env_python"}
+    arms = (("ar", "examples/arithmetic/env_hint.yaml", "192"), ("ar-env_python", python, "256"))
+    for arm, env, tokens in arms:
+        order = [c["phase"] for c in by_arm[arm]]
+        assert order[0] == "eval-base" and order[-1] == "curve" and "train" in order, (arm, order)
+        assert {c["ENV_FILE"] for c in by_arm[arm]} == {env}
+        assert {c["MAX_TOKENS"] for c in by_arm[arm]} == {tokens}
+        assert {c["TRAIN_DATA"] for c in by_arm[arm]} == {"examples/arithmetic/data/train_mix.jsonl"}
+    ports = {c["MASTER_PORT"] for c in calls if c["phase"] == "train"}
+    assert len(ports) == 2 and None not in ports
+    phases = (tmp_path / "results" / "phases.tsv").read_text()
+    assert "ar-env_python-train\tend" in phases and "ar-train\tend" in phases
+    # by default one arm, in the calculator environment, writing what it always wrote
+    (tmp_path / "one").mkdir()
+    calls = run_pipeline(tmp_path / "one", TRACKS="arithmetic")
+    assert {c["track"] for c in calls} == {"ar"}
+    assert {(c["ENV_FILE"], c["MAX_TOKENS"]) for c in calls} == {("examples/arithmetic/env_hint.yaml", "192")}
 
 
 @pytest.mark.timeout(120)

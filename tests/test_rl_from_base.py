@@ -6,6 +6,7 @@ import asyncio
 import importlib.util
 import json
 import re
+import shutil
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -78,6 +79,42 @@ def test_reward_pays_most_for_the_tool_and_the_right_number():
             == f"{answer}\nIf this is the final result, reply with <answer>{answer}</answer>."
         )
         assert scored(env, [call, f"<answer>{answer}</answer>"])["total"] == pytest.approx(1.3)
+
+
+@pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed (CI installs it)"
+)
+@pytest.mark.timeout(120)
+def test_program_environment_runs_the_program_sandboxed_and_says_what_to_do_next():
+    """env_python.yaml: the model writes a program with a variable per quantity instead of one expression;
+    the result that comes back names the answer to copy, as env_hint.yaml's calculator does."""
+    row = rows("heldout")[0]
+    answer = row["solution"]
+    program = f"parts = [{row['expression']}]\nprint(parts[0])"
+    call = json.dumps({"name": "run_python", "arguments": {"code": program}})
+    with Environment.load(HERE / "env_python.yaml") as env:
+        [ran, silent, crashed, escaped] = env.executor.execute(
+            [
+                ToolCall("run_python", {"code": program}),
+                ToolCall("run_python", {"code": "x = 1"}),
+                ToolCall("run_python", {"code": "print(1 / 0)"}),
+                ToolCall("run_python", {"code": "open('/etc/answer', 'w')"}),  # the root is read-only
+            ]
+        )
+        assert ran.ok and ran.observation == (
+            f"{answer}\nIf this is the final result, reply with <answer>{answer}</answer>."
+        )
+        assert silent.ok and silent.observation == "(no output): print() the result"
+        assert (
+            not crashed.ok
+            and "ZeroDivisionError" in crashed.observation
+            and "<answer>" not in crashed.observation
+        )
+        assert not escaped.ok and "Read-only file system" in escaped.observation
+        right = scored(env, [f"<tool_call>\n{call}\n</tool_call>", f"<answer>{answer}</answer>"])
+        from_memory = scored(env, [f"<answer>{answer}</answer>"])
+    assert right["calls"] == 1 and right["total"] == pytest.approx(1.3)
+    assert right["total"] > from_memory["total"]
 
 
 @pytest.mark.timeout(60)

@@ -17,27 +17,8 @@ mkdir -p "$out"
 source /tmp/device_env.sh >/dev/null
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
 
-if ! command -v bwrap >/dev/null; then  # unpack the carried .debs (never into /) and put bwrap on PATH
-  ls .bwrap/bubblewrap_*.deb >/dev/null 2>&1 || { echo "no bwrap here and no .bwrap/*.deb carried" >&2; exit 3; }
-  rm -rf /tmp/bwrap && mkdir -p /tmp/bwrap/bin
-  for deb in .bwrap/*.deb; do dpkg -x "$deb" /tmp/bwrap; done
-  chmod -R a+rX /tmp/bwrap  # the sandbox starts bwrap as nobody when run as root
-  if ldd /tmp/bwrap/usr/bin/bwrap | grep -q "not found"; then  # the image lacks libcap2/libselinux1
-    printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/bwrap/lib/x86_64-linux-gnu exec /tmp/bwrap/usr/bin/bwrap "$@"\n' \
-      > /tmp/bwrap/bin/bwrap
-    chmod 755 /tmp/bwrap/bin/bwrap
-  else
-    ln -sf /tmp/bwrap/usr/bin/bwrap /tmp/bwrap/bin/bwrap
-  fi
-  export PATH="/tmp/bwrap/bin:$PATH"
-fi
-{ uname -a; bwrap --version; command -v setpriv prlimit; } > "$out/probe.log" 2>&1 || true
-if ! python3 -m swift_rlfactory.cli tools call examples/code/env.yaml run_python '{"code": "print(6 * 7)"}' \
-    >> "$out/probe.log" 2>&1; then
-  echo "run_python cannot run on this machine; see $out/probe.log:" >&2
-  tail -5 "$out/probe.log" >&2
-  exit 3
-fi
+source benchmarks/bwrap.sh  # bubblewrap from the carried .bwrap/*.deb when the image has none
+bwrap_probe examples/code/env.yaml "$out/probe.log" || exit 3
 
 copy_logs() {
   for d in /tmp/code/v*; do

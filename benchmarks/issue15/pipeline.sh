@@ -34,6 +34,11 @@
 # DS_DYNAMIC and AR_DYNAMIC (0): 1 gives that track's GRPO runs train.sh's DYNAMIC_SAMPLE (groups whose
 # samples all scored alike are regenerated: on 2026-12-01b they were half of DeepSearch's groups from step
 # 40 on and three quarters of arithmetic's). AR_STRIDE (50): the arithmetic checkpoints scored.
+# AR_ENV (examples/arithmetic/env_hint.yaml): the arithmetic track's environment (the rl_from_base h200.sh's
+# ENV_FILE); AR_ENV2 (empty: none): a second arithmetic arm beside it in another environment, the same data,
+# steps and seed, its results in R/ar-<its file's name> (e.g. env_python.yaml's programs against the
+# calculator in one run). AR_MAX_TOKENS (192) and AR_MAX_TOKENS2 (AR_MAX_TOKENS): h200.sh's MAX_TOKENS,
+# what one turn may write, in training and evaluation, of each arm (a program takes more than an expression).
 # DS_SFT_ROWS (1000): h200.sh's SFT_ROWS, the train questions the SFT demonstrations come from (200 on
 # 2026-12-01d: that SFT model never searched twice, nor did GRPO teach it to). DS_SFT_SINGLE (empty: all):
 # sft.sh's SINGLE_HOP, of those questions demonstrate only the first N single-hop ones and every two-hop one,
@@ -67,6 +72,8 @@ R=${1:?results dir}
 T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic} DS_STEPS=${DS_STEPS:-80}
 DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} DS_RECHECK=${DS_RECHECK:-0} STAGGER=${STAGGER:-40}
 DS_DYNAMIC=${DS_DYNAMIC:-0} AR_DYNAMIC=${AR_DYNAMIC:-0} AR_STRIDE=${AR_STRIDE:-50} DS_SFT_ROWS=${DS_SFT_ROWS:-1000}
+AR_ENV=${AR_ENV:-examples/arithmetic/env_hint.yaml} AR_ENV2=${AR_ENV2:-} AR_MAX_TOKENS=${AR_MAX_TOKENS:-192}
+AR_MAX_TOKENS2=${AR_MAX_TOKENS2:-$AR_MAX_TOKENS}
 DS_SFT_SINGLE=${DS_SFT_SINGLE:-} DS_BETA=${DS_BETA:-} DS_ARM_CREDIT=${DS_ARM_CREDIT:-} DS_STRATIFY=${DS_STRATIFY:-hops,family} DS_PER_STRATUM=${DS_PER_STRATUM:-60}
 if [ -n "$DS_ARM_CREDIT" ] && [ -n "$DS_CREDIT" ]; then
   echo "DS_ARM_CREDIT=$DS_ARM_CREDIT needs DS_CREDIT= (the credit-comparison arm compares against a trajectory-credit ds arm)" >&2
@@ -172,27 +179,35 @@ deepsearch() {
   wait
 }
 
-arithmetic() {
+arithmetic() {  # ENV NAME PORT TOKENS: one arm of GRPO from base in the environment ENV, results in R/NAME
   # AR_TRAIN_DATA: the training file (default the 24-family mix; data/train.jsonl is the 8-template set of
   # 2026-12-01's run, data/train_chain.jsonl the mix with a third of chains). Every arithmetic phase must
   # see the same one: it names the run and evals folders.
+  local -x ENV_FILE=$1 MAX_TOKENS=$4; local name=$2 port=$3
   local -x TRAIN_DATA=${AR_TRAIN_DATA:-examples/arithmetic/data/train_mix.jsonl}
   local -x DYNAMIC_SAMPLE=$AR_DYNAMIC STRIDE=$AR_STRIDE  # the run's folders carry DYNAMIC_SAMPLE too
   # The base model's evaluation comes first, and not beside training: on 2026-12-01e the trainer started
   # beside it, during DeepSearch's SFT, and its colocated vLLM lost the start-up memory race twice ("No
   # available memory for the cache blocks", then "Error in memory profiling": the SFT's memory moved while
   # vLLM measured it). Its 155 s are about the SFT's, so running it first costs the trainer nothing.
-  EVAL_UTIL=0.1 phase ar-eval-base $AR eval-base "$R/ar"
-  MASTER_PORT=29513 VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 TRAIN_TIMEOUT="$(train_timeout 150)" phase ar-train $AR train "$R/ar" & local train=$!
-  EVAL_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $AR eval-checkpoints "$R/ar" >> "$R/ar-evals.out" 2>&1
-  EVAL_UTIL=0.1 EVAL_BUDGET=$(( $(left) - 20 )) phase ar-eval-checkpoints $AR eval-checkpoints "$R/ar"
-  phase ar-curve $AR curve "$R/ar"
+  EVAL_UTIL=0.1 phase "$name-eval-base" $AR eval-base "$R/$name"
+  MASTER_PORT=$port VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 TRAIN_TIMEOUT="$(train_timeout 150)" phase "$name-train" $AR train "$R/$name" & local train=$!
+  EVAL_UTIL=0.08 EVAL_BUDGET=100000 beside "$train" 30 $AR eval-checkpoints "$R/$name" >> "$R/$name-evals.out" 2>&1
+  EVAL_UTIL=0.1 EVAL_BUDGET=$(( $(left) - 20 )) phase "$name-eval-checkpoints" $AR eval-checkpoints "$R/$name"
+  phase "$name-curve" $AR curve "$R/$name"
+}
+arithmetic_arms() {  # AR_ENV in R/ar and, unless AR_ENV2 is empty, AR_ENV2 beside it (vLLM start-ups apart)
+  arithmetic "$AR_ENV" ar 29513 "$AR_MAX_TOKENS" & local arms=($!)
+  if [ -n "$AR_ENV2" ]; then
+    sleep "$STAGGER"; arithmetic "$AR_ENV2" "ar-$(basename "$AR_ENV2" .yaml)" 29516 "$AR_MAX_TOKENS2" & arms+=($!)
+  fi
+  wait "${arms[@]}"
 }
 
 tracks=()
 case " $TRACKS " in *" deepsearch "*) deepsearch & tracks+=($!) ;; esac
 sleep "$(( STAGGER < 5 ? STAGGER : 5 ))"
-case " $TRACKS " in *" arithmetic "*) arithmetic & tracks+=($!) ;; esac
+case " $TRACKS " in *" arithmetic "*) arithmetic_arms & tracks+=($!) ;; esac
 wait "${tracks[@]}"
 kill "$monitor" 2>/dev/null
 printf 'pipeline\tend\t%s\n' "$(elapsed)" >> "$R/phases.tsv"

@@ -27,6 +27,7 @@
 # the returned eval-*.json files.
 set -euo pipefail
 phase=${1:?phase}; out=${2:?out dir}
+mkdir -p "$out"
 source /tmp/device_env.sh >/dev/null
 source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's start-up lost a memory race
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
@@ -44,15 +45,22 @@ mv "$EVAL_SET.$$" "$EVAL_SET"  # atomic: phases running side by side never read 
 ENV_FILE=${ENV_FILE:-examples/arithmetic/env_hint.yaml}
 TRAIN_DATA=${TRAIN_DATA:-examples/arithmetic/data/train.jsonl}
 [ -f "$TRAIN_DATA" ] || { echo "TRAIN_DATA: no file $TRAIN_DATA" >&2; exit 2; }
+# MAX_TOKENS (192): tokens a turn may write, in training and in every evaluation alike; a program
+# (env_python.yaml) takes more than one expression.
+MAX_TOKENS=${MAX_TOKENS:-192}
+if grep -q run_python "$ENV_FILE"; then  # env_python.yaml: every call runs in bubblewrap
+  source benchmarks/bwrap.sh  # from BWRAP_DEBS (.bwrap) when the image has none
+  case "$phase" in eval-base|train) bwrap_probe "$ENV_FILE" "$out/probe.log" ;; esac
+fi
 tag=$(basename "$ENV_FILE" .yaml)-$(basename "$TRAIN_DATA" .jsonl)  # e.g. env_hint-train_mix
 [ "${DYNAMIC_SAMPLE:-0}" = 1 ] && tag+=-dyn  # train.sh's dynamic sampling: a run of its own
 RUN=/tmp/arith-$tag EVALS=/tmp/arith-evals-$tag
-mkdir -p "$out" "$EVALS"
+mkdir -p "$EVALS"
 
 evaluate() {  # NAME [ADAPTERS]: greedy on the held-out and OOD splits, scored per split, family and steps
   local args=(--env "$ENV_FILE" --model /tmp/qwen05 --model-type qwen2 --template qwen2_5
               --engine vllm --dataset "$EVAL_SET" --output "/tmp/eval-arith-$tag-$1" --samples 1 --temperature 0
-              --max-tokens 192 --max-length 2048 --concurrency 128 --group-by split --group-by family --group-by steps
+              --max-tokens "$MAX_TOKENS" --max-length 2048 --concurrency 128 --group-by split --group-by family --group-by steps
               --gpu-memory-utilization "${EVAL_UTIL:-0.5}")
   [ -n "${2:-}" ] && args+=(--adapters "$2")
   vllm_start "$out/eval.log" python3 -m swift_rlfactory.cli eval "${args[@]}"
@@ -71,7 +79,7 @@ case "$phase" in
     (while sleep 15; do copy_logs; done) & copier=$!
     start=$(date +%s)
     rc=0
-    RLFACTORY_ENV=$ENV_FILE DATASET=$TRAIN_DATA MODEL=/tmp/qwen05 OUTPUT=$RUN STEPS=${STEPS:-200} timeout "${TRAIN_TIMEOUT:-540}" \
+    RLFACTORY_ENV=$ENV_FILE DATASET=$TRAIN_DATA MAX_COMPLETION=$MAX_TOKENS MODEL=/tmp/qwen05 OUTPUT=$RUN STEPS=${STEPS:-200} timeout "${TRAIN_TIMEOUT:-540}" \
       bash examples/arithmetic/train.sh "${resume[@]}" > "$out/train-$start.log" 2>&1 || rc=$?
     kill "$copier"; copy_logs
     # 124: stopped at TRAIN_TIMEOUT (run the phase again to resume); anything else is a crash

@@ -11,6 +11,7 @@
 # from step 40 on, 3 of 4 groups were all right or all wrong. ms-swift falls back to the step's first
 # batch when the rounds run out, so MAX_RESAMPLE is above its default of 3 (at one group in five with
 # signal, four groups take about five rounds).
+# MAX_COMPLETION (192): tokens each turn may write (env_python.yaml's programs need more than one expression).
 # VLLM_EAGER (true): vLLM without CUDA graphs, which starts faster and holds less memory; false captures
 # them, which may speed up a small model's decoding, where kernel launches dominate (not yet measured here).
 set -euo pipefail
@@ -33,7 +34,7 @@ $SWIFT --rlhf_type grpo \
   --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
   --torch_dtype bfloat16 --beta "${BETA:-0}" --learning_rate "${LR:-5e-5}" --warmup_ratio 0.02 \
   --temperature 1.0 --num_generations 8 --per_device_train_batch_size "${MICRO_BATCH:-32}" --gradient_accumulation_steps "${GRAD_ACC:-1}" \
-  --max_completion_length 192 --max_length 2048 \
+  --max_completion_length "${MAX_COMPLETION:-192}" --max_length 2048 \
   --max_steps "$STEPS" --logging_steps 1 --save_steps "${SAVE_STEPS:-25}" \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 \
   --report_to none --check_model false --seed 42 "${dynamic[@]}" "$@"
