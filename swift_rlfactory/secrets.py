@@ -159,12 +159,13 @@ def _file_value(written: str, base_dir: Path) -> str:
 def remember(value: str, shown_as: str = "***") -> None:
     """Record ``value`` as a secret that :func:`redact` replaces with ``shown_as`` (unless already known)."""
     global _pattern
-    if len(value) < MIN_SECRET_LEN:
-        return
+    # Stripped too: a value read with its newline is sent stripped (a header) or echoed so by a server.
+    fresh = [v for v in dict.fromkeys((value, value.strip())) if len(v) >= MIN_SECRET_LEN]
     with _lock:
-        if value in _secrets:  # the first name wins: ``${VAR}`` says more than a header's name
+        fresh = [v for v in fresh if v not in _secrets]  # the first name wins: ``${VAR}`` says more
+        if not fresh:
             return
-        _secrets[value] = shown_as
+        _secrets.update(dict.fromkeys(fresh, shown_as))
         # Longest first, so a secret that contains another is replaced whole.
         alternatives = sorted(_secrets, key=len, reverse=True)
         _pattern = re.compile("|".join(re.escape(v) for v in alternatives))

@@ -55,7 +55,9 @@ What is accepted, and how it is read:
 packages. ``${VAR}``, Claude Code's ``${VAR:-default}``, VS Code's ``${env:VAR}`` and opencode's
 ``{env:VAR}`` in ``command``, ``args``, ``env``, ``envFile``, ``cwd``, ``url`` and ``headers`` are taken from
 the environment (:func:`~swift_rlfactory.secrets.expand`); an unset one without a default fails at load
-naming the field and the variable, as Claude Code fails to parse such a file. Windsurf's ``${file:PATH}``
+naming the field and the variable, as Claude Code fails to parse such a file. A header is sent without
+surrounding whitespace (a token read with its newline); a line break inside one fails at load naming it.
+Windsurf's ``${file:PATH}``
 there is the file's content, stripped (a key kept in a file: ``"Bearer ${file:~/.keys/search}"``); a
 relative path is taken from the folder ``${workspaceFolder}`` names, and a file that cannot be read fails
 at load naming the field and the path. ``${workspaceFolder}`` (and the folder relative paths and a default
@@ -398,7 +400,9 @@ class McpServerConfig(BaseModel):
         update: dict[str, Any] = {
             "args": [expand(a, f"args[{i}]", credential[i]) for i, a in enumerate(self.args)],
             "env": env,
-            "headers": {k: expand(v, f"headers.{k}", secret=True) for k, v in self.headers.items()},
+            "headers": {
+                k: _header_value(expand(v, f"headers.{k}", secret=True), k) for k, v in self.headers.items()
+            },
         }
         secrets.remember_env(update["env"])
         for value, is_credential in zip(update["args"], credential, strict=True):
@@ -423,6 +427,20 @@ class McpServerConfig(BaseModel):
                 for i, root in enumerate(self.roots)
             ]
         return self.model_copy(update=update)
+
+
+def _header_value(value: str, name: str) -> str:
+    """An expanded header value as HTTP sends it: without surrounding whitespace, which is no part of a
+    field value (RFC 9110, 5.5) - a token read with its newline is the token. A line break or other
+    control character inside cannot be sent: ``ValueError`` naming the header, never showing the value
+    (httpx's own error at start would show it whole)."""
+    value = value.strip()
+    if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
+        raise ValueError(
+            f"headers.{name}: the value holds a line break or another control character, which an HTTP "
+            "header cannot carry (a variable or file read with a newline inside it?)"
+        )
+    return value
 
 
 def _root_folder(root: str, base_dir: Path, field: str) -> Path:

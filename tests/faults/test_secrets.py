@@ -381,6 +381,28 @@ def test_a_default_token_reaches_the_server_and_a_wrong_one_fails_at_start_with_
 
 
 @pytest.mark.timeout(60)
+def test_a_token_read_with_its_newline_authenticates_and_a_line_break_inside_fails_at_load_naming_the_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, auth_url: str
+) -> None:
+    """A token kept with its trailing newline (a Kubernetes secret or a ``.env`` file written by ``echo``)
+    is the token: HTTP takes no whitespace around a header value (RFC 9110, 5.5), so it is stripped, and the
+    stripped token is as secret as the one read. A line break inside a value cannot be sent: it fails at
+    load naming the header, not at start as httpx's "Illegal header value b'Bearer <the token>'"."""
+    monkeypatch.setenv("RLF_AUTH_TOKEN", TOKEN + "\n")
+    entry = f"      api: {{type: http, url: '{auth_url}', headers: {{Authorization: 'Bearer ${{RLF_AUTH_TOKEN}}'}}}}\n"
+    with ToolExecutor(providers(tmp_path, entry), Limits(call_timeout_s=20)) as executor:
+        (echo,) = executor.execute([ToolCall("echo", {"text": f"said {TOKEN}"})])
+    assert echo.observation == "said ${RLF_AUTH_TOKEN}"
+
+    monkeypatch.setenv("RLF_AUTH_TOKEN", "tok-inner-5550123\r\nX-Injected: 1")
+    with pytest.raises(EnvConfigError) as failure:
+        providers(tmp_path, entry)
+    message = str(failure.value)
+    assert "MCP server 'api'" in message and "headers.Authorization" in message and "line break" in message
+    assert "tok-inner-5550123" not in message + logged(caplog)
+
+
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("revocable_url", "status", "reason"),
     [
