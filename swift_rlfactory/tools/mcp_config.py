@@ -415,7 +415,7 @@ class McpServerConfig(BaseModel):
                     if part.lower() not in ("bearer", "basic", "token", "digest"):
                         secrets.remember(part, f"<{name} header>")
         if self.url is not None:
-            update["url"] = expand(self.url, "url", secret=True)
+            update["url"] = expand(self.url, "url", secret=True).strip()  # pasted with a space or newline
             secrets.remember_url(update["url"])
         if self.command is not None:
             update["command"] = expand(self.command, "command")

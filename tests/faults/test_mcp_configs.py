@@ -467,3 +467,16 @@ def test_any_json_in_any_field_of_any_dialect_loads_or_fails_cleanly(monkeypatch
                 assert not server.disabled
 
         check()
+
+
+def test_a_url_pasted_with_surrounding_whitespace_reaches_the_server(http_url: str, tmp_path: Path) -> None:
+    """A url copied from a web page keeps a space or newline at its ends; a client takes the url itself.
+    Kept, a leading space failed at start with httpx's "missing an 'http://' or 'https://' protocol" (the
+    scheme check at load passed, as urlsplit strips it), and a trailing one asked for ``/mcp%20`` (HTTP 404)."""
+    servers = {"lead": {"url": f" {http_url}"}, "trail": {"type": "http", "url": f"{http_url} \n"}}
+    env = env_with(tmp_path, "mcp.json", json.dumps({"mcpServers": servers}))
+    loaded = load_env_config(env).mcp_servers()
+    assert {server.url for server in loaded.mcpServers.values()} == {http_url}
+    with ToolExecutor(mcp_providers(loaded), Limits(call_timeout_s=20)) as executor:
+        records = executor.execute([ToolCall("echo", {"text": "a"}), ToolCall("trail_echo", {"text": "b"})])
+    assert [r.observation for r in records] == ["a", "b"]
