@@ -53,7 +53,11 @@ _VAR = re.compile(
 )
 # A query value runs to the next ``&``, ``#``, quote or whitespace, but does not end in a closing bracket or
 # punctuation: ``(see http://h/mcp?key=VALUE).`` keeps its ``).``, while a ``)`` inside a value is still hidden.
-_QUERY_VALUE = re.compile(r"([?&][^=&#\s'\"]+=)[^&#\s'\"]*[^&#\s'\")\]}>.,;:!?]")
+_QUERY_VALUE = re.compile(
+    r"([?&][^=&#\s'\"]+=)"
+    r"(?!\$\{\w+\}(?:[&#\s'\")\]}>.,;:!?]|$))"  # a value already shown as its ${VAR} stays so
+    r"[^&#\s'\"]*[^&#\s'\")\]}>.,;:!?]"
+)
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE)
 # A credential --flag, by how its name ends: --hub_token, --api-key, --db-password, --auth (not --max_tokens
 # or --use_hf_token_cache, which take counts and switches).

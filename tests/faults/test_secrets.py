@@ -120,6 +120,10 @@ def test_redact_shows_the_variable_and_blanks_query_values() -> None:
         ("see [http://h/?t=s3cr3t].", "see [http://h/?t=***]."),
         ("'http://h/?a=1&b=s3cr3t', <http://h/?k=s3cr3t>;", "'http://h/?a=***&b=***', <http://h/?k=***>;"),
         ("http://h/?k=s3(cr)3t, then", "http://h/?k=***, then"),  # brackets inside a value: hidden with it
+        # a value already shown as its variable stays so, whole (it was blanked to "***}")
+        ("http://h/mcp?api_key=${TOKEN} failed", "http://h/mcp?api_key=${TOKEN} failed"),
+        ("(http://h/?a=${A}&b=s3cr3t)", "(http://h/?a=${A}&b=***)"),
+        ("http://h/?a=${A}x", "http://h/?a=***"),  # a variable inside a longer value: blanked
     ],
 )  # fmt: skip
 def test_a_query_value_ends_where_the_url_does(text: str, redacted: str) -> None:
