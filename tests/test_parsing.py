@@ -887,3 +887,17 @@ def test_an_xml_value_whose_ref_is_the_schema_root_is_typed_by_the_root():
         "child": {"label": "b", "child": {"label": "c"}},
         "children": [{"label": "d"}],
     }
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+@pytest.mark.parametrize("reasoning", ["<think>plan</think>\n", "plan opened by the template</think>\n"])
+@pytest.mark.parametrize("code", ["print('</think>')", "s = '</think>'\nprint(s.upper())"])
+def test_a_think_tag_in_an_untagged_call_after_the_reasoning_reaches_the_tool(call_format, reasoning, code):
+    """A ``</think>`` after the reasoning has closed closes nothing: it is argument text. Before, it was cut
+    out of the visible reply, so a bare, prose or untagged XML call ran with ``print('')``."""
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    call = written(call_format, "run", {"code": code})
+    untagged = call.removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
+    calls = call_parser(call_format, CASE_TOOLS)(reasoning + untagged)
+    assert [(c.name, c.arguments, c.error) for c in calls] == [("run", {"code": code}, None)]

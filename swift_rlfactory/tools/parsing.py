@@ -19,6 +19,8 @@ Where calls are
       ``<think>...</think>`` do not run, every think block counts, everything after a ``<think>`` that is
       never closed is reasoning, and a first ``</think>`` with no ``<think>`` before it closes a think block
       the chat template opened in the prompt (Qwen3 thinking models), so the text before it is reasoning.
+      A later ``</think>`` closes nothing and stays text, so a call written without tags after the
+      reasoning (``print('</think>')``) reaches the tool as written.
     * Without any block, a reply that is nothing but call JSON (fenced or not, after any reasoning) is that
       call, or those calls: an array, or call objects one after another. Only strict JSON with an explicit
       ``"arguments"`` (or ``"parameters"``) counts here, every call of the reply valid, so prose, answers
@@ -359,6 +361,8 @@ def _scan(
         else:  # </think> outside any block: the first one closes a think block the prompt opened
             if not thought:
                 blocks, visible, thought = [], [], True
+            else:  # a later one closes nothing: it is text (in a call's string, say), kept as written
+                visible.append(_THINK_CLOSE)
             pos = mark.end()
     visible.append(text[pos:])
     return blocks, visible
