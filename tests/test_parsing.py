@@ -901,3 +901,19 @@ def test_a_think_tag_in_an_untagged_call_after_the_reasoning_reaches_the_tool(ca
     untagged = call.removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
     calls = call_parser(call_format, CASE_TOOLS)(reasoning + untagged)
     assert [(c.name, c.arguments, c.error) for c in calls] == [("run", {"code": code}, None)]
+
+
+@pytest.mark.parametrize(
+    "value, query",
+    [
+        ("\r\nx\r\n", "x"),  # CRLF layout: both layout newlines go, as with \n
+        ("\r\nline 1\r\nline 2\r\n", "line 1\r\nline 2"),
+        ("\nx\r\n", "x\r"),  # \n layout: a value that ends in \r keeps it (ms-swift renders it so)
+        ("\n\r\nx\n", "\r\nx"),
+    ],
+)
+def test_xml_values_lose_the_layout_newlines_whether_lf_or_crlf(value, query):
+    """The newline after ``<parameter=...>`` says how the layout is written; before, a CRLF layout left
+    ``"\\r\\nx\\r"`` for ``x``."""
+    [call] = xml(f"<tool_call>\r\n<function=search>\r\n<parameter=query>{value}</parameter>\r\n</function>")
+    assert (call.name, call.arguments, call.error) == ("search", {"query": query}, None)

@@ -20,8 +20,8 @@ numbers out of range, lone surrogates).
 Values are raw text, not JSON
     A value is the text between ``<parameter=NAME>`` and the first ``</parameter>``, less one newline
     right after the opening tag and one right before the closing tag (the layout the template renders,
-    as vLLM's ``qwen3_coder`` parser reads it): other white space, ``<``, ``>``, quotes and JSON-looking
-    text are the value. Its type comes from the tool's schema, by ms-swift's rule for schema-typed XML
+    as vLLM's ``qwen3_coder`` parser reads it; ``\r\n`` both, when the first is one): other white
+    space, ``<``, ``>``, quotes and JSON-looking text are the value. Its type comes from the tool's schema, by ms-swift's rule for schema-typed XML
     calls (``xing4_0``, ``minicpm5``): when the types the parameter's schema allows leave out ``"string"``
     and the text is JSON, the value is that JSON (``3``, ``true``, ``[1, 2]``); otherwise it stays text,
     which the tool's own argument check then judges (``"three"`` for an integer). The types allowed are
@@ -247,9 +247,7 @@ def _read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: 
                 return failed(f"parameter {_quote(key)} is never closed with </parameter>")
             if key in arguments:
                 return failed(f"parameter {_quote(key)} is written twice")
-            value = text[parameter.end() : close]
-            value = value[1:] if value.startswith("\n") else value
-            value = value[:-1] if value.endswith("\n") else value
+            value = _unframed(text[parameter.end() : close])
             try:
                 arguments[key] = _typed(value, properties.get(name, {}).get(key))
             except _Unreadable as exc:
@@ -264,6 +262,14 @@ def _read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: 
         if after < len(text) and not (in_block and text.startswith((_CLOSE, _OPEN), after)):
             return failed(f"unexpected text in <function={name}>: {_near(text, after)}")
         at = after  # </function> missing at the end of the block: nothing of the call is lost
+
+
+def _unframed(value: str) -> str:
+    """A parameter's text less the layout's newline after the opening tag and before the closing one.
+    The first says how the layout is written: ``\r\n`` there makes the last ``\r\n`` layout too, while
+    after ``\n`` a value ending in ``\r`` keeps it."""
+    newline = "\r\n" if value.startswith("\r\n") else "\n"
+    return value.removeprefix(newline).removesuffix(newline)
 
 
 def _typed(value: str, schema: Any) -> Any:
