@@ -917,3 +917,29 @@ def test_xml_values_lose_the_layout_newlines_whether_lf_or_crlf(value, query):
     ``"\\r\\nx\\r"`` for ``x``."""
     [call] = xml(f"<tool_call>\r\n<function=search>\r\n<parameter=query>{value}</parameter>\r\n</function>")
     assert (call.name, call.arguments, call.error) == ("search", {"query": query}, None)
+
+
+@pytest.mark.parametrize("times", [2, 3])
+@pytest.mark.parametrize("key", ["arguments", "parameters"])
+def test_arguments_json_encoded_more_than_once_are_read(times, key):
+    """A string of a string of the object (a dataset's tool calls dumped twice) still holds one object,
+    and no other reading of it exists; before, the call was refused as "must be a JSON object"."""
+    arguments = {"query": 'say "hi"\n'}
+    encoded = arguments
+    for _ in range(times):
+        encoded = json.dumps(encoded)
+    [call] = parse_tool_calls(block(json.dumps({"name": "search", key: encoded})))
+    assert (call.name, call.arguments, call.error) == ("search", arguments, None)
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('{"name": "f", "parameters": [1]}', '"parameters" must be a JSON object'),
+        ('{"name": "f", "parameters": "x y"}', '"parameters" is a string that is not one JSON object'),
+        ('{"name": "f", "arguments": "\\"x y\\""}', '"arguments" is a string that is not one JSON object'),
+    ],
+)
+def test_an_error_about_the_arguments_names_the_key_the_model_wrote(body, message):
+    [call] = parse_tool_calls(block(body))
+    assert call.error is not None and message in call.error, call.error

@@ -32,14 +32,15 @@ Where calls are
       ends the episode as an answer. JSON naming no tool offered is prose.
 
 What a call looks like
-    ``{"name": ..., "arguments": {...}}``; ``"parameters"`` is the same as ``"arguments"``; arguments may
-    be a JSON string holding the object (OpenAI style), and may be missing, ``null`` or ``""`` for a tool
-    without arguments. OpenAI's ``{"type": "function", "function": {...}}`` wrapper is unwrapped; ``"id"``,
-    ``"type"`` and ``"index"`` are ignored. One block may hold several calls: a JSON array of call objects,
-    or call objects one after another. Refused: any other key (``{"name": "search", "query": "x"}`` would
-    otherwise run without its query), a name that is not a non-empty string of at most 256 characters,
-    arguments that are not an object, nesting deeper than :data:`MAX_DEPTH`, and lone surrogates
-    (``"\\ud83d"``: half an emoji, which no tool, tokenizer or UTF-8 transport can carry).
+    ``{"name": ..., "arguments": {...}}``; ``"parameters"`` is the same as ``"arguments"``; arguments may be
+    a JSON string holding the object (OpenAI style; a string of that string too, dumped twice), and may be
+    missing, ``null`` or ``""`` for a tool without arguments. OpenAI's
+    ``{"type": "function", "function": {...}}`` wrapper is unwrapped; ``"id"``, ``"type"`` and ``"index"``
+    are ignored. One block may hold several calls: a JSON array of call objects, or call objects one after
+    another. Refused: any other key (``{"name": "search", "query": "x"}`` would otherwise run without its
+    query), a name that is not a non-empty string of at most 256 characters, arguments that are not an
+    object, nesting deeper than :data:`MAX_DEPTH`, and lone surrogates (``"\\ud83d"``: half an emoji, which
+    no tool, tokenizer or UTF-8 transport can carry).
 
 What is repaired, and what is refused
     Small models write near-JSON. A repair is accepted only when every value the model wrote reaches the
@@ -618,22 +619,25 @@ def _call(obj: Any, raw: str, bare: bool) -> ToolCall:
         return error(f'unexpected key {_quote(unknown[0])} in the call: arguments go inside "arguments"')
     if bare and not given:
         return error('no "arguments"')
-    arguments = obj[given[0]] if given else None
-    if isinstance(arguments, str):  # OpenAI style: the object as a JSON string
+    key = given[0] if given else "arguments"
+    arguments = obj.get(key)
+    # OpenAI style: the object as a JSON string, or a string of that string (dumped twice). Each encoding
+    # doubles the escapes, so a text holds only a few of them and this loop stays linear.
+    while isinstance(arguments, str):
         if not arguments.strip():
             arguments = None
-        else:
-            read = _read(arguments, 0, in_block=False)
-            if read.error is not None and read.error.endswith(DuplicateKey.SAYS):
-                return error(f'"arguments": {read.error}')
-            if read.error is not None or len(read.values) != 1:
-                return error(f'"arguments" is a string that is not one JSON object: {_quote(arguments)}')
-            arguments = read.values[0]
+            break
+        read = _read(arguments, 0, in_block=False)
+        if read.error is not None and read.error.endswith(DuplicateKey.SAYS):
+            return error(f'"{key}": {read.error}')
+        if read.error is not None or len(read.values) != 1:
+            return error(f'"{key}" is a string that is not one JSON object: {_quote(arguments)}')
+        arguments = read.values[0]
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         shown = json.dumps(arguments, ensure_ascii=False)
-        return error(f'"arguments" must be a JSON object, got: {_quote(shown)}')
+        return error(f'"{key}" must be a JSON object, got: {_quote(shown)}')
     out_of_range = _non_finite(arguments)
     if out_of_range is not None:
         return error(
