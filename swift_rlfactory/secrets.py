@@ -216,6 +216,20 @@ def redact_recorded(text: str) -> str:
     return text if pattern is None else pattern.sub(lambda m: _secrets.get(m.group(0), "***"), text)
 
 
+def safe_cut(text: str, at: int) -> int:
+    """The first place at or after ``at`` where ``text`` can be cut into two pieces redacted apart: no
+    recorded secret in ``text`` spans it. For a stream redacted piece by piece (a server's stderr line that
+    never ends); the caller keeps the rest of ``text`` after the cut, which must be longer than any secret
+    that may start before the cut and end after the text."""
+    pattern = _pattern
+    if pattern is not None:
+        for match in pattern.finditer(text):
+            if match.start() >= at:
+                break
+            at = max(at, match.end())
+    return at
+
+
 def redact_data(value: Any) -> Any:
     """``value`` with :func:`redact_recorded` applied to every string in it, dict keys included; other
     values as they are. For records about to be serialized (a trajectory): their JSON text would hold a

@@ -64,6 +64,7 @@ import logging
 import os
 import re
 import shlex
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -99,6 +100,7 @@ from ..wire import sendable
 from .base import Tool, ToolError, ToolSpec, TransportError, current_call
 from .mcp_config import PASSTHROUGH_ENV, PYTHON_COMMANDS, McpConfig, McpServerConfig
 from .observation import render
+from .server_stderr import forward_stderr
 
 logger = logging.getLogger(__name__)
 
@@ -851,10 +853,12 @@ async def _stdio_transport(session: _Session, cap: int) -> AsyncIterator[tuple[A
     assert config.command is not None
     command = sys.executable if config.command in PYTHON_COMMANDS else config.command
     process = await anyio.open_process(
-        [command, *config.args], env=_server_env(config), stderr=_server_stderr(), cwd=config.cwd,
+        [command, *config.args], env=_server_env(config), stderr=subprocess.PIPE, cwd=config.cwd,
         start_new_session=True,
     )  # fmt: skip
     session.pid = process.pid
+    assert process.stderr is not None
+    stderr_done = anyio.Event()
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     lines = _LineReader(cap)
@@ -886,11 +890,18 @@ async def _stdio_transport(session: _Session, cap: int) -> AsyncIterator[tuple[A
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_stdout)
         tg.start_soon(write_stdin)
+        tg.start_soon(forward_stderr, process.stderr, _server_stderr(), stderr_done)
         try:
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop_process(process)
+                # The server's last words (a traceback) are passed on before anyone reports its end; a
+                # grandchild that keeps the pipe open past the grace is cut off, not waited for.
+                with anyio.move_on_after(_EXIT_GRACE_S):
+                    await stderr_done.wait()
+                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await process.stderr.aclose()
                 for stream in (read_stream, write_stream):
                     await stream.aclose()
             tg.cancel_scope.cancel()
@@ -1270,7 +1281,8 @@ def _block_fault(errors: list[Any], at: tuple[Any, ...]) -> str:
 
 
 def _server_stderr() -> TextIO:
-    """Where a stdio server's stderr goes: ours, or the process's own when ours is no real file (a notebook)."""
+    """Where a stdio server's stderr is forwarded, redacted (:mod:`.server_stderr`): ours, or the process's
+    own when ours is no real file (a notebook)."""
     try:
         sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):

@@ -562,3 +562,90 @@ def test_error_excerpts_redact_before_they_cut() -> None:
     assert line.index(key.encode()) == 790
     shown = _excerpt(line)
     assert shown.count("${T}") == 15 and key[:8] not in shown, shown
+
+
+ARGV_SECRET = "hunter2-argv"  # a secret only by the flag it follows (not named or shaped like one)
+TALKATIVE_SERVER = """
+import os, sys
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("talkative", log_level="WARNING")
+sys.stderr.write(f"usage error: {' '.join(sys.argv[1:])}\\n")
+sys.stderr.write(f"env: API_KEY={os.environ['API_KEY']}\\n")
+sys.stderr.flush()
+sys.stderr.buffer.write(b"bad byte \\xff here\\n")
+sys.stderr.buffer.flush()
+
+
+@mcp.tool()
+def shout() -> str:
+    '''Print the key on stderr, as a client library's debug line does.'''
+    print(f"called with key {os.environ['API_KEY']}", file=sys.stderr, flush=True)
+    return "shouted"
+
+
+@mcp.tool()
+def flood(megabytes: float) -> str:
+    '''Write ``megabytes`` to stderr without one newline (a progress bar), with the key in it every
+    100 000 characters, at every offset a piece could be cut at.'''
+    piece = "x" * (100_000 - len(os.environ["API_KEY"])) + os.environ["API_KEY"]
+    for _ in range(int(megabytes * 10)):
+        sys.stderr.write(piece)
+    sys.stderr.flush()
+    return "flooded"
+
+
+@mcp.tool()
+def die() -> str:
+    '''Exit at once, the key in a last line without a newline (a crash dump cut short).'''
+    sys.stderr.write(f"dying with API_KEY={os.environ['API_KEY']}")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+mcp.run()
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_stdio_servers_stderr_shows_its_secrets_as_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A server that echoes its command line and environment on stderr, at start-up, in a call and when it
+    crashes, prints ``${VAR}`` where the key was, the lines otherwise as they were; one that floods stderr
+    with 1 MB without a newline still answers its calls, and the restart after a crash leaks no pipe."""
+    monkeypatch.setenv("RLF_ARGV", ARGV_SECRET)
+    (tmp_path / "talkative.py").write_text(TALKATIVE_SERVER)
+    servers = (
+        f"      talk: {{command: python, args: ['{tmp_path / 'talkative.py'}', '--api-key', '${{RLF_ARGV}}'],"
+        " env: {API_KEY: '${RLF_SECRET}'}}\n"
+    )
+    fds = len(os.listdir("/proc/self/fd"))
+    with ToolExecutor(providers(tmp_path, servers), Limits(call_timeout_s=20)) as executor:
+        shouted, flooded = executor.execute([ToolCall("shout", {}), ToolCall("flood", {"megabytes": 1})])
+        assert (shouted.observation, flooded.observation) == ("shouted", "flooded"), flooded.error
+        for _ in range(2):  # each crash restarts the server
+            assert not executor.execute([ToolCall("die", {})])[0].ok
+        assert executor.execute([ToolCall("shout", {})])[0].observation == "shouted"
+    assert len(os.listdir("/proc/self/fd")) <= fds
+    err = capfd.readouterr().err
+    assert SECRET not in err and ARGV_SECRET not in err
+    assert "usage error: --api-key ${RLF_ARGV}\n" in err
+    assert "env: API_KEY=${RLF_SECRET}\n" in err and "called with key ${RLF_SECRET}\n" in err
+    assert "dying with API_KEY=${RLF_SECRET}\n" in err  # the last line, without its newline, at the exit
+    assert "bad byte \ufffd here\n" in err
+    assert err.count("x" * 99_000 + "${RLF_SECRET}") == 10  # the whole flood, every key redacted
+
+
+def test_a_line_that_never_ends_is_passed_on_in_pieces_never_cut_inside_a_secret() -> None:
+    """However the bytes arrive, a piece cut from an overlong line never splits a key (which would show
+    both halves), and at most about twice the cap is held back; a character split between reads stays whole."""
+    from swift_rlfactory.tools.server_stderr import RedactedLines
+
+    expand("${RLF_SECRET}")
+    for offset in range(0, 160, 3):
+        text = "é" + "x" * offset + SECRET + "x" * 300
+        raw, lines = text.encode(), RedactedLines(cap=100)
+        early = "".join(lines.feed(raw[i : i + 7]) for i in range(0, len(raw), 7))
+        assert early + lines.finish() == redact(text) + "\n"
+        assert len(early) >= len(redact(text)) - 200
