@@ -388,3 +388,17 @@ def test_a_rows_position_counts_the_skipped_rows_before_it_in_every_format(
         "q0?",
         "q2?",
     ]
+
+
+def test_a_json_list_saved_under_a_json_lines_name_is_read_as_a_list(tmp_path: Path) -> None:
+    """``json.dump(rows, open("dev.jsonl", "w"), indent=2)`` writes one JSON list over many lines, none of
+    them JSON by itself: its records are read (named by number), not every line skipped as torn."""
+    records = [{"question": "q1", "answer": "a"}, {"question": "q2", "answer": ["b"]}]
+    for name in ("dev.jsonl", "one_line.jsonl"):
+        path = tmp_path / name
+        path.write_text(json.dumps(records, indent=2 if name == "dev.jsonl" else None))
+        assert [row["golden_answers"] for row in load_rows(path)] == [["a"], ["b"]]
+    path = write(tmp_path / "lines.jsonl", [[1, 2], {"question": "q", "answer": "c"}])  # JSON Lines after all
+    skipped: list[Any] = []
+    assert [row["golden_answers"] for row in load_rows(path, skipped=skipped)] == [["c"]]
+    assert [s.where for s in skipped] == ["line 1"]

@@ -163,9 +163,10 @@ class SkippedRecord(NamedTuple):
 def read_records(path: Path, skipped: list[SkippedRecord] | None = None) -> list[DatasetRecord]:
     """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
     lines skipped) or a ``.csv``/``.tsv`` table, ``"record N"`` of a ``.json`` list or a ``.parquet``
-    table, and ``"data[i].paragraphs[j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs":
-    [{"qas": [...]}]}]}``), whose records are its questions. A ``.json`` file holding JSON Lines (what
-    Hugging Face ``datasets``' ``to_json`` writes) is read as JSON Lines. A text file may be
+    table, ``"data[i].paragraphs[j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs":
+    [{"qas": [...]}]}]}``), whose records are its questions. A ``.json`` file holding JSON Lines (what Hugging Face
+    ``datasets``' ``to_json`` writes) is read as JSON Lines, and a ``.jsonl`` file holding one JSON list
+    as that list. A text file may be
     compressed by gzip, bzip2 or xz (``.jsonl.gz``, ``.json.bz2``, ``.tsv.xz``; a zstd file is refused,
     named: :func:`swift_rlfactory.jsonl.read_bytes`).
 
@@ -191,7 +192,7 @@ def read_records(path: Path, skipped: list[SkippedRecord] | None = None) -> list
     elif suffix in _TABLES:
         found = _table_records(path, lines)
     elif suffix != ".json":
-        found = [(n, f"line {n}", record) for n, record in jsonl.records(path, lines)]
+        found = _json_lines_records(path, lines)
     else:
         found = _json_records(path, lines)
     order = sorted({key for key, _, _ in found} | {n for n, _ in bad})
@@ -219,6 +220,20 @@ def read_records(path: Path, skipped: list[SkippedRecord] | None = None) -> list
 # What each reader below finds: (its order in the file, where it is as said to the user, the record). The
 # order is a line number for line-based files, a count for the others; read_records ranks them.
 _Found = list[tuple[int, str, Any]]
+
+
+def _json_lines_records(path: Path, lines: list[tuple[int, str]] | None) -> _Found:
+    """The records of a JSON Lines file, or of one JSON list saved under that name (``json.dump(rows, f,
+    indent=2)`` into ``dev.jsonl``), whose lines are no JSON each and would all be skipped as torn."""
+    text = jsonl.read_text(path)
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:  # a line of JSON Lines that is a list, and more lines after it
+            data = None
+        if isinstance(data, list):
+            return [(n, f"record {n}", record) for n, record in enumerate(data, start=1)]
+    return [(n, f"line {n}", record) for n, record in jsonl.parse_lines(text, path, lines)]
 
 
 def _json_records(path: Path, lines: list[tuple[int, str]] | None) -> _Found:
