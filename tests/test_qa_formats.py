@@ -402,3 +402,20 @@ def test_a_json_list_saved_under_a_json_lines_name_is_read_as_a_list(tmp_path: P
     skipped: list[Any] = []
     assert [row["golden_answers"] for row in load_rows(path, skipped=skipped)] == [["c"]]
     assert [s.where for s in skipped] == ["line 1"]
+
+
+def test_triviaqa_as_released_is_read_from_its_data_list(tmp_path: Path, caplog) -> None:
+    """TriviaQA's own ``qa/*.json`` wrap its questions in ``{"Data": [...], "Domain": ..., "Version": ...}``;
+    each is a record, named by its place, and one without an ``Answer`` (the test files') is skipped."""
+    path = write(
+        tmp_path / "wikipedia-dev.json",
+        {
+            "Data": [TRIVIAQA, {"Question": "Hidden?", "QuestionId": "tc_2"}],
+            "Domain": "Wikipedia",
+            "Version": 1.0,
+        },
+        lines=False,
+    )
+    [row] = load_rows(path)
+    assert row["golden_answers"][:3] == ["Mars", "Mars", "The Red Planet"] and row["QuestionId"] == "tc_1"
+    assert f"{path}: skipped 1 of 2 rows, which are not in any score: Data[1]: no answer" in caplog.text

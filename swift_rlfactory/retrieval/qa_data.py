@@ -7,7 +7,8 @@ Open-domain QA sets circulate in these shapes, all read here:
   MuSiQue, BoolQ: the answer columns of :data:`~swift_rlfactory.answers.REFERENCE_COLUMNS`);
 * Search-R1 parquet (``nq_search.py`` output), which keeps those columns and adds ``prompt`` and
   ``reward_model: {"ground_truth": {"target": [...]}}``;
-* SQuAD's ``.json`` (v1 and v2, whose unanswerable questions are left out) and JSON lists;
+* SQuAD's ``.json`` (v1 and v2, whose unanswerable questions are left out), TriviaQA's (``{"Data": [...]}``)
+  and JSON lists;
 * DPR's ``.csv``/``.tsv`` (``question<TAB>['answer', ...]``) and other tables with a question column.
 
 Each becomes the row our GRPO runs train on::
@@ -164,7 +165,8 @@ def read_records(path: Path, skipped: list[SkippedRecord] | None = None) -> list
     """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
     lines skipped) or a ``.csv``/``.tsv`` table, ``"record N"`` of a ``.json`` list or a ``.parquet``
     table, ``"data[i].paragraphs[j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs":
-    [{"qas": [...]}]}]}``), whose records are its questions. A ``.json`` file holding JSON Lines (what Hugging Face
+    [{"qas": [...]}]}]}``), whose records are its questions, and ``"Data[i]"`` of TriviaQA's own ``.json``
+    (``{"Data": [...], "Domain": ...}``). A ``.json`` file holding JSON Lines (what Hugging Face
     ``datasets``' ``to_json`` writes) is read as JSON Lines, and a ``.jsonl`` file holding one JSON list
     as that list. A text file may be
     compressed by gzip, bzip2 or xz (``.jsonl.gz``, ``.json.bz2``, ``.tsv.xz``; a zstd file is refused,
@@ -237,7 +239,8 @@ def _json_lines_records(path: Path, lines: list[tuple[int, str]] | None) -> _Fou
 
 
 def _json_records(path: Path, lines: list[tuple[int, str]] | None) -> _Found:
-    """The records of a ``.json`` file: a list, SQuAD's ``{"data": [...]}``, or JSON Lines so named."""
+    """The records of a ``.json`` file: a list, SQuAD's ``{"data": [...]}``, TriviaQA's ``{"Data":
+    [...]}``, or JSON Lines so named."""
     text = jsonl.read_text(path)
     try:
         data = json.loads(text)
@@ -249,6 +252,8 @@ def _json_records(path: Path, lines: list[tuple[int, str]] | None) -> _Found:
         ) from None
     if isinstance(data, dict) and isinstance(data.get("data"), list):
         return _squad_questions(data["data"], path)
+    if isinstance(data, dict) and isinstance(data.get("Data"), list):  # TriviaQA's own qa/*.json
+        return [(n, f"Data[{n}]", record) for n, record in enumerate(data["Data"])]
     if not isinstance(data, list):
         raise ValueError(
             f'{path}: a .json dataset is a list of records or SQuAD\'s {{"data": [...]}}, got '
