@@ -881,7 +881,11 @@ def test_load_rows_reads_both_dataset_shapes(tmp_path: Path):
             '{"question": "b", golden',
             r"no row can be scored: line 1: not valid JSON",
         ),
-        ("list.jsonl", "[1, 2]\n", r"no row can be scored: line 1: a record is a JSON object, got list"),
+        (
+            "list.jsonl",
+            "[1, 2]\n",
+            r"no row can be scored: a record is a JSON object, got int \(2 rows: record 1",
+        ),
         (
             "messages.jsonl",
             '{"messages": "hi"}\n',
