@@ -419,3 +419,16 @@ def test_triviaqa_as_released_is_read_from_its_data_list(tmp_path: Path, caplog)
     [row] = load_rows(path)
     assert row["golden_answers"][:3] == ["Mars", "Mars", "The Red Planet"] and row["QuestionId"] == "tc_1"
     assert f"{path}: skipped 1 of 2 rows, which are not in any score: Data[1]: no answer" in caplog.text
+
+
+def test_a_json_list_in_a_json_lines_file_cut_short_is_named_as_one(tmp_path: Path) -> None:
+    """A pretty-printed list whose download stopped halfway fails as that, naming where its JSON ends,
+    not as a dozen lines that are each no JSON."""
+    path = tmp_path / "dev.jsonl"
+    path.write_text(
+        json.dumps([{"question": "q1", "answer": "a"}, {"question": "q2", "answer": "b"}], indent=2)[:-9]
+    )
+    with pytest.raises(
+        ValueError, match=rf"^{path}: a JSON list \(its first line is '\['\), but not valid JSON"
+    ):
+        load_rows(path)

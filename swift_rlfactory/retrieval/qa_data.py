@@ -226,12 +226,19 @@ _Found = list[tuple[int, str, Any]]
 
 def _json_lines_records(path: Path, lines: list[tuple[int, str]] | None) -> _Found:
     """The records of a JSON Lines file, or of one JSON list saved under that name (``json.dump(rows, f,
-    indent=2)`` into ``dev.jsonl``), whose lines are no JSON each and would all be skipped as torn."""
+    indent=2)`` into ``dev.jsonl``), whose lines are no JSON each and would all be skipped as torn. A
+    list whose first line is ``[`` alone (pretty-printed: no JSON Lines record is) that is not valid JSON
+    raises ``ValueError`` saying where, as a ``.json`` file does."""
     text = jsonl.read_text(path)
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:  # a line of JSON Lines that is a list, and more lines after it
+        except json.JSONDecodeError as exc:  # else a line of JSON Lines that is a list, and lines after it
+            if text.lstrip().split("\n", 1)[0].strip() == "[":
+                raise ValueError(
+                    f"{path}: a JSON list (its first line is '['), but not valid JSON ({exc.msg}, line "
+                    f"{exc.lineno}, column {exc.colno}): cut short?"
+                ) from None
             data = None
         if isinstance(data, list):
             return [(n, f"record {n}", record) for n, record in enumerate(data, start=1)]
