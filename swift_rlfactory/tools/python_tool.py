@@ -89,13 +89,13 @@ class PythonTool:
         except ValidationError as exc:  # pydantic inside the tool: its own summary, without the URL lines
             raise ToolError(f"{exc.title}: {_short(exc)}") from exc
         except Exception as exc:  # a bug or a refusal inside user code is the model's observation
-            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
-        except (SystemExit, KeyboardInterrupt) as exc:  # an async tool's sys.exit(): on the event loop
-            raise ToolError(f"{type(exc).__name__}: {exc}") from None  # it would stop it for good
+            raise ToolError(_named(exc)) from exc
         except asyncio.CancelledError:
             if cancelled_by_caller():  # a timeout or a caller that gave up: the call must end
                 raise
             raise stray_cancellation(self.spec.name) from None
+        except BaseException as exc:  # an async tool's sys.exit(), GeneratorExit, a library's own: on the
+            raise ToolError(_named(exc)) from None  # event loop they would end the batch or stop the loop
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Decorated functions stay callable as plain functions."""
@@ -132,6 +132,14 @@ def _arguments_model(fn: Callable[..., Any], descriptions: dict[str, str | None]
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
         **fields,
     )
+
+
+def _named(exc: BaseException) -> str:
+    """``Type: message`` of what the tool raised, even for an exception whose ``__str__`` raises."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return f"{type(exc).__name__} (its message cannot be printed)"
 
 
 def _short(exc: ValidationError) -> str:

@@ -523,3 +523,32 @@ def test_an_isolated_childs_own_imports_stay_light():
     from . import bare_tool
 
     assert asyncio.run(call_in_process(bare_tool.tools_package_loaded, {})) is False
+
+
+class _Abort(BaseException):
+    """A library's own BaseException (gevent's, trio's style): not an Exception, not a cancellation."""
+
+
+class _Mute(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str for this error either")
+
+
+@tool
+async def async_base_exception(kind: str) -> str:
+    """Raise what ``except Exception`` does not catch, or an exception that cannot be printed."""
+    raise {"generator_exit": GeneratorExit, "own": _Abort, "mute": _Mute}[kind]()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", ["generator_exit", "own", "mute"])
+def test_an_async_tool_raising_a_base_exception_costs_only_its_record(kind):
+    """GeneratorExit (a generator closed under the tool) or a library's BaseException used to escape the
+    call and end the whole batch; an error whose ``__str__`` raises was blamed on RuntimeError."""
+    with ToolExecutor([PythonProvider([async_base_exception, echo])]).start() as ex:
+        bad, fine = ex.execute(
+            [ToolCall("async_base_exception", {"kind": kind}), ToolCall("echo", {"text": "ok"})]
+        )
+    name = {"generator_exit": "GeneratorExit", "own": "_Abort", "mute": "_Mute"}[kind]
+    assert bad.error and f"failed: {name}" in bad.error and bad.observation.startswith("Error:")
+    assert fine.observation == "ok"
