@@ -110,6 +110,15 @@ async def agen(trajectory):
 
 def gen(trajectory):
     yield 1.0
+
+class Abort(BaseException):  # a library's own, as gevent's and trio's are: not an Exception
+    pass
+
+async def closes(trajectory):
+    raise GeneratorExit
+
+async def aborts(trajectory):
+    raise Abort
 """
 
 
@@ -299,6 +308,18 @@ def test_a_sync_reward_raising_stop_iteration_is_its_error_not_a_timeout(plugin)
     assert spec.score([trajectory]) == [0.0]
     assert time.monotonic() - t0 < 5  # not a wait for timeout_s
     assert trajectory.reward_errors == {"rewards.py:stops": "error: RuntimeError"}
+
+
+@pytest.mark.timeout(60)
+def test_an_async_reward_raising_a_base_exception_costs_its_score_not_the_step(plugin):
+    """GeneratorExit or a library's BaseException out of an ``async def`` reward used to pass every handler
+    and end ``score`` (SystemExit and KeyboardInterrupt alone were caught)."""
+    names = ["rewards.py:closes", "rewards.py:aborts", "rewards.py:quick"]
+    spec = RewardSpec([RewardTerm(name=n, timeout_s=30) for n in names], base_dir=plugin)
+    trajectory = traj()
+    assert spec.score([trajectory]) == [0.5]
+    assert trajectory.reward_errors == {n: "error: RuntimeError" for n in names[:2]}
+    spec.close()
 
 
 def test_generator_rewards_fail_at_load_naming_the_term(plugin):

@@ -329,6 +329,8 @@ def _relay(caller: asyncio.AbstractEventLoop, future: asyncio.Future, result: An
             future.cancel()
         elif isinstance(exc, StopIteration):  # a future refuses it, and would never be settled
             future.set_exception(RuntimeError(f"the reward raised StopIteration{exc.args!r}"))
+        elif not isinstance(exc, Exception):  # GeneratorExit, a library's own: past the registry's handlers
+            future.set_exception(RuntimeError(f"the reward raised {type(exc).__name__}{exc.args!r}"))
         else:
             future.set_exception(exc)
 
