@@ -400,6 +400,9 @@ class ToolExecutor:
             raise TimeoutError
         if task.cancelled():  # nobody cancelled it: the tool raised CancelledError itself
             raise stray_cancellation(tool.spec.name)
+        failure = task.exception()
+        if failure is not None and not isinstance(failure, Exception):  # GeneratorExit, a library's own
+            raise ToolError(f"{type(failure).__name__}: {_describe(failure)}")  # would end the whole batch
         return task.result()
 
     async def _stop(self, task: asyncio.Task[Any], name: str) -> None:

@@ -90,12 +90,12 @@ class PythonTool:
             raise ToolError(f"{exc.title}: {_short(exc)}") from exc
         except Exception as exc:  # a bug or a refusal inside user code is the model's observation
             raise ToolError(_named(exc)) from exc
+        except (SystemExit, KeyboardInterrupt) as exc:  # an async tool's sys.exit(): on the event loop
+            raise ToolError(_named(exc)) from None  # it would stop it for good
         except asyncio.CancelledError:
             if cancelled_by_caller():  # a timeout or a caller that gave up: the call must end
                 raise
             raise stray_cancellation(self.spec.name) from None
-        except BaseException as exc:  # an async tool's sys.exit(), GeneratorExit, a library's own: on the
-            raise ToolError(_named(exc)) from None  # event loop they would end the batch or stop the loop
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Decorated functions stay callable as plain functions."""
