@@ -15,6 +15,7 @@ import pytest
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.rewards import judge_text
+from swift_rlfactory.rewards.judge import DEFAULT_RUBRIC
 from swift_rlfactory.rewards.registry import RewardSpec
 from swift_rlfactory.rewards.terms import RewardTerm
 from swift_rlfactory.tools.cache import ToolCache
@@ -439,3 +440,18 @@ def test_the_judge_config_expands_variables_exactly_as_mcp_configs_do(
     assert judge == mcp and mcp.partition(": ")[2]  # the same value, or the same error naming the variable
     if "UNSET}" in text or "missing" in text:
         assert mcp.startswith("error: ") and ("RLF_J_UNSET is not set" in mcp or "missing.key" in mcp)
+
+
+@pytest.mark.parametrize("mode", ["pointwise", "group"])
+def test_a_question_written_as_content_parts_is_judged_as_its_text(server, mode):
+    """A row's user message may be a list of content parts (the eval accepts it, OpenAI clients send it):
+    the judge used to fail every such trajectory with a TypeError, scoring them all the fallback."""
+    spec = judge_spec(server, mode=mode, fallback=0.5)
+    batch = [traj("Paris"), traj("Lyon")]
+    for t in batch:
+        t.messages[1]["content"] = [{"type": "text", "text": "What is the capital of France?"}]
+    assert spec.score(batch) == [1.0, 0.0], batch[0].reward_errors
+    spec.close()
+    for rubric in (DEFAULT_RUBRIC, "Is {answer} the answer to {question}?"):
+        system, user = judge_text.pointwise_messages(rubric, batch[0], 10_000)
+        assert "What is the capital of France?" in system["content"] + user["content"]

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..trajectory import Trajectory
+from ..wire import content_text
 from .rules import extract_answer, visible_reply
 
 Messages = list[dict[str, str]]
@@ -74,7 +75,8 @@ def transcript(messages: Sequence[dict[str, Any]], max_chars: int) -> str:
 
 
 def _question(prompt: Messages) -> str:
-    users = [m.get("content") or "" for m in prompt if m.get("role") == "user"]
+    """The last user message's text; a row may write it as a list of content parts."""
+    users = [content_text(m.get("content")) for m in prompt if m.get("role") == "user"]
     return users[-1] if users else ""
 
 
