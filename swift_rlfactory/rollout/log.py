@@ -2,7 +2,8 @@
 
 Each line is :meth:`Trajectory.to_dict` plus ``step`` and ``time``, with every recorded secret in it
 replaced (:func:`~swift_rlfactory.secrets.redact_data`: a tool's output or error may echo a credential
-it was given). Nothing else is changed: a URL the model wrote or read is data, and ``rewards`` rescores it.
+it was given); a row column JSON cannot hold (a tuple key, a cycle) is written as its ``str``. Nothing
+else is changed: a URL the model wrote or read is data, and ``rewards`` rescores it.
 Lines are written with one ``write`` call on a file opened in append mode, so several processes (ranks of
 a multi-GPU run) can share a file without interleaving inside a line.
 
@@ -13,13 +14,16 @@ and warned about once per kind of failure, and the run goes on.
 
 from __future__ import annotations
 
+import copy
 import errno
 import json
 import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .. import jsonl
 from ..resume import latest_lines, trajectory_step
@@ -47,15 +51,7 @@ class TrajectoryLog:
         if not trajectories:
             return True
         now = time.time()
-        lines = "".join(
-            json.dumps(
-                redact_data({"step": step, "time": now, **t.to_dict()}),
-                ensure_ascii=False,
-                default=str,
-            )
-            + "\n"
-            for t in trajectories
-        )
+        lines = "".join(_line(t, step, now) + "\n" for t in trajectories)
         try:
             append_lines(self.path, lines)
         except OSError as exc:
@@ -75,6 +71,35 @@ class TrajectoryLog:
         """Failed writes since the last call (the training metric ``log/write_errors`` of one batch)."""
         new, self._errors_reported = self.errors - self._errors_reported, self.errors
         return new
+
+
+def _line(trajectory: Trajectory, step: int | None, now: float) -> str:
+    """One trajectory's JSON line. A row column JSON cannot hold (a tuple key, an object that cannot be
+    copied, a cycle: a dataset or a reward put it there) is written as its ``str``, so the line is kept."""
+    try:
+        return _dumps(trajectory.to_dict(), step, now)
+    except (TypeError, ValueError, RecursionError):  # to_dict deep-copies the row; json then writes it
+        row = {str(k): v if _loggable(v) else _text(v) for k, v in trajectory.row.items()}
+        return _dumps(replace(trajectory, row=row).to_dict(), step, now)
+
+
+def _dumps(data: dict[str, Any], step: int | None, now: float) -> str:
+    return json.dumps(redact_data({"step": step, "time": now, **data}), ensure_ascii=False, default=str)
+
+
+def _loggable(value: Any) -> bool:
+    try:
+        json.dumps(copy.deepcopy(value), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def _text(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception:
+        return f"<a {type(value).__name__} that cannot be printed>"
 
 
 def append_lines(path: Path, text: str) -> None:

@@ -14,6 +14,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,7 +25,8 @@ from swift.rl_core.grpo_algorithm import compute_rewards_per_func
 
 from swift_rlfactory.adapters import swift as adapter
 from swift_rlfactory.adapters.swift import RLFactoryReward
-from swift_rlfactory.rollout.log import read_trajectories
+from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
+from swift_rlfactory.trajectory import Trajectory
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -136,3 +138,26 @@ def test_a_write_the_disk_could_take_only_part_of_is_counted(tmp_path):
     assert len(warnings) == 2  # two kinds of failure: each said once
     assert "wrote 200 of" in warnings[0] and "File too large" in warnings[1]
     assert path.stat().st_size == 200
+
+
+def _cycle() -> dict:
+    looped: dict = {"a": 1}
+    looped["self"] = looped
+    return looped
+
+
+@pytest.mark.parametrize(
+    "value", [{(1, 2): "tuple key"}, threading.Lock(), _cycle()], ids=["tuple key", "lock", "cycle"]
+)
+def test_a_row_value_json_cannot_hold_keeps_its_line_as_text(tmp_path, value):
+    """A row column with a tuple key, an object that cannot be copied, a cycle: ``write`` raised (out of
+    ms-swift's reward call, ending the run) although it never raises; the batch's lines are written, the
+    odd column as text."""
+    log = TrajectoryLog(tmp_path / "trajectories.jsonl")
+    odd = Trajectory(messages=[{"role": "user", "content": "q"}], row={"odd": value, "solution": "4"})
+    fine = Trajectory(messages=[{"role": "user", "content": "p"}], row={"solution": "5"})
+    assert log.write([odd, fine], step=3) is True
+    first, second = read_trajectories(tmp_path / "trajectories.jsonl")
+    assert first["row"]["solution"] == "4" and isinstance(first["row"]["odd"], str)
+    assert first["messages"] == odd.messages and first["step"] == 3
+    assert second["row"] == {"solution": "5"}
