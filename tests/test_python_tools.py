@@ -145,3 +145,26 @@ async def await_cancelled_task() -> str:
 def test_a_cancelled_error_from_inside_the_tool_is_a_tool_error():
     with pytest.raises(ToolError, match="CancelledError"):
         asyncio.run(await_cancelled_task.call({}))
+
+
+async def _looked_up(key: str) -> str:
+    await asyncio.sleep(0)
+    return f"value of {key}"
+
+
+@tool
+def hands_back_a_coroutine(key: str) -> str:
+    """A sync wrapper returning its async helper's coroutine (a forgotten ``async``)."""
+    return _looked_up(key)
+
+
+@pytest.mark.timeout(30)
+def test_a_sync_tool_handing_back_a_coroutine_is_awaited():
+    """The model used to read ``<coroutine object ...>`` as a successful observation (and a cache would
+    keep it); the result was lost without an error."""
+    from swift_rlfactory.tools import ToolCall, ToolExecutor
+    from swift_rlfactory.tools.toolset import PythonProvider
+
+    with ToolExecutor([PythonProvider([hands_back_a_coroutine])]) as executor:
+        [record] = executor.execute([ToolCall("hands_back_a_coroutine", {"key": "k"})])
+    assert record.error is None and record.observation == "value of k"

@@ -16,9 +16,9 @@ parameter as ``3`` and a missing argument becomes a :class:`ToolError` the model
         return a + b
 
 Sync functions run on the daemon threads of :data:`~.sync_pool.SYNC_POOL`, so a slow one never blocks the
-event loop and a hung one costs one thread, never the pool; async ones are awaited. A sync tool that may
-hang in native code or crash the interpreter can opt in to a child process per call, killed on timeout:
-``@tool(isolation="process")`` (see :mod:`.isolation`).
+event loop and a hung one costs one thread, never the pool; async ones are awaited, and so is a coroutine a
+sync one returns. A sync tool that may hang in native code or crash the interpreter can opt in to a child
+process per call, killed on timeout: ``@tool(isolation="process")`` (see :mod:`.isolation`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,10 @@ class PythonTool:
                 return await self.fn(**kwargs)
             if self.isolation == "process":
                 return await call_in_process(self.fn, kwargs)
-            return await SYNC_POOL.run(self.fn, **kwargs)
+            result = await SYNC_POOL.run(self.fn, **kwargs)
+            if inspect.isawaitable(result):  # a sync wrapper handing back its helper's coroutine
+                result = await result
+            return result
         except (ToolError, TransportError):  # a tool may ask for a retry by raising TransportError
             raise
         except ValidationError as exc:  # pydantic inside the tool: its own summary, without the URL lines
