@@ -85,3 +85,34 @@ def test_scheduler_starts_the_judge_before_the_reward_call(
     logged = caplog.text
     assert "'judge/calls'" in logged and "'rlfactory/turn/turn_format': 1.0" in logged
     RUN.envs.pop(str(env.resolve())).close()
+
+
+def test_a_question_written_as_content_parts_reaches_the_reward_as_its_text(
+    agent_model, monkeypatch, tmp_path
+):
+    """A row whose user message is a list of content parts (OpenAI clients and the eval accept it): the
+    trajectory the rewards score carried an empty question, so a judge or a question-reading rule saw none."""
+    env = tmp_path / "env.yaml"
+    env.write_text("name: parts\nreward:\n  - {name: em}\n")
+    monkeypatch.setenv("RLFACTORY_ENV", str(env))
+    log = tmp_path / "trajectories.jsonl"
+    monkeypatch.setenv("RLFACTORY_TRAJECTORIES", str(log))
+    processor = get_processor(str(agent_model), model_type="qwen3", check_model=False)
+    template = get_template(processor, template_type="qwen3", max_length=4096)
+    template.set_mode("train")
+    tokenizer = template.tokenizer
+    scheduler = RLFactoryScheduler(max_turns=2, tokenizer=tokenizer, template=template)
+    question = "What is 4000 + 242?"
+    request = RolloutInferRequest(
+        messages=[{"role": "user", "content": [{"type": "text", "text": question}]}],
+        uuid="parts-0",
+        data_dict={"golden_answers": ["4242"]},
+    )
+    asyncio.run(scheduler.on_trajectory_start([request]))
+    [out] = run_multi_turn(
+        [request], [scripted_output(tokenizer, "", "<answer>4242</answer>")], scheduler,
+        lambda reqs, cfg: [] if not reqs else pytest.fail("answered in one turn"), RequestConfig(), max_turns=2,
+    )  # fmt: skip
+    users = [m for m in out.rollout_infos["rlfactory"]["messages"] if m["role"] == "user"]
+    assert [m["content"] for m in users] == [question]
+    RUN.envs.pop(str(env.resolve())).close()

@@ -57,6 +57,7 @@ from ..secrets import excerpt
 from ..tools.call_formats import CallParser, call_parser
 from ..tools.executor import ToolRecord
 from ..trajectory import Trajectory
+from ..wire import content_text
 from .swift_template import call_format, set_system_prompt, turn_end_id
 from .swift_timeline import StepTimeline
 
@@ -406,10 +407,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         }
         try:
             infos["messages"] = [
-                {
-                    "role": m.get("role"),
-                    "content": m.get("content") if isinstance(m.get("content"), str) else "",
-                }
+                {"role": m.get("role"), "content": content_text(m.get("content"))}  # parts: their text
                 for m in infer_request.messages
             ]
         except Exception as exc:  # never raise while ending: the trajectory would be lost with its batch
@@ -589,7 +587,7 @@ def _decoded(message: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
     content = message.get("content")
     if isinstance(content, list) and all(isinstance(x, int) for x in content):
         content = tokenizer.decode(content, skip_special_tokens=False) if tokenizer is not None else ""
-    return {"role": message.get("role"), "content": content if isinstance(content, str) else ""}
+    return {"role": message.get("role"), "content": content_text(content)}
 
 
 class RLFactoryCallback(TrainerCallback):
