@@ -327,9 +327,9 @@ def _relay(caller: asyncio.AbstractEventLoop, future: asyncio.Future, result: An
             future.set_result(result)
         elif isinstance(exc, asyncio.CancelledError):
             future.cancel()
-        elif isinstance(exc, StopIteration):  # a future refuses it, and would never be settled
-            future.set_exception(RuntimeError(f"the reward raised StopIteration{exc.args!r}"))
-        elif not isinstance(exc, Exception):  # GeneratorExit, a library's own: past the registry's handlers
+        elif isinstance(exc, StopIteration) or not isinstance(exc, Exception):
+            # A future refuses StopIteration (it would never be settled); GeneratorExit or a library's own
+            # BaseException would get past the registry's handlers: each becomes a plain error of the term.
             future.set_exception(RuntimeError(f"the reward raised {type(exc).__name__}{exc.args!r}"))
         else:
             future.set_exception(exc)
