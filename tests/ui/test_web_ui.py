@@ -11,6 +11,7 @@ import io
 import json
 import math
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -69,6 +70,17 @@ def drawn_pixels(page, elem_id: str) -> int:
     clip = {**box, "x": box["x"] + scroll_x, "y": box["y"] + scroll_y}
     pixels = Image.open(io.BytesIO(page.screenshot(clip=clip, full_page=True))).convert("RGB").tobytes()
     return sum(max(rgb) - min(rgb) > 60 for rgb in zip(pixels[::3], pixels[1::3], pixels[2::3], strict=True))
+
+
+def painted(page, elem_id: str, more_than: int, timeout_s: float = 30) -> int:
+    """:func:`drawn_pixels` once more than ``more_than`` are painted, or its last count after ``timeout_s``.
+    The page's own refresh redraws every chart every few seconds, and a redraw caught half-way paints
+    nothing yet (0 pixels right after its four dots were counted in the SVG, CI 2026-12-03): a chart counts
+    as drawn when some look of it within the timeout is, as ``expect`` waits for text."""
+    deadline = time.monotonic() + timeout_s
+    while (count := drawn_pixels(page, elem_id)) <= more_than and time.monotonic() < deadline:
+        page.wait_for_timeout(500)
+    return count
 
 
 def open_folder(page, folder: Path, tab: str) -> None:
@@ -180,8 +192,8 @@ def test_live_metrics_with_no_step_one_step_and_many_odd_steps(page, screenshots
     )
     expect(reward.locator(".mark-symbol.role-mark path")).to_have_count(4)  # reward, em, format, tool_use
     page.screenshot(path=screenshots / "live-metrics-one-step.png", full_page=True)
-    assert drawn_pixels(page, "rlf-plot-reward-and-components") > 50
-    assert drawn_pixels(page, "rlf-plot-step-timeline") > 50
+    assert painted(page, "rlf-plot-reward-and-components", 50) > 50
+    assert painted(page, "rlf-plot-step-timeline", 50) > 50
     expect(page.locator("#rlf-plot-turns")).to_contain_text("no values logged yet")  # its one value: NaN
     assert drawn_pixels(page, "rlf-plot-turns") == 0
 
@@ -200,7 +212,7 @@ def test_live_metrics_with_no_step_one_step_and_many_odd_steps(page, screenshots
     expect(page.locator("#rlf-plot-reward-and-components")).to_contain_text("1 step in 3 shown")
     page.screenshot(path=screenshots / "live-metrics-many-steps.png", full_page=True)
     for chart in ("reward-and-components", "turns", "stop-reasons", "step-timeline"):
-        assert drawn_pixels(page, f"rlf-plot-{chart}") > 20, chart
+        assert painted(page, f"rlf-plot-{chart}", 20) > 20, chart
 
 
 def test_a_failed_eval_episode_shows_its_error_and_question(page, screenshots: Path, tmp_path: Path):
