@@ -86,6 +86,7 @@ VERL = {  # verl's math rows: ground_truth is the answer itself
         ("verl.jsonl", [VERL], "What is 2 + 2?", ["4"]),
         ("nq.jsonl.gz", [{"question": "where is paris", "answer": ["France"]}], "where is paris?", ["France"]),
         ("hotpot.json.gz", [{"_id": "5a8b", "question": "Is it?", "answer": "yes", "level": "hard"}], "Is it?", ["yes"]),
+        ("msmarco.jsonl", [{"_id": "q1", "query": "what is a corgi", "answers": ["a dog"]}], "what is a corgi?", ["a dog"]),
     ],
 )  # fmt: skip
 def test_public_qa_formats_load_with_every_accepted_answer(
@@ -224,6 +225,14 @@ def test_a_record_converted_and_kept_as_a_row_has_the_same_reference() -> None:
     assert converted["golden_answers"] == reference_answers({"messages": user("q?"), **record}) == ["204"]
 
 
+def test_a_question_is_kept_over_a_query_beside_it() -> None:
+    """``query`` is the question of retrieval sets (BEIR, MS MARCO); a record holding both keeps its
+    ``question``, as one holding ``Question`` beside it does, and neither is copied onto the row."""
+    record = {"question": "who wrote hamlet", "query": "hamlet author", "answer": "Shakespeare"}
+    row = convert_qa_record(record)
+    assert row["messages"] == user("who wrote hamlet?") and "query" not in row
+
+
 @pytest.mark.parametrize(
     ("name", "text", "answers"),
     [
@@ -234,6 +243,8 @@ def test_a_record_converted_and_kept_as_a_row_has_the_same_reference() -> None:
         ("dev.csv", 'id,question,answer\n1,who wrote hamlet,"[\'Shakespeare\', \'Bard\']"\n2,"where, is paris",France\n',
          [["Shakespeare", "Bard"], ["France"]]),
         ("nq.tsv.gz", "who wrote hamlet\t['Shakespeare']\nwhere is paris\t['France']\n", [["Shakespeare"], ["France"]]),
+        ("queries.csv", "_id,query,answer\n1,who wrote hamlet,Shakespeare\n2,where is paris,France\n",
+         [["Shakespeare"], ["France"]]),  # BEIR-style: the question is the query column
     ],
 )  # fmt: skip
 def test_dpr_and_other_csv_tsv_files_load_with_their_answer_lists(

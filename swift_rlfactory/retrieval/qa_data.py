@@ -9,7 +9,8 @@ Open-domain QA sets circulate in these shapes, all read here:
   ``reward_model: {"ground_truth": {"target": [...]}}``;
 * SQuAD's ``.json`` (v1 and v2, whose unanswerable questions are left out), TriviaQA's (``{"Data": [...]}``)
   and JSON lists;
-* DPR's ``.csv``/``.tsv`` (``question<TAB>['answer', ...]``) and other tables with a question column.
+* DPR's ``.csv``/``.tsv`` (``question<TAB>['answer', ...]``) and other tables with a question column;
+* retrieval sets that name the question ``query`` (BEIR, MS MARCO: ``{"_id": ..., "query": ...}``).
 
 Each becomes the row our GRPO runs train on::
 
@@ -91,7 +92,8 @@ _SENTENCE_ENDS = ("QUESTION MARK", "FULL STOP", "EXCLAMATION MARK")
 def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """A QA record as an ms-swift row; ``ValueError`` when it has no question or no answer.
 
-    The question is the record's ``question`` (TriviaQA: ``Question``); a record without one that has a
+    The question is the record's ``question`` (TriviaQA: ``Question``; BEIR and MS MARCO: ``query``), the
+    first of them it holds, so a ``query`` beside a ``question`` is not read; a record without one that has a
     ``prompt`` chat list (verl and Search-R1 parquet rows, whose question is inside the rendered prompt)
     keeps that list as its ``messages``. The answers are those :func:`_answers` finds.
 
@@ -317,7 +319,7 @@ def _table_records(path: Path, skipped: list[tuple[int, str]] | None) -> _Found:
     DPR's QA files (``nq-test.qa.csv``, ``trivia-test.qa.csv``) are tab-separated whatever their name,
     without a header: ``question<TAB>['answer 1', 'answer 2']``, the answers a Python list's repr. So the
     delimiter is a tab when the first line holds one, else a comma; a first row naming a question column
-    (``question``, ``Question``) is the header, else the columns are DPR's ``question``,
+    (``question``, ``Question``, ``query``) is the header, else the columns are DPR's ``question``,
     ``answers``. A cell holding a list's repr or JSON (``['a', 'b']``, ``["a"]``) is that list. A row with
     another number of cells than the header is skipped, said as its line number and why (or
     ``ValueError`` without ``skipped``)."""
@@ -388,7 +390,8 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
     os.replace(partial, path)
 
 
-_QUESTION_KEYS = ("question", "Question")  # FlashRAG, NQ, HotpotQA, MuSiQue, SQuAD ...; TriviaQA
+# FlashRAG, NQ, HotpotQA, MuSiQue, SQuAD ...; TriviaQA; retrieval sets (BEIR, MS MARCO), in that order
+_QUESTION_KEYS = ("question", "Question", "query")
 _GROUND_TRUTH = "reward_model.ground_truth"
 _READ = {  # what the converter reads: not copied as extras
     *_QUESTION_KEYS,
