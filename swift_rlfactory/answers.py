@@ -16,7 +16,10 @@ in :mod:`swift_rlfactory.retrieval.qa_data`. Answer sets come in many shapes; al
   as the Hugging Face copy spells it, ``{"value": ..., "aliases": [...], "normalized_aliases": [...]}``;
 * aliases kept in a column of their own, named after the answer column with ``_aliases`` (MuSiQue's
   ``answer`` + ``answer_aliases``): :func:`first_answers` adds them to the column they belong to;
-* numpy arrays and scalars (how pandas hands back a parquet cell), through ``tolist()``.
+* numpy arrays and scalars (how pandas hands back a parquet cell), through ``tolist()``;
+* a column holding the JSON text of a list of strings, as a table exported to JSON Lines writes one:
+  ``'["Paris", "paris, france"]'`` is those two answers (:func:`answers_of`). Other text that
+  starts with ``[`` is the answer it spells: ``"[citation needed]"``, and ``"[-2, 7]"``, an interval.
 
 ``None``, NaN, empty and all-blank strings are no answer, and a column holding no answer is as good as
 absent: the next column is read. A container is never turned into an answer's text (``str()`` of a list
@@ -26,6 +29,7 @@ is an answer nothing matches, so the episode silently scored 0); one this cannot
 
 from __future__ import annotations
 
+import json
 import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -48,8 +52,24 @@ def answers_of(value: Any, *, strict: bool = False) -> list[str]:
 
     ``strict``: raise ``ValueError`` naming an entry that is neither text, a number, a list nor a dict
     with a ``text``/``answer`` field (what a loader does, to refuse the row); without it such an entry
-    is skipped (what a reward does, so one odd row never crashes a batch)."""
-    return list(_walk(value, strict))
+    is skipped (what a reward does, so one odd row never crashes a batch).
+
+    A ``value`` that is the JSON text of a list of strings is that list (``'["Paris"]'``, and ``'[]'``,
+    no answer); an entry of a list is always its own text. A JSON list holding a number stays text,
+    because MATH writes an interval answer so: ``"[-2, 7]"`` is one answer, not -2 and 7."""
+    return list(_walk(_json_list(value), strict))
+
+
+def _json_list(value: Any) -> Any:
+    """``value`` decoded when it is the JSON text of a list of strings, else ``value`` itself."""
+    if not (isinstance(value, str) and value.strip().startswith("[")):
+        return value
+    try:
+        decoded = json.loads(value)
+    except (json.JSONDecodeError, RecursionError):
+        return value
+    is_texts = isinstance(decoded, list) and all(isinstance(entry, str) for entry in decoded)
+    return decoded if is_texts else value
 
 
 def first_answers(row: Mapping[str, Any], keys: Iterable[str], *, strict: bool = False) -> list[str]:

@@ -112,6 +112,7 @@ GOOD = {"question": "q0", "golden_answers": ["a"]}
     ("name", "bad", "where", "says"),
     [
         ("empty.jsonl", [{"question": "q2", "golden_answers": []}], "line 2", "no answer: none of 'golden_answers'"),
+        ("empty_json.jsonl", [{"question": "q2", "golden_answers": "[]"}], "line 2", "no answer: none of 'golden_answers'"),
         ("verl.jsonl", [{"question": "q", "reward_model": "4"}], "line 2", "no answer"),
         ("verl2.jsonl", [{"question": "q", "reward_model": {"ground_truth": ""}}], "line 2", "no answer"),
         ("noq.jsonl", [{"golden_answers": ["a"]}], "line 2", "no question"),
@@ -231,6 +232,28 @@ def test_a_question_is_kept_over_a_query_beside_it() -> None:
     record = {"question": "who wrote hamlet", "query": "hamlet author", "answer": "Shakespeare"}
     row = convert_qa_record(record)
     assert row["messages"] == user("who wrote hamlet?") and "query" not in row
+
+
+@pytest.mark.parametrize(
+    ("record", "answers"),
+    [
+        ({"golden_answers": '["Paris", "paris, france"]'}, ["Paris", "paris, france"]),  # a CSV -> JSONL export
+        ({"answers": ' ["Paris"] '}, ["Paris"]),
+        ({"answer": '["Ann"]', "answer_aliases": '["Ann Lee"]'}, ["Ann", "Ann Lee"]),
+        ({"answer": "[citation needed]"}, ["[citation needed]"]),  # no JSON: the answer's own text
+        ({"answer": '["Paris", "Lyon"'}, ['["Paris", "Lyon"']),  # cut short: no JSON either
+        ({"answer": "[-2, 7]"}, ["[-2, 7]"]),  # MATH's interval answer, not the answers -2 and 7
+        ({"answer": '["x", 1]'}, ['["x", 1]']),
+        ({"answers": {"text": ["Y", "Y."], "answer_start": [0, 0]}}, ["Y", "Y."]),  # SQuAD's, as before
+    ],
+)  # fmt: skip
+def test_answers_saved_as_the_text_of_a_json_list_of_strings_are_that_list(
+    record: dict[str, Any], answers: list[str]
+) -> None:
+    """A table exported to JSON Lines writes an answer list as its JSON text, and the one answer
+    ``'["Paris", "paris, france"]'`` was matched by no model. Converted or kept as a row, the same answers."""
+    converted = convert_qa_record({"question": "q", **record})
+    assert converted["golden_answers"] == reference_answers({"messages": user("q?"), **record}) == answers
 
 
 @pytest.mark.parametrize(
