@@ -32,6 +32,11 @@ with open(calls, "a") as out:
     out.write(json.dumps({"track": track, "phase": phase, "args": rest[1:], "t": time.time(), **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
 case "$track:$1" in
+  probe-*:probe)  # PROBE_SCORES: "NAME=EM:CALLS ..." per environment; a name left out writes no metrics
+    for score in ${PROBE_SCORES:-}; do
+      [ "${score%%=*}" = "${track#probe-}" ] || continue
+      s=${score#*=}; mkdir -p "$2"; printf '{"em": %s, "tool_calls": %s}' "${s%%:*}" "${s##*:}" > "$2/eval-probe.json"
+    done ;;
   ds:train) mkdir -p "$RUNS/${RUN_NAME:-ds}"/v0/checkpoint-{20,40}; sleep "${STUB_TRAIN_S:-1}" ;;
   ds:credit-train) mkdir -p "$RUNS"/ds-credit-turn/v0/checkpoint-20; sleep 1 ;;  # cut short by its time limit
   ar:train) sleep 1 ;;
@@ -210,6 +215,44 @@ def test_a_second_arithmetic_arm_runs_beside_the_first_in_its_own_environment(tm
     calls = run_pipeline(tmp_path / "one", TRACKS="arithmetic")
     assert {c["track"] for c in calls} == {"ar"}
     assert {(c["ENV_FILE"], c["MAX_TOKENS"]) for c in calls} == {("examples/arithmetic/env_hint.yaml", "192")}
+
+
+@pytest.mark.timeout(120)
+def test_probed_environments_pick_the_arms_by_what_the_base_model_does_on_training_problems(tmp_path):
+    """AR_PROBE scores the base model in each environment on training problems, side by side, before any
+    arm starts; the arms then train in the best. An environment whose base model answers without the tool
+    ranks below every one that calls it, whatever its EM, and one whose probe left no metrics ranks last."""
+    probes = [
+        f"benchmarks/rl_from_base/probes/{n}.yaml"
+        for n in ("python_oneline", "python_print", "python_callonly")
+    ]
+    memory = "examples/arithmetic/env_python.yaml"
+    scores = "python_oneline=0.20:0.9 python_print=0.35:1.0 env_python=0.60:0.0"  # python_callonly: none
+    calls = run_pipeline(
+        tmp_path, TRACKS="arithmetic", AR_PROBE=",".join([*probes, memory]), AR_PROBE_ARMS="2",
+        AR_MAX_TOKENS2="256", PROBE_SCORES=scores,
+    )  # fmt: skip
+    probed = [c for c in calls if c["phase"] == "probe"]
+    assert sorted(c["ENV_FILE"] for c in probed) == sorted([*probes, memory])
+    assert {(c["MAX_TOKENS"], c["TRAIN_DATA"]) for c in probed} == {
+        ("256", "examples/arithmetic/data/train_mix.jsonl")
+    }
+    last_probe = max(c["t"] for c in probed)
+    arms = {c["track"]: c for c in calls if c["phase"] == "eval-base"}
+    assert set(arms) == {"ar-python_print", "ar-python_oneline"}  # the two best that call the tool
+    assert all(c["t"] > last_probe for c in arms.values())
+    assert {c["ENV_FILE"] for c in arms.values()} == set(probes[:2])
+    assert {c["MAX_TOKENS"] for c in calls if c["track"].startswith("ar")} == {"256"}
+    ranking = (tmp_path / "results" / "probe.out").read_text()
+    assert ranking.index("python_print") < ranking.index("python_oneline") < ranking.index("env_python")
+    assert "python_callonly.yaml: no metrics" in ranking
+    # one probed arm: the best goes beside the calculator, which writes what it always wrote
+    (tmp_path / "one").mkdir()
+    calls = run_pipeline(
+        tmp_path / "one", TRACKS="arithmetic", AR_PROBE=",".join(probes), PROBE_SCORES=scores
+    )
+    arms = {c["track"]: (c["ENV_FILE"], c["MAX_TOKENS"]) for c in calls if c["phase"] == "train"}
+    assert arms == {"ar": ("examples/arithmetic/env_hint.yaml", "192"), "ar-python_print": (probes[1], "192")}
 
 
 @pytest.mark.timeout(120)

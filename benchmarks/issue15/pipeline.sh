@@ -39,6 +39,12 @@
 # steps and seed, its results in R/ar-<its file's name> (e.g. env_python.yaml's programs against the
 # calculator in one run). AR_MAX_TOKENS (192) and AR_MAX_TOKENS2 (AR_MAX_TOKENS): h200.sh's MAX_TOKENS,
 # what one turn may write, in training and evaluation, of each arm (a program takes more than an expression).
+# AR_PROBE (empty: none): environments, comma-separated, to probe the base model in before the arithmetic
+# arms start (h200.sh probe: greedy, the first 200 training problems, side by side, in R/probe-<name>); the
+# arms then train in the best of them (pick_env.py: those whose base model calls the tool, by EM). With
+# AR_PROBE_ARMS=1 (default) the best replaces AR_ENV2, beside AR_ENV; with AR_PROBE_ARMS=2 the two best
+# replace AR_ENV and AR_ENV2, each arm in R/ar-<its file's name>. Each probe, and each arm in a probed
+# environment, writes AR_MAX_TOKENS2 a turn.
 # DS_SFT_ROWS (1000): h200.sh's SFT_ROWS, the train questions the SFT demonstrations come from (200 on
 # 2026-12-01d: that SFT model never searched twice, nor did GRPO teach it to). DS_SFT_SINGLE (empty: all):
 # sft.sh's SINGLE_HOP, of those questions demonstrate only the first N single-hop ones and every two-hop one,
@@ -73,7 +79,7 @@ T0=$(date +%s) DEADLINE=${DEADLINE:-1440} TRACKS=${TRACKS:-deepsearch arithmetic
 DS_LR=${DS_LR:-} DS_LR2=${DS_LR2-5e-5} DS_CREDIT=${DS_CREDIT-turn} DS_RECHECK=${DS_RECHECK:-0} STAGGER=${STAGGER:-40}
 DS_DYNAMIC=${DS_DYNAMIC:-0} AR_DYNAMIC=${AR_DYNAMIC:-0} AR_STRIDE=${AR_STRIDE:-50} DS_SFT_ROWS=${DS_SFT_ROWS:-1000}
 AR_ENV=${AR_ENV:-examples/arithmetic/env_hint.yaml} AR_ENV2=${AR_ENV2:-} AR_MAX_TOKENS=${AR_MAX_TOKENS:-192}
-AR_MAX_TOKENS2=${AR_MAX_TOKENS2:-$AR_MAX_TOKENS}
+AR_MAX_TOKENS2=${AR_MAX_TOKENS2:-$AR_MAX_TOKENS} AR_PROBE=${AR_PROBE:-} AR_PROBE_ARMS=${AR_PROBE_ARMS:-1}
 DS_SFT_SINGLE=${DS_SFT_SINGLE:-} DS_BETA=${DS_BETA:-} DS_ARM_CREDIT=${DS_ARM_CREDIT:-} DS_STRATIFY=${DS_STRATIFY:-hops,family} DS_PER_STRATUM=${DS_PER_STRATUM:-60}
 if [ -n "$DS_ARM_CREDIT" ] && [ -n "$DS_CREDIT" ]; then
   echo "DS_ARM_CREDIT=$DS_ARM_CREDIT needs DS_CREDIT= (the credit-comparison arm compares against a trajectory-credit ds arm)" >&2
@@ -196,10 +202,31 @@ arithmetic() {  # ENV NAME PORT TOKENS: one arm of GRPO from base in the environ
   EVAL_UTIL=0.1 EVAL_BUDGET=$(( $(left) - 20 )) phase "$name-eval-checkpoints" $AR eval-checkpoints "$R/$name"
   phase "$name-curve" $AR curve "$R/$name"
 }
+probe_envs() {  # the AR_PROBE environments, best first (pick_env.py), one a line; R/probe.out says why
+  local envs env name picks=(); IFS=, read -ra envs <<< "$AR_PROBE"
+  for env in "${envs[@]}"; do
+    name=$(basename "$env" .yaml); picks+=("$env=$R/probe-$name/eval-probe.json")
+    ENV_FILE=$env MAX_TOKENS=$AR_MAX_TOKENS2 TRAIN_DATA=${AR_TRAIN_DATA:-examples/arithmetic/data/train_mix.jsonl} \
+      EVAL_UTIL=0.08 phase "probe-$name" $AR probe "$R/probe-$name" &
+    sleep "$(( STAGGER / 4 ))"
+  done
+  wait
+  python3 benchmarks/issue15/pick_env.py "${picks[@]}" 2>> "$R/probe.out"
+}
 arithmetic_arms() {  # AR_ENV in R/ar and, unless AR_ENV2 is empty, AR_ENV2 beside it (vLLM start-ups apart)
-  arithmetic "$AR_ENV" ar 29513 "$AR_MAX_TOKENS" & local arms=($!)
-  if [ -n "$AR_ENV2" ]; then
-    sleep "$STAGGER"; arithmetic "$AR_ENV2" "ar-$(basename "$AR_ENV2" .yaml)" 29516 "$AR_MAX_TOKENS2" & arms+=($!)
+  local env1=$AR_ENV env2=$AR_ENV2 name1=ar tokens1=$AR_MAX_TOKENS ranked=()
+  if [ -n "$AR_PROBE" ]; then
+    mapfile -t ranked < <(probe_envs)
+    if [ "$AR_PROBE_ARMS" = 2 ]; then
+      env1=${ranked[0]} env2=${ranked[1]:-} name1=ar-$(basename "${ranked[0]}" .yaml) tokens1=$AR_MAX_TOKENS2
+    else
+      env2=${ranked[0]}
+    fi
+    printf 'arms: %s %s\n' "$env1" "$env2" >> "$R/probe.out"
+  fi
+  arithmetic "$env1" "$name1" 29513 "$tokens1" & local arms=($!)
+  if [ -n "$env2" ]; then
+    sleep "$STAGGER"; arithmetic "$env2" "ar-$(basename "$env2" .yaml)" 29516 "$AR_MAX_TOKENS2" & arms+=($!)
   fi
   wait "${arms[@]}"
 }

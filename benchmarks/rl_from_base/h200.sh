@@ -13,6 +13,9 @@
 # DYNAMIC_SAMPLE=1 (train.sh: regenerate the groups whose samples all scored alike) is a run of its own too.
 #
 #   eval-base         base model, greedy, 300 held-out + 200 OOD + 300 mix + 100 chains  ~2.5 min
+#   probe             base model, greedy, on the first PROBE_ROWS (200) problems of TRAIN_DATA:
+#                     does it follow ENV_FILE's protocol? (issue15 pipeline's AR_PROBE picks an
+#                     environment on it; training problems, so the choice spends no held-out one) ~1 min
 #   train             GRPO up to STEPS (200), checkpoint every 25 steps; stops itself
 #                     at TRAIN_TIMEOUT (540 s) - run it again to resume                  ~9 min a call, 2 calls
 #   eval-checkpoints  every STRIDE-th (50) saved checkpoint not scored yet, greedy,
@@ -50,7 +53,7 @@ TRAIN_DATA=${TRAIN_DATA:-examples/arithmetic/data/train.jsonl}
 MAX_TOKENS=${MAX_TOKENS:-192}
 if grep -q run_python "$ENV_FILE"; then  # env_python.yaml: every call runs in bubblewrap
   source benchmarks/bwrap.sh  # from BWRAP_DEBS (.bwrap) when the image has none
-  case "$phase" in eval-base|train) bwrap_probe "$ENV_FILE" "$out/probe.log" ;; esac
+  case "$phase" in eval-base|probe|train) bwrap_probe "$ENV_FILE" "$out/probe.log" ;; esac
 fi
 tag=$(basename "$ENV_FILE" .yaml)-$(basename "$TRAIN_DATA" .jsonl)  # e.g. env_hint-train_mix
 [ "${DYNAMIC_SAMPLE:-0}" = 1 ] && tag+=-dyn  # train.sh's dynamic sampling: a run of its own
@@ -72,6 +75,10 @@ evaluate() {  # NAME [ADAPTERS]: greedy on the held-out and OOD splits, scored p
 }
 case "$phase" in
   eval-base) evaluate step-0 ;;
+  probe)  # rows of the training file, as one split "train" (eval_sets.py), in place of the eval set
+    head -n "${PROBE_ROWS:-200}" "$TRAIN_DATA" > "/tmp/arith-probe-rows-$tag.jsonl"
+    python3 examples/deepsearch/eval_sets.py "/tmp/arith-probe-$tag.jsonl" "train=/tmp/arith-probe-rows-$tag.jsonl" > /dev/null
+    EVAL_SET=/tmp/arith-probe-$tag.jsonl evaluate probe ;;
   train)  # resumable: LoRA weights and step count come back, the optimizer starts fresh (see deepsearch)
     last=$(ls -d $RUN/v*/checkpoint-* 2>/dev/null | sort -V | tail -1 || true)
     resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
