@@ -355,6 +355,7 @@ def test_plan_turn_reads_xml_calls_in_the_format_the_prompt_asked_for():
         ({"query": "  two\n  lines  "}, {"query": "  two\n  lines  "}),  # only the layout newlines go
         ({"query": "a </tool_call> b"}, {"query": "a </tool_call> b"}),  # the tag inside a value is text
         ({"query": "<b>北京</b> & <think>"}, {"query": "<b>北京</b> & <think>"}),
+        ({"query": "a </think> b"}, {"query": "a </think> b"}),
     ],
 )
 def test_xml_parameters_are_raw_text_typed_by_the_schema(params, arguments):
@@ -890,17 +891,68 @@ def test_an_xml_value_whose_ref_is_the_schema_root_is_typed_by_the_root():
 
 
 @pytest.mark.parametrize("call_format", FORMATS)
-@pytest.mark.parametrize("reasoning", ["<think>plan</think>\n", "plan opened by the template</think>\n"])
-@pytest.mark.parametrize("code", ["print('</think>')", "s = '</think>'\nprint(s.upper())"])
-def test_a_think_tag_in_an_untagged_call_after_the_reasoning_reaches_the_tool(call_format, reasoning, code):
-    """A ``</think>`` after the reasoning has closed closes nothing: it is argument text. Before, it was cut
-    out of the visible reply, so a bare, prose or untagged XML call ran with ``print('')``."""
-    from swift_rlfactory.tools.call_formats import call_parser
+@pytest.mark.parametrize("reasoning", ["", "<think>plan</think>\n", "plan opened by the template</think>\n"])
+@pytest.mark.parametrize(
+    "code",
+    ["print('</think>')", "s = '</think>'\nprint(s.upper())", "print('<think>')", "'<think>a</think>'"],
+)
+def test_a_think_tag_in_an_untagged_call_reaches_the_tool(call_format, reasoning, code):
+    """A think tag inside a call's argument (a JSON string, an XML value) is argument text, whether or not
+    reasoning comes first. Before, a reply that was nothing but the call lost it: its ``</think>`` was
+    taken for the end of reasoning the prompt opened, and a ``<think>`` opened reasoning never closed;
+    after reasoning, ``<think>a</think>`` was cut out of the argument."""
+    from swift_rlfactory.tools.call_formats import call_parser, read_reply
 
     call = written(call_format, "run", {"code": code})
     untagged = call.removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
     calls = call_parser(call_format, CASE_TOOLS)(reasoning + untagged)
     assert [(c.name, c.arguments, c.error) for c in calls] == [("run", {"code": code}, None)]
+    reply = read_reply(reasoning + untagged)
+    assert (reply.visible.strip(), reply.writes_call) == (untagged, True)
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+@pytest.mark.parametrize("before", ["", "Let me run it. ", "<think>plan</think>\nLet me run it. "])
+@pytest.mark.parametrize("code", ["print('</think>')", "print('<think>')"])
+def test_a_json_call_whose_string_holds_a_think_tag_is_a_call_in_every_format(call_format, before, code):
+    """Llama's call after prose runs; where the format does not read it there (hermes after prose, any JSON
+    for ``qwen3_coder``) it is the error call that shows the format, as without the tag. Before, the
+    call was lost and the turn ended as an answer."""
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    text = before + json.dumps({"name": "run", "parameters": {"code": code}})
+    [call] = call_parser(call_format, CASE_TOOLS)(text)
+    if call_format == "llama3_json" or call_format == "hermes" and not before:
+        assert (call.name, call.arguments, call.error) == ("run", {"code": code}, None)
+    else:
+        assert call.name == "run" and "must be written as" in call.error, call.error
+
+
+@pytest.mark.parametrize(
+    "call_format, text, visible, runs",
+    [
+        # a call considered in reasoning the prompt opened, its string holding the tag: still reasoning
+        ("hermes", 'plan {"name": "run", "arguments": {"code": "</think>"}} no.</think>\nIt is 4.', "\nIt is 4.", []),
+        ("hermes", 'plan {"name": "run", "arguments": {}} then</think>\nIt is 4.', "\nIt is 4.", []),
+        ("llama3_json", '{"name": "run", "parameters": {}} and</think>\nIt is 4.', "\nIt is 4.", []),
+        # in a think block the model opened, the first </think> ends it, wherever it stands (as before)
+        ("hermes", '<think>{"name": "run", "arguments": {"code": "</think>"}} no</think>It is 4.',
+         '"}} no</think>It is 4.', []),
+        # a think tag after a call has ended opens reasoning
+        ("llama3_json", 'Run: {"name": "run", "parameters": {}}<think>{"name": "search", "parameters": {}}',
+         'Run: {"name": "run", "parameters": {}}', ["run"]),
+        ("qwen3_coder", "<function=run><parameter=code>x</parameter></function><think>aside</think>",
+         "<function=run><parameter=code>x</parameter></function>", ["run"]),
+    ],
+)  # fmt: skip
+def test_a_think_tag_outside_any_call_is_still_reasoning(call_format, text, visible, runs):
+    """Only a tag inside a call's argument is text: one in prose, or after a call has ended, still opens
+    or closes reasoning, and calls in that reasoning do not run."""
+    from swift_rlfactory.tools.call_formats import call_parser, read_reply
+
+    assert read_reply(text).visible == visible
+    calls = call_parser(call_format, CASE_TOOLS)(text)
+    assert [c.name for c in calls if c.error is None] == runs
 
 
 @pytest.mark.parametrize(

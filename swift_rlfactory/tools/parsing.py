@@ -19,8 +19,11 @@ Where calls are
       ``<think>...</think>`` do not run, every think block counts, everything after a ``<think>`` that is
       never closed is reasoning, and a first ``</think>`` with no ``<think>`` before it closes a think block
       the chat template opened in the prompt (Qwen3 thinking models), so the text before it is reasoning.
-      A later ``</think>`` closes nothing and stays text, so a call written without tags after the
-      reasoning (``print('</think>')``) reaches the tool as written.
+      A later ``</think>`` closes nothing and stays text. Outside a ``<think>`` the model wrote, a think
+      tag in a call's argument (a string of a call object that reads whole across it, an XML
+      ``<parameter=...>`` value) is argument text too, so a call written without tags, with or without
+      reasoning before it (``{"name": "run", "arguments": {"code": "print('</think>')"}}``), reaches the
+      tool as written. Inside a ``<think>`` block the first ``</think>`` ends it, wherever it stands.
     * Without any block, a reply that is nothing but call JSON (fenced or not, after any reasoning) is that
       call, or those calls: an array, or call objects one after another. Only strict JSON with an explicit
       ``"arguments"`` (or ``"parameters"``) counts here, every call of the reply valid, so prose, answers
@@ -85,6 +88,8 @@ MAX_DEPTH = 100
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _MARK = re.compile(r"<think>|</think>|<tool_call>")
+_PARAM_OPEN, _PARAM_CLOSE = "<parameter=", "</parameter>"  # an XML call's value (:mod:`.xml_calls`)
+_PARAM_TAG = re.compile(r"<parameter=[^>\n]*>")
 
 # One JSON-ish token at a time. Strings use the unrolled-loop form and comments stop at a tag, so that
 # matching stays linear in the text (a comment that ran to the end for every block would be quadratic).
@@ -344,7 +349,7 @@ def _scan(
 
     ``read`` reads one block's body from where it starts (default: hermes JSON)."""
     read = read or _read
-    pos = 0
+    pos = since = 0  # ``since``: where the calls that may hold the next think tag start
     thought = False  # whether a think block was seen yet
     blocks: list[tuple[int, _Body]] = []
     visible: list[str] = []
@@ -353,20 +358,48 @@ def _scan(
         if mark[0] == _OPEN:
             body = read(text, mark.end())
             blocks.append((mark.end(), body))
-            pos = body.resume
+            pos = since = body.resume
+        elif mark[0] == _THINK_CLOSE and thought:  # closes nothing: text (in a call's string, say)
+            visible.append(_THINK_CLOSE)
+            pos = mark.end()
+        elif (end := _argument_end(text, since, mark.start())) is not None:  # the tag is argument text
+            visible.append(text[mark.start() : end])
+            pos = since = end
         elif mark[0] == _THINK_OPEN:
             close = text.find(_THINK_CLOSE, mark.end())
             if close < 0:  # never closed: the rest is reasoning
                 return blocks, visible
-            pos, thought = close + len(_THINK_CLOSE), True
-        else:  # </think> outside any block: the first one closes a think block the prompt opened
-            if not thought:
-                blocks, visible, thought = [], [], True
-            else:  # a later one closes nothing: it is text (in a call's string, say), kept as written
-                visible.append(_THINK_CLOSE)
-            pos = mark.end()
+            pos = since = close + len(_THINK_CLOSE)
+            thought = True
+        else:  # the first </think> outside any block closes a think block the prompt opened
+            blocks, visible, thought = [], [], True
+            pos = since = mark.end()
     visible.append(text[pos:])
     return blocks, visible
+
+
+def _argument_end(text: str, start: int, mark: int) -> int | None:
+    """Where the call argument that holds the think tag at ``mark`` ends, or ``None`` when it is in none.
+
+    The argument is a string of a call object that starts in ``text[start:mark]`` (found and read as
+    :func:`json_calls_in_prose` does, whatever its name) and reads whole across the tag, or the value of
+    an XML ``<parameter=NAME>`` opened there and closed by a ``</parameter>`` after the tag. Call objects
+    are read one after another and the first that cannot be read ends the search, so each character is
+    read about once, however many tags the text holds.
+    """
+    pos = start
+    while (call := _CALL_START.search(text, pos, mark)) is not None:
+        body = _read_one(text, call.start())
+        if body.error is not None:
+            break
+        if body.end > mark:
+            return body.end
+        pos = body.end
+    opened = text.rfind(_PARAM_OPEN, start, mark)  # the last XML value before the tag: still open?
+    if opened < 0 or not _PARAM_TAG.match(text, opened, mark) or text.find(_PARAM_CLOSE, opened, mark) >= 0:
+        return None
+    close = text.find(_PARAM_CLOSE, mark)
+    return None if close < 0 else close + len(_PARAM_CLOSE)
 
 
 def _read(text: str, pos: int, in_block: bool = True) -> _Body:

@@ -60,6 +60,7 @@ from typing import Any
 from .parsing import (
     _CLOSE,
     _OPEN,
+    _PARAM_CLOSE,
     _PYTHON_LITERALS,
     MAX_DEPTH,
     DuplicateKey,
@@ -82,7 +83,6 @@ _FUNCTION = re.compile(r"\s*<function=([^>\n]*)>")
 _FUNCTION_TAG = re.compile(r"<function=([^>\n]*)>")
 _PARAMETER = re.compile(r"\s*<parameter=([^>\n]*)>")
 _FUNCTION_END = re.compile(r"\s*</function>")
-_PARAM_CLOSE = "</parameter>"
 BARE_XML_CALL = "<function="
 """How a reply that is nothing but XML calls, without ``<tool_call>`` tags, starts."""
 _SPACE = re.compile(r"\s*")

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from swift_rlfactory.tools.parsing import (
@@ -104,6 +104,17 @@ def test_every_call_written_as_json_comes_back_exactly(call, ascii_only, indent,
     body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=ascii_only, indent=indent)
     for text in (f"{before}<tool_call>\n{body}\n</tool_call>", f"{before}<tool_call>\n{body}"):
         assert [(c.name, c.arguments, c.error) for c in parse_tool_calls(text)] == [(name, arguments, None)]
+
+
+@PROPERTY
+@given(CALLS, st.sampled_from([None, 2]), st.sampled_from(["", "<think>x</think>\n", "x</think>\n"]))
+def test_every_call_written_as_bare_json_comes_back_exactly(call, indent, before):
+    """Without ``<tool_call>`` tags too: a think tag in a string is argument text, not reasoning."""
+    name, arguments = call
+    assume("<tool_call>" not in json.dumps(call))  # a block's tag in a bare call's string: not yet read
+    body = json.dumps({"name": name, "arguments": arguments}, indent=indent)
+    for parse in (parse_tool_calls, parse_json_calls):
+        assert [(c.name, c.arguments, c.error) for c in parse(before + body)] == [(name, arguments, None)]
 
 
 def sloppy(value: Any, draw: Any) -> str:
@@ -230,6 +241,9 @@ def test_megabyte_inputs_return_in_bounded_time(text, expect):
         'Look: {"name": "g", "parameters": {"q": "' * 100_000,  # an unknown name: never read
         'Look: {"name": "f", "parameters": {}} ' * 50_000,  # many calls
         "Look: {'name': 'f', 'parameters': {'q': [" + "1, " * 100_000 + "]}}",  # near-JSON, repaired
+        'Look: {"name": "f", "parameters": {"q": "<think>"}} ' * 50_000,  # each holds a think tag
+        '{"name": "f", "parameters": {"q": "' + "<think>" * 100_000,  # a string never closed, many tags
+        "<function=f><parameter=q></think>" * 50_000,  # XML values never closed
     ],
     ids=lambda value: ascii(value[:24]),
 )
