@@ -57,6 +57,7 @@ if grep -q run_python "$ENV_FILE"; then  # env_python.yaml: every call runs in b
 fi
 tag=$(basename "$ENV_FILE" .yaml)-$(basename "$TRAIN_DATA" .jsonl)  # e.g. env_hint-train_mix
 [ "${DYNAMIC_SAMPLE:-0}" = 1 ] && tag+=-dyn  # train.sh's dynamic sampling: a run of its own
+[ "$MAX_TOKENS" = 192 ] || tag+=-t$MAX_TOKENS  # so is a turn of another length (its checkpoints differ)
 RUN=/tmp/arith-$tag EVALS=/tmp/arith-evals-$tag
 mkdir -p "$EVALS"
 
