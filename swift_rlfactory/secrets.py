@@ -216,17 +216,22 @@ def redact_recorded(text: str) -> str:
     return text if pattern is None else pattern.sub(lambda m: _secrets.get(m.group(0), "***"), text)
 
 
-def safe_cut(text: str, at: int) -> int:
-    """The first place at or after ``at`` where ``text`` can be cut into two pieces redacted apart: no
-    recorded secret in ``text`` spans it. For a stream redacted piece by piece (a server's stderr line that
-    never ends); the caller keeps the rest of ``text`` after the cut, which must be longer than any secret
-    that may start before the cut and end after the text."""
-    pattern = _pattern
-    if pattern is not None:
-        for match in pattern.finditer(text):
-            if match.start() >= at:
-                break
-            at = max(at, match.end())
+def safe_cut_before(text: str, at: int) -> int:
+    """The last place at or before ``at`` where ``text`` can be cut into two pieces redacted apart: no
+    recorded secret spans it, neither one whole in ``text`` nor one that ``text`` ends inside of. For a
+    stream redacted piece by piece (a server's stderr): a read can end inside a key, or at a line end inside
+    one (a PEM file), and the piece before the cut would hold a part that no redaction recognises."""
+    with _lock:
+        values = list(_secrets)
+    cut = None
+    while cut != at:
+        cut = at
+        for value in values:
+            # A start before the cut from which ``text`` runs on as the value (to its end or to the text's).
+            for start in range(max(0, at - len(value) + 1), at):
+                if text.startswith(value[: len(text) - start], start):
+                    at = start
+                    break
     return at
 
 

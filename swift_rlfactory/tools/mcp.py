@@ -890,7 +890,7 @@ async def _stdio_transport(session: _Session, cap: int) -> AsyncIterator[tuple[A
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_stdout)
         tg.start_soon(write_stdin)
-        tg.start_soon(forward_stderr, process.stderr, _server_stderr(), stderr_done)
+        tg.start_soon(forward_stderr, process.stderr, _server_stderr(), stderr_done, session.label)
         try:
             yield read_stream, write_stream
         finally:

@@ -9,27 +9,41 @@ that follows a crash, only without the keys.
 The forwarder must never hold the server up: it reads until the pipe ends whatever happens to the writing
 (a closed or broken stderr of ours loses the text, not the server), and a line that never ends (1 MB of
 progress bar without a newline) is passed on in pieces of :data:`CHUNK_CHARS`, cut where no recorded secret
-spans the cut (:func:`..secrets.safe_cut`), so memory stays bounded. Bytes that are not UTF-8 are shown as
-U+FFFD; a last line without a newline is passed on when the pipe ends.
+spans the cut (:func:`..secrets.safe_cut_before`), so memory stays bounded. Nor may a slow stderr of ours
+hold up the event loop, where every tool call runs: the writing is a thread's, with at most
+:data:`HELD_CHARS` waiting; what comes past that is dropped and counted, in one line, once ours has caught
+up. Bytes that are not UTF-8 are shown as U+FFFD; a last line without a newline is passed on when the pipe
+ends; escape sequences (colours) are passed on as the server wrote them, as they were when its stderr was
+ours.
 """
 
 from __future__ import annotations
 
 import codecs
+import threading
+from collections import deque
 from contextlib import suppress
 from typing import TextIO
 
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from ..secrets import redact, safe_cut
+from ..secrets import redact, safe_cut_before
 
 CHUNK_CHARS = 65536
 """The most characters of one unfinished line held before a piece of it is passed on."""
 
+HELD_CHARS = 1 << 20
+"""The most characters of one server's stderr waiting for ours; past it its lines are dropped, and counted."""
+
 
 class RedactedLines:
-    """Bytes in, redacted text out: whole lines as they complete, a piece of an overlong one at the cap."""
+    """Bytes in, redacted text out: whole lines as they complete, a piece of an overlong one at the cap.
+
+    A line end is no safe cut by itself: a secret can hold one (a PEM key read with ``${file:...}``), and a
+    read can end inside that secret after it. Text is passed on up to the last line end that no recorded
+    secret spans, whole or begun at the end of what has been read (:func:`..secrets.safe_cut_before`).
+    """
 
     def __init__(self, cap: int = CHUNK_CHARS):
         self.cap = cap
@@ -40,8 +54,10 @@ class RedactedLines:
         """The redacted text that ``chunk`` completes (possibly none)."""
         self._pending += self._decoder.decode(chunk)
         end = self._pending.rfind("\n") + 1
+        while end and (safe := safe_cut_before(self._pending, end)) < end:
+            end = self._pending.rfind("\n", 0, safe) + 1
         if not end and len(self._pending) >= self.cap:
-            end = safe_cut(self._pending, len(self._pending) // 2)
+            end = safe_cut_before(self._pending, len(self._pending) // 2)
         out, self._pending = self._pending[:end], self._pending[end:]
         return redact(out) if out else ""
 
@@ -51,15 +67,86 @@ class RedactedLines:
         return redact(rest) + ("" if not rest or rest.endswith("\n") else "\n")
 
 
-async def forward_stderr(stream: ByteReceiveStream, sink: TextIO, done: anyio.Event) -> None:
-    """Copy ``stream`` to ``sink`` redacted until the stream ends or is closed, then set ``done``."""
+class _Writer:
+    """Writes text to ``sink`` on a thread of its own, so that a sink that blocks (a pipe nobody reads, a
+    frozen terminal) holds up neither the event loop, and with it every tool call on it, nor the server.
+
+    At most ``limit`` characters wait; past that, what comes is dropped until all that waited is written,
+    then one line says how many lines were lost.
+    """
+
+    def __init__(self, sink: TextIO, name: str, limit: int):
+        self.name = name
+        self.done = threading.Event()
+        self._sink = sink
+        self._limit = limit
+        self._ready = threading.Condition()
+        self._queue: deque[str] = deque()
+        self._held = 0
+        self._dropped = 0
+        self._closed = False
+        threading.Thread(target=self._run, name=f"mcp-stderr-{name}", daemon=True).start()
+
+    def put(self, text: str) -> None:
+        """Queue ``text`` for the sink, or drop it (counted) if the sink is behind; never waits."""
+        if not text:
+            return
+        with self._ready:
+            if (self._dropped and self._held) or self._held + len(text) > self._limit:
+                self._dropped += text.count("\n") or 1
+                return
+            self._queue.append(self._dropped_note() + text)
+            self._held += len(self._queue[-1])
+            self._ready.notify()
+
+    def close(self) -> None:
+        """Take no more text; the thread ends once it has written what waits (``done`` is then set)."""
+        with self._ready:
+            if not self._closed:
+                self._queue.append(self._dropped_note())  # counted in no limit: the queue takes no more
+                self._held += len(self._queue[-1])
+                self._closed = True
+                self._ready.notify()
+
+    def _dropped_note(self) -> str:
+        """The line that says how many lines were dropped since the last one (none if none were)."""
+        dropped, self._dropped = self._dropped, 0
+        if not dropped:
+            return ""
+        return f"[MCP server {self.name}: {dropped} lines of its stderr dropped, ours was not keeping up]\n"
+
+    def _run(self) -> None:
+        """Write what waits, all of it at once, until closed and written out; then set ``done``."""
+        while True:
+            with self._ready:
+                while not self._queue and not self._closed:
+                    self._ready.wait()
+                if not self._queue:
+                    break
+                text = "".join(self._queue)
+                self._queue.clear()
+            _write(self._sink, text)
+            with self._ready:
+                self._held -= len(text)
+        self.done.set()
+
+
+async def forward_stderr(stream: ByteReceiveStream, sink: TextIO, done: anyio.Event, name: str) -> None:
+    """Copy ``stream`` (the stderr of the server ``name``) to ``sink`` redacted until the stream ends or is
+    closed, then set ``done`` once what was read has been written (or the wait for it is cancelled)."""
     lines = RedactedLines()
+    writer = _Writer(sink, name, HELD_CHARS)
     try:
         with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             async for chunk in stream:
-                _write(sink, lines.feed(chunk))
-        _write(sink, lines.finish())
+                writer.put(lines.feed(chunk))
+        writer.put(lines.finish())
+        writer.close()
+        # Polled: a thread cannot set an anyio event without a loop that is sure to outlive it.
+        while not writer.done.is_set():
+            await anyio.sleep(0.01)
     finally:
+        writer.close()
         done.set()
 
 

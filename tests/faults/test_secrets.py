@@ -8,16 +8,20 @@ them for the secret's value.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
+import anyio
 import pytest
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
@@ -649,3 +653,90 @@ def test_a_line_that_never_ends_is_passed_on_in_pieces_never_cut_inside_a_secret
         early = "".join(lines.feed(raw[i : i + 7]) for i in range(0, len(raw), 7))
         assert early + lines.finish() == redact(text) + "\n"
         assert len(early) >= len(redact(text)) - 200
+
+
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\nAQEFAASCBKcwggSjAgEAAoIB\n-----END PRIVATE KEY-----"
+SPLIT_WRITER = """
+import sys, time
+key, pem = sys.argv[1], sys.argv[2]
+for head, tail in [
+    ("token: " + key[:9], key[9:] + " ok\\n"),  # a read ends mid-key
+    ("pem: " + pem[:40], pem[40:] + "\\n"),  # ... mid-key, past a line end inside it
+    ("two: " + pem[:28], pem[28:] + "\\n"),  # ... just after a line end inside it
+    ("plain line\\n", ""),
+]:
+    sys.stderr.write(head)
+    sys.stderr.flush()
+    time.sleep(0.15)
+    sys.stderr.write(tail)
+    sys.stderr.flush()
+"""
+
+
+def forward(args: list[str], sink: TextIO) -> None:
+    """Run ``python -c`` with ``args`` and forward its stderr to ``sink`` until it ends."""
+    from swift_rlfactory.tools.server_stderr import forward_stderr
+
+    async def main() -> None:
+        async with await anyio.open_process([sys.executable, "-c", *args], stderr=subprocess.PIPE) as process:
+            assert process.stderr is not None
+            done = anyio.Event()
+            await forward_stderr(process.stderr, sink, done, "writer")
+            assert done.is_set()
+
+    anyio.run(main)
+
+
+@pytest.mark.timeout(30)
+def test_a_secret_split_between_two_writes_of_a_server_is_redacted_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that writes half a key, pauses, then the rest (a read of the pipe ends inside the key) shows
+    ``${VAR}``, not the halves; so does a key with line ends in it (a PEM file) cut at or after one of them."""
+    monkeypatch.setenv("RLF_PEM_KEY", PEM_KEY)
+    expand("${RLF_SECRET} ${RLF_PEM_KEY}")
+    sink = io.StringIO()
+    forward([SPLIT_WRITER, SECRET, PEM_KEY], sink)
+    assert sink.getvalue() == (
+        "token: ${RLF_SECRET} ok\npem: ${RLF_PEM_KEY}\ntwo: ${RLF_PEM_KEY}\nplain line\n"
+    ), sink.getvalue()
+
+
+@pytest.mark.timeout(60)
+def test_a_stderr_nobody_reads_holds_up_no_tool_call_and_what_it_missed_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our stderr a pipe whose reader has stalled (a full pipe, a frozen terminal): a server that floods its
+    stderr still answers at once, and so does a second call beside it; what could not be held is dropped,
+    and said once, with a count, when the reader is back, the secrets still redacted."""
+    from swift_rlfactory.tools import server_stderr
+
+    monkeypatch.setattr(server_stderr, "HELD_CHARS", 200_000)
+    (tmp_path / "talkative.py").write_text(TALKATIVE_SERVER)
+    script = tmp_path / "talkative.py"
+    servers = f"      talk: {{command: python, args: ['{script}'], env: {{API_KEY: '${{RLF_SECRET}}'}}}}\n"
+    read_end, write_end = os.pipe()
+    reader_back, seen = threading.Event(), []
+
+    def read() -> None:
+        reader_back.wait(timeout=8)  # the old forwarder held every call until here
+        with os.fdopen(read_end, "rb") as pipe:
+            seen.append(pipe.read().decode())
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    with os.fdopen(write_end, "w") as ours:
+        monkeypatch.setattr(sys, "stderr", ours)
+        with ToolExecutor(providers(tmp_path, servers), Limits(call_timeout_s=20)) as executor:
+            started = time.monotonic()
+            flooded, shouted = executor.execute([ToolCall("flood", {"megabytes": 2}), ToolCall("shout", {})])
+            took = time.monotonic() - started
+            reader_back.set()
+            assert (flooded.observation, shouted.observation) == ("flooded", "shouted"), flooded.error
+        monkeypatch.undo()
+    thread.join(timeout=10)
+    assert took < 4, f"the calls waited {took:.1f}s for our stderr"
+    err = seen[0]
+    assert SECRET not in err and "env: API_KEY=${RLF_SECRET}\n" in err
+    dropped = [line for line in err.splitlines() if "dropped" in line]
+    assert len(dropped) == 1 and "[MCP server talk#0: " in dropped[0], dropped
