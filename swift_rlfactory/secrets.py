@@ -32,6 +32,7 @@ every ``80`` in every log line would make the logs unreadable).
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import re
@@ -39,7 +40,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 MIN_SECRET_LEN = 6
 
@@ -161,10 +162,13 @@ def _file_value(written: str, base_dir: Path) -> str:
 
 
 def remember(value: str, shown_as: str = "***") -> None:
-    """Record ``value`` as a secret that :func:`redact` replaces with ``shown_as`` (unless already known)."""
+    """Record ``value`` as a secret that :func:`redact` replaces with ``shown_as`` (unless already known),
+    stripped, percent-encoded and in base64 too."""
     global _pattern
-    # Stripped too: a value read with its newline is sent stripped (a header) or echoed so by a server.
-    fresh = [v for v in dict.fromkeys((value, value.strip())) if len(v) >= MIN_SECRET_LEN]
+    # Stripped too: a value read with its newline is sent stripped (a header) or echoed so by a server; and
+    # as a server logs it sent: percent-encoded (in a URL path) and base64 (``user:password`` as Basic auth).
+    forms = [form for v in (value, value.strip()) for form in (v, quote(v, safe=""), _base64(v))]
+    fresh = [v for v in dict.fromkeys(forms) if len(v) >= MIN_SECRET_LEN]
     with _lock:
         fresh = [v for v in fresh if v not in _secrets]  # the first name wins: ``${VAR}`` says more
         if not fresh:
@@ -176,13 +180,20 @@ def remember(value: str, shown_as: str = "***") -> None:
     install_log_redaction()
 
 
+def _base64(value: str) -> str:
+    """``value`` in standard base64, as ``Authorization: Basic`` carries ``user:password``."""
+    return base64.b64encode(value.encode()).decode()
+
+
 def remember_url(url: str, shown_as: str = "***") -> None:
-    """Record the credentials a URL carries: the password of ``user:password@host`` and every query value
-    (``?key=...``), which :func:`redact` would blank in a URL but not once a server echoes them alone."""
+    """Record the credentials a URL carries: the password of ``user:password@host`` (and the Basic auth
+    header an HTTP client makes of it) and every query value (``?key=...``), which :func:`redact` would
+    blank in a URL but not once a server echoes them alone."""
     parts = urlsplit(url)
     if parts.password:  # as written (``p%40ss``, how the URL itself shows it) and decoded (``p@ss``)
         remember(parts.password, shown_as)
         remember(unquote(parts.password), shown_as)
+        remember(_base64(f"{unquote(parts.username or '')}:{unquote(parts.password)}"), shown_as)
     for _, value in parse_qsl(parts.query):
         remember(value, shown_as)
 

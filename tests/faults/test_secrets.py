@@ -7,6 +7,7 @@ them for the secret's value.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -20,13 +21,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import quote
 
 import anyio
 import pytest
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
-from swift_rlfactory.secrets import expand, redact
+from swift_rlfactory.secrets import expand, redact, remember_url
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor, tool
 from swift_rlfactory.tools.mcp import mcp_providers
 from swift_rlfactory.tools.toolset import PythonProvider
@@ -740,3 +742,22 @@ def test_a_stderr_nobody_reads_holds_up_no_tool_call_and_what_it_missed_is_count
     assert SECRET not in err and "env: API_KEY=${RLF_SECRET}\n" in err
     dropped = [line for line in err.splitlines() if "dropped" in line]
     assert len(dropped) == 1 and "[MCP server talk#0: " in dropped[0], dropped
+
+
+def test_a_secret_percent_encoded_or_in_base64_shows_as_its_variable_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server logs what it sends: a credential in a URL path is percent-encoded, and ``user:password``
+    (ours, or a URL's) goes out as ``Authorization: Basic`` and base64."""
+    value = "rlf-user:p@ss/w0rd+x"
+    monkeypatch.setenv("RLF_BASIC_AUTH", value)
+    expand("${RLF_BASIC_AUTH}")
+    remember_url("https://ann:s3cret-pw@host/mcp")
+    assert redact(f"Authorization: Basic {b64(value)}") == "Authorization: Basic ${RLF_BASIC_AUTH}"
+    assert redact(f"GET /login/{quote(value, safe='')} 200") == "GET /login/${RLF_BASIC_AUTH} 200"
+    assert redact(f"Authorization: Basic {b64('ann:s3cret-pw')}") == "Authorization: Basic ***"
+
+
+def b64(text: str) -> str:
+    """``text`` in standard base64, as an ``Authorization: Basic`` header carries it."""
+    return base64.b64encode(text.encode()).decode()
