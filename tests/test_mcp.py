@@ -359,6 +359,27 @@ def test_servers_are_told_the_environments_folder_as_their_root(tmp_path: Path) 
     assert record.observation.startswith("no roots:"), record.observation
 
 
+def test_a_server_started_on_folders_is_told_those_folders_as_its_roots(tmp_path: Path) -> None:
+    """A stdio server whose command line names folders (``server-filesystem /data/corpus``, as every client's
+    README writes it) is told those folders as its roots, not the environment's folder: server-filesystem
+    lets roots replace its command-line folders, so the model was denied the folder the user named and
+    given the environment's own (its data, its reward code) instead. Relative folders count from the
+    server's ``cwd``; flags, files and words that are no path are no roots."""
+    from swift_rlfactory.env.environment import Environment
+
+    env_dir, corpus, extra = tmp_path / "env", tmp_path / "corpus", tmp_path / "env" / "extra"
+    extra.mkdir(parents=True)
+    corpus.mkdir()
+    long = "x" * 300  # no file name can be this long: is_dir() raises rather than answer
+    args = f"['{ROOTS_SERVER}', --verbose, '{corpus}', extra, env.yaml, missing, {long}, '~no_such_user_q/x']"
+    (env_dir / "env.yaml").write_text(
+        f"tools:\n  mcp:\n    mcpServers:\n      fs: {{command: python, args: {args}}}\n"
+    )
+    with Environment.load(env_dir / "env.yaml") as env:
+        (record,) = env.executor.execute([ToolCall("roots", {})])
+    assert record.observation.splitlines() == [f"{corpus.as_uri()} corpus", f"{extra.as_uri()} extra"]
+
+
 def test_a_server_entry_names_its_own_roots_checked_at_load(tmp_path: Path, monkeypatch) -> None:
     """``roots:`` in a server entry replaces the environment's folder: paths (relative to it, ``~``,
     ``${VAR}``) or ``file://`` URIs, in order; ``roots: []`` advertises none. A root that is not a folder

@@ -142,15 +142,40 @@ _SNIFF_BYTES = 4096  # the head and tail of an oversized line kept to find its r
 
 
 def mcp_providers(config: McpConfig, workspace: Path | None = None) -> list[McpProvider]:
-    """One provider per enabled entry of ``mcpServers``, in file order; each server is told of the folders
-    its entry's ``roots`` names as its roots, else of ``workspace`` (the environment's folder; see
-    :class:`McpProvider`)."""
-    default = (workspace,) if workspace is not None else ()
+    """One provider per enabled entry of ``mcpServers``, in file order, each told its roots by
+    :func:`_roots` (``workspace`` is the environment's folder; see :class:`McpProvider`)."""
     return [
-        McpProvider(name, server, default if server.roots is None else [Path(r) for r in server.roots])
+        McpProvider(name, server, _roots(server, workspace))
         for name, server in config.mcpServers.items()
         if not server.disabled
     ]
+
+
+def _roots(server: McpServerConfig, workspace: Path | None) -> list[Path]:
+    """The folders a server is told of as its roots: those its entry's ``roots`` names, else the existing
+    folders its command line names (relative ones from its ``cwd``, in order), else ``workspace``.
+
+    ``server-filesystem /data/corpus``, as every client's README writes it, lets the client's roots
+    *replace* the folders on its command line; told the environment's folder, it denied the model the
+    folder the user named and opened the environment's own instead. Told the folders it was started on,
+    it serves what the user wrote. Flags, files, paths that do not exist and arguments that are no path
+    at all (a JSON setting longer than a file name may be) are no roots.
+    """
+    if server.roots is not None:
+        return [Path(root) for root in server.roots]
+    folders: list[Path] = []
+    cwd = Path(server.cwd) if server.cwd else Path.cwd()
+    for arg in server.args if server.command is not None else ():
+        if arg.startswith("-"):
+            continue
+        try:
+            path = (cwd / Path(arg).expanduser()).resolve()
+            folder = path.is_dir()
+        except (OSError, ValueError, RuntimeError):  # a name too long, a NUL byte, ~nobody: no folder
+            continue
+        if folder and path not in folders:
+            folders.append(path)
+    return folders or ([workspace] if workspace is not None else [])
 
 
 class McpTool:

@@ -45,8 +45,8 @@ What is accepted, and how it is read:
   variables - ``HOME``, ``PATH``, ``USER``, ... - plus :data:`PASSTHROUGH_ENV` plus its ``env:``),
   ``max_result_mb`` (a larger result becomes an error observation, read no further), ``roots`` (the
   folders the server is told of as its MCP roots, answering its ``roots/list``: paths, taken from the
-  workspace folder, or ``file://`` URIs; by default the environment's folder alone, ``[]`` for none; a
-  root that is not a folder fails at load naming ``roots[i]``).
+  workspace folder, or ``file://`` URIs; by default the folders a stdio server's arguments name, else the
+  environment's folder; ``[]`` for none; a root that is not a folder fails at load naming ``roots[i]``).
 * **UI-only keys** (``autoApprove``, ``alwaysAllow``, ``trust``, ``description``, ``icon``, ...)
   are ignored with a debug log, and so is any other unknown key (with a warning naming it, since a typo
   may hide there). Wrong values of known keys fail at start-up naming the field.
@@ -194,7 +194,7 @@ class McpServerConfig(BaseModel):
     max_result_mb: float = Field(default=32.0, gt=0, allow_inf_nan=False)
     include_tools: list[str] | None = None  # None: every tool; see ALLOW_KEYS
     exclude_tools: list[str] = Field(default_factory=list)  # see DENY_KEYS
-    roots: list[str] | None = None  # None: the environment's folder (see mcp.mcp_providers); []: none
+    roots: list[str] | None = None  # None: folders in args, else the env's folder (mcp._roots); []: none
 
     @model_validator(mode="before")
     @classmethod
