@@ -955,6 +955,104 @@ def test_a_think_tag_outside_any_call_is_still_reasoning(call_format, text, visi
     assert [c.name for c in calls if c.error is None] == runs
 
 
+BLOCK_TAG_CODE = [
+    "print('<tool_call>')",
+    "print('</tool_call>')",
+    "'<tool_call>x</tool_call>'",
+    "'<tool_call>{}'",
+]
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+@pytest.mark.parametrize("reasoning", ["", "<think>plan</think>\n", "plan opened by the template</think>\n"])
+@pytest.mark.parametrize("code", BLOCK_TAG_CODE)
+def test_a_block_tag_in_an_untagged_call_reaches_the_tool(call_format, reasoning, code):
+    """A ``<tool_call>`` inside a call's argument (a JSON string, an XML value) is argument text, as a think
+    tag is. Before, a block opened mid-string: a bare hermes call, or untagged XML, was an error call."""
+    from swift_rlfactory.tools.call_formats import call_parser, read_reply
+
+    call = written(call_format, "run", {"code": code})
+    untagged = call.removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
+    calls = call_parser(call_format, CASE_TOOLS)(reasoning + untagged)
+    assert [(c.name, c.arguments, c.error) for c in calls] == [("run", {"code": code}, None)]
+    reply = read_reply(reasoning + untagged)
+    assert (reply.visible.strip(), reply.writes_call) == (untagged, True)
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+@pytest.mark.parametrize("before", ["", "Let me run it. ", "<think>plan</think>\nLet me run it. "])
+@pytest.mark.parametrize("code", BLOCK_TAG_CODE)
+def test_a_json_call_whose_string_holds_a_block_tag_is_a_call_in_every_format(call_format, before, code):
+    """As with a think tag: where the format does not read JSON there (hermes after prose, ``qwen3_coder``)
+    it is the error call that names the tool and shows the format. Before, a block opened mid-string and
+    the error quoted the rest of the string."""
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    text = before + json.dumps({"name": "run", "parameters": {"code": code}})
+    [call] = call_parser(call_format, CASE_TOOLS)(text)
+    if call_format == "llama3_json" or call_format == "hermes" and not before:
+        assert (call.name, call.arguments, call.error) == ("run", {"code": code}, None)
+    else:
+        assert call.name == "run" and "must be written as" in call.error, call.error
+
+
+@pytest.mark.parametrize("call_format", FORMATS)
+@pytest.mark.parametrize("tagged", [True, False])
+@pytest.mark.parametrize("code", [*BLOCK_TAG_CODE, "print('</think>')"])
+def test_only_the_second_call_holding_a_tag_keeps_both_calls(call_format, tagged, code):
+    """Several calls in one reply, the tag in the second one's argument: both run, in order."""
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    written_calls = [
+        written(call_format, "search", {"query": "a"}),
+        written(call_format, "run", {"code": code}),
+    ]
+    if not tagged:
+        written_calls = [
+            c.removeprefix("<tool_call>").removesuffix("</tool_call>").strip() for c in written_calls
+        ]
+    calls = call_parser(call_format, CASE_TOOLS)("\n".join(written_calls))
+    expected = [("search", {"query": "a"}, None), ("run", {"code": code}, None)]
+    assert [(c.name, c.arguments, c.error) for c in calls] == expected
+
+
+def test_a_block_tag_in_an_xml_value_is_text_but_a_call_after_a_value_never_closed_is_a_call():
+    """Inside ``<tool_call>``, a ``<tool_call>`` in a value is the value's text (code that prints the tag),
+    unless a ``<function=`` follows it: then it opens the next call, and the value before it was never
+    closed. Before, any ``<tool_call>`` in a value made it "never closed"."""
+    code = "print('<tool_call>')\nprint(\"<tool_call> x\")"
+    [call] = xml(xml_call("search", query=code))
+    assert (call.name, call.arguments, call.error) == ("search", {"query": code}, None)
+    cut = "<tool_call><function=a><parameter=q>cut " + xml_call("b", q="y")  # <tool_call>\n<function=b>
+    broken, good = xml(cut)
+    assert "never closed" in broken.error
+    assert (good.name, good.arguments, good.error) == ("b", {"q": "y"}, None)
+
+
+@pytest.mark.parametrize(
+    "call_format, text, runs",
+    [
+        # a block after a call has ended, and after a call object that is never complete, is a block
+        ("hermes", 'Run {"name": "run", "arguments": {}} <tool_call>{"name": "search", "arguments": {}}',
+         ["search"]),
+        ("hermes", '{"name": "run", "arguments": {"code": "x <tool_call>{"name": "search", "arguments": {}}',
+         ["search"]),
+        ("qwen3_coder", "<function=run><parameter=code>x</parameter></function>\n"
+         "<tool_call><function=search><parameter=query>y</parameter></function></tool_call>", ["search"]),
+        # an XML call's opening tags never are a value's text: prose that shows <parameter=x> stays prose
+        ("qwen3_coder", "Write <parameter=x> inside: <tool_call>\n<function=search>\n<parameter=query>\ny\n"
+         "</parameter>\n</function>\n</tool_call>", ["search"]),
+    ],
+)  # fmt: skip
+def test_a_block_tag_outside_any_call_still_opens_a_block(call_format, text, runs):
+    """Only a tag inside an argument that reads whole across it is text."""
+    from swift_rlfactory.tools.call_formats import call_parser, read_reply
+
+    calls = call_parser(call_format, CASE_TOOLS)(text)
+    assert [c.name for c in calls if c.error is None] == runs
+    assert read_reply(text).writes_call
+
+
 @pytest.mark.parametrize(
     "value, query",
     [

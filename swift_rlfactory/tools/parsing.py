@@ -14,7 +14,9 @@ Where calls are
     * Every ``<tool_call>`` block, in order. A block ends at the first ``</tool_call>`` *outside a JSON
       string* (inside one it is argument text, e.g. code that prints the tag), at the next ``<tool_call>``,
       or at the end of the text (generation may stop at the closing tag). Once a block is known to be
-      broken, it ends at the next tag taken literally, so it never swallows the calls after it.
+      broken, it ends at the next tag taken literally, so it never swallows the calls after it. Outside
+      any block, a ``<tool_call>`` in a call's argument, as a think tag there (below), opens none: it is
+      argument text, so ``{"name": "run", "arguments": {"code": "print('<tool_call>')"}}`` runs as written.
     * Reasoning is not acted on, as in Qwen3, Qwen-Agent and vLLM's reasoning split: calls inside
       ``<think>...</think>`` do not run, every think block counts, everything after a ``<think>`` that is
       never closed is reasoning, and a first ``</think>`` with no ``<think>`` before it closes a think block
@@ -90,6 +92,7 @@ _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _MARK = re.compile(r"<think>|</think>|<tool_call>")
 _PARAM_OPEN, _PARAM_CLOSE = "<parameter=", "</parameter>"  # an XML call's value (:mod:`.xml_calls`)
 _PARAM_TAG = re.compile(r"<parameter=[^>\n]*>")
+_NEXT_CALL = re.compile(r"<tool_call>\s*<function=")  # an XML call: an XML value before it never closed
 
 # One JSON-ish token at a time. Strings use the unrolled-loop form and comments stop at a tag, so that
 # matching stays linear in the text (a comment that ran to the end for every block would be quadratic).
@@ -203,8 +206,9 @@ def parse_json_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCa
     reply = "".join(visible)
     if blocks:
         # A <tool_call> in a string of a Llama call ({"name": "echo", "parameters": {"s": "<tool_call>"}})
-        # is argument text: read the reply as written from the first tag on, and keep it if a call that
-        # starts before the tag reads whole across it.
+        # is argument text. _scan reads it so unless a call object it cannot read comes first (it stops
+        # there, to stay linear): read the reply as written from the first tag on, and keep it if a call
+        # that starts before the tag reads whole across it.
         tag = blocks[0][0] - len(_OPEN)
         if "{" not in text[:tag]:  # no call object can start before the tag
             return _block_calls(text, blocks)
@@ -349,22 +353,23 @@ def _scan(
 
     ``read`` reads one block's body from where it starts (default: hermes JSON)."""
     read = read or _read
-    pos = since = 0  # ``since``: where the calls that may hold the next think tag start
+    pos = since = 0  # ``since``: where the calls that may hold the next tag start
     thought = False  # whether a think block was seen yet
     blocks: list[tuple[int, _Body]] = []
     visible: list[str] = []
+    last_value_close = text.rfind(_PARAM_CLOSE)
     while (mark := _MARK.search(text, pos)) is not None:
         visible.append(text[pos : mark.start()])
-        if mark[0] == _OPEN:
+        if mark[0] == _THINK_CLOSE and thought:  # closes nothing: text (in a call's string, say)
+            visible.append(_THINK_CLOSE)
+            pos = mark.end()
+        elif (end := _argument_end(text, since, mark.start(), last_value_close)) is not None:  # argument text
+            visible.append(text[mark.start() : end])
+            pos = since = end
+        elif mark[0] == _OPEN:
             body = read(text, mark.end())
             blocks.append((mark.end(), body))
             pos = since = body.resume
-        elif mark[0] == _THINK_CLOSE and thought:  # closes nothing: text (in a call's string, say)
-            visible.append(_THINK_CLOSE)
-            pos = mark.end()
-        elif (end := _argument_end(text, since, mark.start())) is not None:  # the tag is argument text
-            visible.append(text[mark.start() : end])
-            pos = since = end
         elif mark[0] == _THINK_OPEN:
             close = text.find(_THINK_CLOSE, mark.end())
             if close < 0:  # never closed: the rest is reasoning
@@ -378,14 +383,17 @@ def _scan(
     return blocks, visible
 
 
-def _argument_end(text: str, start: int, mark: int) -> int | None:
-    """Where the call argument that holds the think tag at ``mark`` ends, or ``None`` when it is in none.
+def _argument_end(text: str, start: int, mark: int, last_value_close: int) -> int | None:
+    """Where the call argument that holds the tag at ``mark`` (a think tag, ``<tool_call>``) ends, or
+    ``None`` when it is in none.
 
     The argument is a string of a call object that starts in ``text[start:mark]`` (found and read as
     :func:`json_calls_in_prose` does, whatever its name) and reads whole across the tag, or the value of
-    an XML ``<parameter=NAME>`` opened there and closed by a ``</parameter>`` after the tag. Call objects
-    are read one after another and the first that cannot be read ends the search, so each character is
-    read about once, however many tags the text holds.
+    an XML ``<parameter=NAME>`` opened there and closed by a ``</parameter>`` after the tag (the last one
+    in ``text`` is at ``last_value_close``), unless the tag opens an XML call (``<tool_call><function=``):
+    then the value was never closed, or was prose that shows the syntax. Call objects are read one after
+    another and the first that cannot be read ends the search, and no value is looked for past the last
+    ``</parameter>``, so each character is read about once, however many tags the text holds.
     """
     pos = start
     while (call := _CALL_START.search(text, pos, mark)) is not None:
@@ -396,7 +404,13 @@ def _argument_end(text: str, start: int, mark: int) -> int | None:
             return body.end
         pos = body.end
     opened = text.rfind(_PARAM_OPEN, start, mark)  # the last XML value before the tag: still open?
-    if opened < 0 or not _PARAM_TAG.match(text, opened, mark) or text.find(_PARAM_CLOSE, opened, mark) >= 0:
+    if (
+        opened < 0
+        or mark > last_value_close
+        or _NEXT_CALL.match(text, mark)
+        or not _PARAM_TAG.match(text, opened, mark)
+        or text.find(_PARAM_CLOSE, opened, mark) >= 0
+    ):
         return None
     close = text.find(_PARAM_CLOSE, mark)
     return None if close < 0 else close + len(_PARAM_CLOSE)

@@ -41,13 +41,15 @@ Values are raw text, not JSON
 
 What is refused
     A block without ``<function=NAME>``; a parameter never closed with ``</parameter>`` (its value would
-    run into the next call); a parameter written twice (one value would be lost); text outside the tags
-    of a call, which would be thrown away. ``</function>`` may be missing at the end of a block and
-    ``</tool_call>`` at the end of the text (generation stops there). One block may hold several
-    functions. Without any block, ``<function=...>`` calls are those calls, as vLLM falls back to: at the
-    start of the reply, or after prose when the function is an offered tool (text after them is
-    refused). JSON naming an offered tool (``{"name": "search", ...}``, anywhere in the reply) is an error
-    call showing this format, so the model learns it instead of ending on an "answer".
+    run into the next call), which a ``<tool_call><function=...>`` before its ``</parameter>`` shows (a
+    ``<tool_call>`` alone is the value's text, as in code that prints it); a parameter written twice (one
+    value would be lost); text outside the tags of a call, which would be thrown away. ``</function>``
+    may be missing at the end of a block and ``</tool_call>`` at the end of the text (generation stops
+    there). One block may hold several functions. Without any block, ``<function=...>`` calls are those
+    calls, as vLLM falls back to: at the start of the reply, or after prose when the function is an
+    offered tool (text after them is refused). JSON naming an offered tool (``{"name": "search", ...}``,
+    anywhere in the reply) is an error call showing this format, so the model learns it instead of
+    ending on an "answer".
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from typing import Any
 
 from .parsing import (
     _CLOSE,
+    _NEXT_CALL,
     _OPEN,
     _PARAM_CLOSE,
     _PYTHON_LITERALS,
@@ -227,6 +230,7 @@ def _read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: 
         return _Body(stop, resume, error=message)
 
     at = pos
+    limit = -1  # in a block, values close before the next call's ``<tool_call><function=``: where it starts
     while True:
         after = _SPACE.match(text, at).end()
         if after >= len(text) or in_block and text.startswith((_CLOSE, _OPEN), after):
@@ -242,8 +246,11 @@ def _read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: 
         arguments: dict[str, Any] = {}
         while (parameter := _PARAMETER.match(text, at)) is not None:
             key = parameter[1].strip()
-            close = text.find(_PARAM_CLOSE, parameter.end())
-            if close < 0 or in_block and 0 <= text.find(_OPEN, parameter.end()) < close:
+            if limit < parameter.end():  # looked for once per block (it is the next block's start)
+                following = _NEXT_CALL.search(text, parameter.end()) if in_block else None
+                limit = len(text) if following is None else following.start()
+            close = text.find(_PARAM_CLOSE, parameter.end(), limit)
+            if close < 0:
                 return failed(f"parameter {_quote(key)} is never closed with </parameter>")
             if key in arguments:
                 return failed(f"parameter {_quote(key)} is written twice")

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swift_rlfactory.tools.parsing import (
@@ -109,9 +109,8 @@ def test_every_call_written_as_json_comes_back_exactly(call, ascii_only, indent,
 @PROPERTY
 @given(CALLS, st.sampled_from([None, 2]), st.sampled_from(["", "<think>x</think>\n", "x</think>\n"]))
 def test_every_call_written_as_bare_json_comes_back_exactly(call, indent, before):
-    """Without ``<tool_call>`` tags too: a think tag in a string is argument text, not reasoning."""
+    """Without ``<tool_call>`` tags too: a think or block tag in a string is argument text."""
     name, arguments = call
-    assume("<tool_call>" not in json.dumps(call))  # a block's tag in a bare call's string: not yet read
     body = json.dumps({"name": name, "arguments": arguments}, indent=indent)
     for parse in (parse_tool_calls, parse_json_calls):
         assert [(c.name, c.arguments, c.error) for c in parse(before + body)] == [(name, arguments, None)]
@@ -244,6 +243,11 @@ def test_megabyte_inputs_return_in_bounded_time(text, expect):
         'Look: {"name": "f", "parameters": {"q": "<think>"}} ' * 50_000,  # each holds a think tag
         '{"name": "f", "parameters": {"q": "' + "<think>" * 100_000,  # a string never closed, many tags
         "<function=f><parameter=q></think>" * 50_000,  # XML values never closed
+        'Look: {"name": "f", "parameters": {"q": "<tool_call>"}} ' * 50_000,  # each holds a block tag
+        '{"name": "f", "parameters": {"q": "' + "<tool_call>" * 100_000,  # never closed, many block tags
+        "<function=f><parameter=q><tool_call>" * 50_000,  # XML values never closed, then a block tag
+        "a<parameter=q><think>x</think>" * 50_000,  # an XML value never closed before each think block
+        "<tool_call></tool_call><parameter=q><tool_call>" * 50_000,
     ],
     ids=lambda value: ascii(value[:24]),
 )
@@ -253,6 +257,26 @@ def test_call_objects_in_megabytes_of_prose_return_in_bounded_time(text):
         calls = parse(text, NAMES)
         assert time.monotonic() - t0 < BOUND_S
         assert_sane(calls)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<tool_call><function=f><parameter=q>cut" * 50_000,  # values never closed: 18 s here, quadratic
+        "<tool_call><function=f><parameter=q>x" * 50_000 + "</parameter>",  # one close, at the very end
+        "<tool_call><function=f><parameter=q><tool_call>" * 50_000,
+        "<tool_call><function=f>" + "".join(f"<parameter=q{i}>x</parameter>" for i in range(50_000)),
+        "<function=f><parameter=q><tool_call>" * 50_000,  # untagged
+    ],
+    ids=lambda value: ascii(value[:24]),
+)
+def test_xml_calls_in_megabytes_return_in_bounded_time(text):
+    """Each value is looked for up to the next call's ``<tool_call><function=`` only, which is looked
+    for once per block: before, a value never closed searched the rest of the text for ``</parameter>``."""
+    t0 = time.monotonic()
+    calls = parse_xml_tool_calls(text, [{"name": "f"}])
+    assert time.monotonic() - t0 < BOUND_S
+    assert_sane(calls)
 
 
 def test_many_blocks_stay_linear():
