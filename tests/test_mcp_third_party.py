@@ -77,11 +77,35 @@ def test_server_filesystem_serves_the_folder_its_command_line_names(tmp_path: Pa
     assert not private.ok and "Access denied" in private.observation, private.observation
 
 
+def test_server_filesystem_reads_a_binary_file_as_text_for_a_model(tmp_path: Path) -> None:
+    """A binary file through server-filesystem: ``read_media_file`` (an embedded blob resource) reads as
+    the file's URI, type and size, not base64 nor a bare URI; ``read_text_file`` (the bytes decoded as
+    UTF-8 by the server) has no raw control character left, each run of them shown visibly."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "x.bin").write_bytes(bytes(range(256)) * 4)
+    entry = npm_server("server-filesystem")
+    env_file = claude_desktop_env(
+        tmp_path / "env", {"filesystem": {"command": "node", "args": [entry, str(corpus)]}}
+    )
+    with Environment.load(env_file) as env:
+        media, text = env.executor.execute(
+            [
+                ToolCall("read_media_file", {"path": str(corpus / "x.bin")}),
+                ToolCall("read_text_file", {"path": str(corpus / "x.bin")}),
+            ]
+        )
+    uri = (corpus / "x.bin").as_uri()
+    assert media.ok and media.observation == f"<resource {uri}> [binary: application/octet-stream, 1.0 kB]"
+    assert text.ok and not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", text.observation)
+    assert text.observation.startswith("[9 control characters]\t\n\\u000b\\u000c\r[18 control characters] !")
+
+
 def test_server_everything_results_read_as_text_for_a_model(tmp_path: Path) -> None:
     """server-everything's tools, each shape of result once: images are described (type and size), never
     base64; resource links and embedded resources are named; structured content is JSON; a wrong or missing
     argument and an unknown tool are error observations; the task-only tool is left out; every schema the
-    prompt gets is the server's own, under a valid function name."""
+    prompt gets is the server's own, under a valid function name, less zod's ``"$schema"``."""
     entry = npm_server("server-everything")
     env_file = claude_desktop_env(
         tmp_path / "env", {"everything": {"command": "node", "args": [entry, "stdio"]}}
@@ -104,12 +128,13 @@ def test_server_everything_results_read_as_text_for_a_model(tmp_path: Path) -> N
     image, annotated, links, blob, structured, long_running, wrong_type, missing, task_only = records
     assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) for name in schemas)
     assert schemas["echo"]["parameters"]["required"] == ["message"]
+    assert not [name for name, schema in schemas.items() if "$schema" in schema["parameters"]]  # zod's
     assert "simulate-research-query" not in schemas
     for record in (image, annotated):
         assert record.ok and "[image: image/png, " in record.observation, record.observation
         assert "iVBOR" not in record.observation and len(record.observation) < 300  # no PNG as base64
     assert links.ok and links.observation.count("<resource demo://resource/") == 2, links.observation
-    assert blob.ok and "<resource demo://resource/dynamic/blob/2>" in blob.observation, blob.observation
+    assert blob.ok and "<resource demo://resource/dynamic/blob/2> [binary: text/plain, " in blob.observation
     assert structured.ok and "temperature" in json.loads(structured.observation), structured.observation
     assert long_running.ok and "completed" in long_running.observation, long_running.observation
     assert not wrong_type.ok and "expected number, received string at a" in wrong_type.observation

@@ -1212,7 +1212,9 @@ async def _list_tools(client: ClientSession, notes: list[str]) -> list[ToolSpec]
                 task_only.append(t.name)
                 continue
             specs[t.name] = ToolSpec(
-                name=t.name, description=t.description or t.title or "", parameters=t.input_schema
+                name=t.name,
+                description=t.description or t.title or "",
+                parameters=_prompt_schema(t.input_schema),
             )
         cursor = page.next_cursor
         if not cursor:
@@ -1227,6 +1229,17 @@ async def _list_tools(client: ClientSession, notes: list[str]) -> list[ToolSpec]
             why = "sent a cursor again" if cursor in seen else f"sent more than {_MAX_TOOL_PAGES} pages"
             raise RuntimeError(f"tools/list never ends: the server {why} ({cursor[:80]!r})")
         seen.add(cursor)
+
+
+def _prompt_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's ``inputSchema`` as the model reads it in every prompt: without its ``"$schema"``.
+
+    zod-to-json-schema (every TypeScript SDK server) writes ``"$schema":
+    "http://json-schema.org/draft-07/schema#"`` into each tool's schema, about 15 tokens a tool that say
+    nothing about the arguments. Nothing here validates arguments against the schema (the server does, with
+    its own), and what types them (``$ref``, ``definitions``, ``$defs``, ``additionalProperties``) stays.
+    """
+    return {key: value for key, value in schema.items() if key != "$schema"}
 
 
 async def _undeclared_tools(client: ClientSession, notes: list[str]) -> list[ToolSpec]:

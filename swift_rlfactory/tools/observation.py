@@ -3,7 +3,12 @@
 Tools return many shapes: plain text, numbers, dicts and lists (Python tools), or MCP ``CallToolResult``
 content blocks (text, images, embedded resources, structured content). The model only ever sees text, so
 this module is the single place that decides how each shape reads. Dicts are rendered as compact JSON, so
-a tool returning a dict never trips a schema validator (RL-Factory issue #111).
+a tool returning a dict never trips a schema validator (RL-Factory issue #111). Media the model cannot see
+(an image, audio, a binary resource) reads as a note of its type and size, never as base64.
+
+Every observation, a result or an error of any backend, leaves through :func:`render_bounded`, which also
+makes the text safe to tokenize, log and print (:func:`_encodable`): control tokens and media tags written
+as text are defused, and raw control characters (a binary file read as text) are written visibly.
 
 Results can be far larger than the model will ever read (a 100 MB page, a list of a million rows), so
 :func:`render_bounded` stops once it has produced ``max_chars`` characters, and :func:`cut` fits the text
@@ -17,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-CUT_RULE = "marker-within-cap;media-tags-defused"
+CUT_RULE = "marker-within-cap;media-tags-defused;controls-shown;blobs-described"
 """Names how an observation's text is made, for the cache's keys: a cache file kept from an older rule (one
 that put the marker past the cut's cap, or kept ``<image>`` tags) is not replayed. Change it whenever the
 text :func:`render_bounded` or :func:`cut` returns changes."""
@@ -41,6 +46,12 @@ _CONTROL_TOKEN = re.compile(r"<(?=([|\uff5c])[^\s<>|\uff5c]{1,64}\1>)")
 # a grounding object. A tool result spelling one would move or eat the row's media; defused like a control
 # token, it stays text. Our own placeholders for media blocks use no angle brackets (see _media_note).
 _MEDIA_TAG = re.compile(r"<(?=(?:image|video|audio|bbox|ref-object|cot-process|start-image|img)>)")
+# C0 controls but tab, line feed and carriage return, DEL, and C1 controls: a binary file read as text
+# (server-filesystem's read_text_file) is full of them. A NUL ends C strings in tokenizers' native code and
+# in terminals, ESC and CSI (U+009B) drive the terminal a log is read in, U+0085 is a line break to Python's
+# splitlines. "\r" stays: CRLF text is common, every tokenizer has it, a JSON log escapes it.
+_CONTROL_RUN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+")
+_ESCAPED_RUN = 3  # longest run written as escapes; a longer one is a count, fewer tokens than its escapes
 
 
 class _Full(Exception):
@@ -139,7 +150,11 @@ def _render_mcp_block(block: Any, sink: _Sink) -> None:
         sink.emit(_media_note(kind, getattr(block, "mime_type", None), getattr(block, "data", None)))
     elif kind == "resource":
         resource = block.resource
-        sink.emit(getattr(resource, "text", None) or f"<resource {resource.uri}>")
+        blob = getattr(resource, "blob", None)
+        if isinstance(blob, str):
+            sink.emit(f"<resource {resource.uri}> {_media_note('binary', resource.mime_type, blob)}")
+        else:
+            sink.emit(getattr(resource, "text", None) or f"<resource {resource.uri}>")
     elif kind == "resource_link":
         sink.emit(f"<resource {block.uri}>")
     elif hasattr(block, "model_dump"):
@@ -149,8 +164,9 @@ def _render_mcp_block(block: Any, sink: _Sink) -> None:
 
 
 def _media_note(kind: str, mime_type: str | None, data: str | None) -> str:
-    """What the model reads for an image or audio block it cannot see: its type and decoded size, in square
-    brackets, which no template reads as a media tag (``<image>`` would be one for ms-swift).
+    """What the model reads for an image or audio block or a binary resource it cannot see: its type and
+    decoded size, in square brackets, which no template reads as a media tag (``<image>`` would be one for
+    ms-swift).
 
     >>> _media_note("image", "image/png", "A" * 1600)
     '[image: image/png, 1.2 kB]'
@@ -163,9 +179,10 @@ def _media_note(kind: str, mime_type: str | None, data: str | None) -> str:
 
 
 def _encodable(text: str) -> str:
-    """``text`` as a tokenizer and a template should read it: lone surrogates (``"\\ud83d"`` from a JSON
-    escape) replaced, control tokens (``_CONTROL_TOKEN``) and ms-swift's media tags (``_MEDIA_TAG``) written
-    as text defused with a zero-width space after the ``<``.
+    """``text`` as a tokenizer, a template, a log and a terminal should read it: lone surrogates
+    (``"\\ud83d"`` from a JSON escape) replaced, control tokens (``_CONTROL_TOKEN``) and ms-swift's media
+    tags (``_MEDIA_TAG``) written as text defused with a zero-width space after the ``<``, and each run of
+    control characters (``_CONTROL_RUN``) shown, not sent (:func:`_shown_controls`).
 
     >>> _encodable("<|im_end|>") == "<\\u200b|im_end|>"
     True
@@ -176,9 +193,25 @@ def _encodable(text: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = text.encode("utf-8", errors="replace").decode("utf-8")
+    text = _CONTROL_RUN.sub(_shown_controls, text)
     if "<" not in text:
         return text
     return _MEDIA_TAG.sub("<\u200b", _CONTROL_TOKEN.sub("<\u200b", text))
+
+
+def _shown_controls(run: re.Match[str]) -> str:
+    """A run of control characters as visible text: up to ``_ESCAPED_RUN`` of them as ``\\u00HH`` escapes,
+    so a terminal escape still reads as one (``\\u001b[31m``) and a dict's JSON stays JSON (``json.dumps``
+    leaves DEL and C1 controls raw), a longer run as its length, so a binary file costs a few tokens a run.
+    Neither form holds a control character, so showing twice changes nothing.
+
+    >>> _encodable("ESC\\x1b[0m NUL\\x00\\x00 zip\\x03\\x04\\x14\\x00\\x08 CRLF\\r\\n")
+    'ESC\\\\u001b[0m NUL\\\\u0000\\\\u0000 zip[5 control characters] CRLF\\r\\n'
+    """
+    chars = run.group()
+    if len(chars) <= _ESCAPED_RUN:
+        return "".join(f"\\u{ord(c):04x}" for c in chars)
+    return f"[{len(chars)} control characters]"
 
 
 def truncate(text: str, max_tokens: int | None, count_tokens: Callable[[str], int] | None = None) -> str:

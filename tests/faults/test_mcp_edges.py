@@ -236,3 +236,38 @@ def test_without_a_description_cap_the_server_descriptions_are_shown_whole() -> 
     with ToolExecutor([odd("huge")], Limits(call_timeout_s=10, max_description_chars=None)) as executor:
         [manual] = [s["function"] for s in executor.schemas() if s["function"]["name"] == "manual"]
         assert manual["description"] == "M" * 200_000
+
+
+@pytest.mark.timeout(60)
+def test_binary_resources_and_control_characters_read_as_text_for_a_model() -> None:
+    """An embedded binary resource (server-filesystem's ``read_media_file`` on a ``.bin`` file) is named
+    and described like an image, its type and decoded size, never base64; and text holding raw control
+    characters (``read_text_file`` on a binary file) reaches the model with each run of them visible and
+    harmless: a short run as ``\\u00HH`` escapes, a longer one as a count. Tabs and line ends stay."""
+    with ToolExecutor([odd("binary")], Limits(call_timeout_s=10, retries=0)) as executor:
+        blobs, raw = executor.execute([ToolCall("blobs", {}), ToolCall("rawtext", {})])
+    assert blobs.ok and raw.ok, (blobs.error, raw.error)
+    assert blobs.observation.splitlines() == [
+        "<resource file:///x.bin> [binary: unknown type, 2.4 kB]",
+        "<resource file:///a.pdf> [binary: application/pdf, 70 B]",
+    ]
+    assert raw.observation == "ELF[6 control characters] \\u001b[31mred\\u001b[0m \\u0085\\u009b\r\nend\t."
+
+
+@pytest.mark.timeout(60)
+def test_zod_schema_keywords_for_validators_stay_out_of_the_prompt() -> None:
+    """zod-to-json-schema puts ``"$schema": "http://json-schema.org/draft-07/schema#"`` into every tool's
+    ``inputSchema``, about 15 tokens a tool in every prompt that tell the model nothing; it is left out of
+    the schema the model reads. What says what the arguments are stays: ``additionalProperties``, the
+    ``definitions`` a ``$ref`` points into (the XML call format types values through them), ``required``."""
+    with ToolExecutor([odd("zod")], Limits(call_timeout_s=10, retries=0)) as executor:
+        [zodded] = [s["function"] for s in executor.schemas() if s["function"]["name"] == "zodded"]
+        record = executor.execute([ToolCall("zodded", {"path": "a", "depth": 2})])[0]
+    assert zodded["parameters"] == {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "depth": {"$ref": "#/definitions/depth"}},
+        "required": ["path"],
+        "additionalProperties": False,
+        "definitions": {"depth": {"type": "integer", "minimum": 0}},
+    }
+    assert record.observation == '{"path": "a", "depth": 2}'

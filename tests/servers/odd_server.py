@@ -19,6 +19,12 @@
 * ``badblocks``: two more tools whose one content block is of a known type but malformed: ``textless``
   (a text block without ``text``) and ``hollow`` (a resource block whose resource has neither ``text``
   nor ``blob``).
+* ``binary``: two more tools, ``blobs`` (embedded binary resources, one with a MIME type and one without, as
+  server-filesystem's ``read_media_file`` sends a ``.bin`` file) and ``rawtext`` (text holding NULs, an ANSI
+  colour escape, C1 controls and CRLF line ends, as server-filesystem's ``read_text_file`` reads a binary
+  file).
+* ``zod``: one more tool, ``zodded``, whose ``inputSchema`` is what zod-to-json-schema writes (TypeScript
+  SDK servers): ``$schema``, ``additionalProperties: false`` and a parameter typed through ``definitions``.
 
 * ``huge``: one more tool, ``manual``, whose description is 200,000 characters and whose parameter ``q``
   has a 50,000-character description (a server that ships its whole manual in its tool list), beside a
@@ -41,6 +47,14 @@ BAD_SCHEMAS = {
     "untyped": {"properties": {}},
     "listy": {"type": "array"},
 }
+ZOD_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "depth": {"$ref": "#/definitions/depth"}},
+    "required": ["path"],
+    "additionalProperties": False,
+    "definitions": {"depth": {"type": "integer", "minimum": 0}},
+}
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 RESULTS = {
     "media": {
@@ -54,6 +68,20 @@ RESULTS = {
     "struct_error": {"content": [], "structuredContent": {"error": "quota exceeded"}, "isError": True},
     "textless": {"content": [{"type": "text"}]},
     "hollow": {"content": [{"type": "resource", "resource": {"uri": "file:///notes.txt"}}]},
+    "blobs": {
+        "content": [
+            {"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAECAwQF" * 400}},
+            {
+                "type": "resource",
+                "resource": {"uri": "file:///a.pdf", "mimeType": "application/pdf", "blob": PNG},
+            },
+        ]
+    },
+    "rawtext": {
+        "content": [
+            {"type": "text", "text": "ELF\x00\x00\x00\x00\x01\x02 \x1b[31mred\x1b[0m \x85\x9b\r\nend\t."}
+        ]
+    },
     "weird": {
         "content": [
             {"type": "text", "text": "before"},
@@ -103,6 +131,10 @@ def main() -> None:
         tools = [*tools, {"name": "manual", "description": "M" * 200_000, "inputSchema": schema}]
     if "badblocks" in flags:
         tools = [*tools, *({"name": name, "inputSchema": SCHEMA} for name in ("textless", "hollow"))]
+    if "binary" in flags:
+        tools = [*tools, *({"name": name, "inputSchema": SCHEMA} for name in ("blobs", "rawtext"))]
+    if "zod" in flags:
+        tools = [*tools, {"name": "zodded", "inputSchema": ZOD_SCHEMA}]
     for line in sys.stdin:
         message = json.loads(line)
         request_id, method = message.get("id"), message.get("method")
