@@ -890,44 +890,6 @@ def test_an_xml_value_whose_ref_is_the_schema_root_is_typed_by_the_root():
     }
 
 
-@pytest.mark.parametrize("call_format", FORMATS)
-@pytest.mark.parametrize("reasoning", ["", "<think>plan</think>\n", "plan opened by the template</think>\n"])
-@pytest.mark.parametrize(
-    "code",
-    ["print('</think>')", "s = '</think>'\nprint(s.upper())", "print('<think>')", "'<think>a</think>'"],
-)
-def test_a_think_tag_in_an_untagged_call_reaches_the_tool(call_format, reasoning, code):
-    """A think tag inside a call's argument (a JSON string, an XML value) is argument text, whether or not
-    reasoning comes first. Before, a reply that was nothing but the call lost it: its ``</think>`` was
-    taken for the end of reasoning the prompt opened, and a ``<think>`` opened reasoning never closed;
-    after reasoning, ``<think>a</think>`` was cut out of the argument."""
-    from swift_rlfactory.tools.call_formats import call_parser, read_reply
-
-    call = written(call_format, "run", {"code": code})
-    untagged = call.removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
-    calls = call_parser(call_format, CASE_TOOLS)(reasoning + untagged)
-    assert [(c.name, c.arguments, c.error) for c in calls] == [("run", {"code": code}, None)]
-    reply = read_reply(reasoning + untagged)
-    assert (reply.visible.strip(), reply.writes_call) == (untagged, True)
-
-
-@pytest.mark.parametrize("call_format", FORMATS)
-@pytest.mark.parametrize("before", ["", "Let me run it. ", "<think>plan</think>\nLet me run it. "])
-@pytest.mark.parametrize("code", ["print('</think>')", "print('<think>')"])
-def test_a_json_call_whose_string_holds_a_think_tag_is_a_call_in_every_format(call_format, before, code):
-    """Llama's call after prose runs; where the format does not read it there (hermes after prose, any JSON
-    for ``qwen3_coder``) it is the error call that shows the format, as without the tag. Before, the
-    call was lost and the turn ended as an answer."""
-    from swift_rlfactory.tools.call_formats import call_parser
-
-    text = before + json.dumps({"name": "run", "parameters": {"code": code}})
-    [call] = call_parser(call_format, CASE_TOOLS)(text)
-    if call_format == "llama3_json" or call_format == "hermes" and not before:
-        assert (call.name, call.arguments, call.error) == ("run", {"code": code}, None)
-    else:
-        assert call.name == "run" and "must be written as" in call.error, call.error
-
-
 @pytest.mark.parametrize(
     "call_format, text, visible, runs",
     [
@@ -955,6 +917,12 @@ def test_a_think_tag_outside_any_call_is_still_reasoning(call_format, text, visi
     assert [c.name for c in calls if c.error is None] == runs
 
 
+THINK_TAG_CODE = [
+    "print('</think>')",
+    "s = '</think>'\nprint(s.upper())",
+    "print('<think>')",
+    "'<think>a</think>'",
+]
 BLOCK_TAG_CODE = [
     "print('<tool_call>')",
     "print('</tool_call>')",
@@ -965,10 +933,13 @@ BLOCK_TAG_CODE = [
 
 @pytest.mark.parametrize("call_format", FORMATS)
 @pytest.mark.parametrize("reasoning", ["", "<think>plan</think>\n", "plan opened by the template</think>\n"])
-@pytest.mark.parametrize("code", BLOCK_TAG_CODE)
-def test_a_block_tag_in_an_untagged_call_reaches_the_tool(call_format, reasoning, code):
-    """A ``<tool_call>`` inside a call's argument (a JSON string, an XML value) is argument text, as a think
-    tag is. Before, a block opened mid-string: a bare hermes call, or untagged XML, was an error call."""
+@pytest.mark.parametrize("code", [*THINK_TAG_CODE, *BLOCK_TAG_CODE])
+def test_a_tag_in_an_untagged_call_reaches_the_tool(call_format, reasoning, code):
+    """A think tag or a ``<tool_call>`` inside a call's argument (a JSON string, an XML value) is argument
+    text, whether or not reasoning comes first. Before, a reply that was nothing but the call lost it: its
+    ``</think>`` was taken for the end of reasoning the prompt opened, a ``<think>`` opened reasoning never
+    closed, and a ``<tool_call>`` opened a block mid-string (an error call); after reasoning,
+    ``<think>a</think>`` was cut out of the argument."""
     from swift_rlfactory.tools.call_formats import call_parser, read_reply
 
     call = written(call_format, "run", {"code": code})
@@ -981,11 +952,12 @@ def test_a_block_tag_in_an_untagged_call_reaches_the_tool(call_format, reasoning
 
 @pytest.mark.parametrize("call_format", FORMATS)
 @pytest.mark.parametrize("before", ["", "Let me run it. ", "<think>plan</think>\nLet me run it. "])
-@pytest.mark.parametrize("code", BLOCK_TAG_CODE)
-def test_a_json_call_whose_string_holds_a_block_tag_is_a_call_in_every_format(call_format, before, code):
-    """As with a think tag: where the format does not read JSON there (hermes after prose, ``qwen3_coder``)
-    it is the error call that names the tool and shows the format. Before, a block opened mid-string and
-    the error quoted the rest of the string."""
+@pytest.mark.parametrize("code", ["print('</think>')", "print('<think>')", *BLOCK_TAG_CODE])
+def test_a_json_call_whose_string_holds_a_tag_is_a_call_in_every_format(call_format, before, code):
+    """Llama's call after prose runs; where the format does not read it there (hermes after prose, any JSON
+    for ``qwen3_coder``) it is the error call that names the tool and shows the format, as without the
+    tag. Before, the call was lost and the turn ended as an answer, or a block opened mid-string and the
+    error quoted the rest of the string."""
     from swift_rlfactory.tools.call_formats import call_parser
 
     text = before + json.dumps({"name": "run", "parameters": {"code": code}})
