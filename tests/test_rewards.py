@@ -82,6 +82,19 @@ def test_builtin_rewards_through_spec():
     assert good.rewards == {"em": 1.0, "f1": 1.0, "format": 1.0, "total": pytest.approx(1.7)}
 
 
+def test_an_answer_passed_to_a_call_written_without_tags_earns_nothing_through_spec():
+    """The reply's parser reads these as calls (a bare hermes call, Llama's call after prose), so the answer
+    in the code they pass is the tool's input, not the reply's answer; JSON inside an answer stays the
+    answer. Before, both calls scored em 1, f1 1 and (Llama's) format 1."""
+    spec = RewardSpec([RewardTerm(name="em"), RewardTerm(name="f1"), RewardTerm(name="format")])
+    bare = '{"name": "run", "arguments": {"code": "print(\\"<answer>4</answer>\\")"}}'
+    prose = 'Ok. {"name": "run", "parameters": {"code": "<answer>4</answer>"}}'
+    json_answer = '<answer>{"name": "run", "arguments": {"code": "4"}}</answer>'
+    golds = ("4",)
+    assert spec.score([traj(bare, golds), traj(prose, golds)]) == [0.0, 0.0]
+    assert spec.score([traj(json_answer, ('{"name": "run", "arguments": {"code": "4"}}',))]) == [3.0]
+
+
 def test_format_penalises_malformed_calls_and_tool_use_budget():
     bad_call = {"tool": "", "error": "could not parse tool call: empty"}
     ok_call = {"tool": "search", "error": None}

@@ -292,3 +292,139 @@ def test_answers_once_sees_every_call_some_parser_reads_and_the_reply_they_read(
     assert found.visible == visible_text(text)
     if parse_tool_calls(text) or parse_xml_tool_calls(text) or parse_json_calls(text):
         assert found.writes_call and not rules.answers_once(text)
+
+
+# -- an answer inside a call's argument is argument text, in every format we read ---------------------
+CODE_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "run", "parameters": {"properties": {"code": {"type": "string"}}}},
+    }
+]
+PRINTS = 'print("<answer>Paris</answer>")'
+XML_PRINTS = f"<function=run>\n<parameter=code>\n{PRINTS}\n</parameter>\n</function>"
+
+
+@pytest.mark.parametrize(
+    ("call_format", "text"),
+    [
+        ("hermes", json.dumps({"name": "run", "arguments": {"code": PRINTS}})),  # a bare call
+        ("hermes", "```json\n" + json.dumps([{"name": "run", "arguments": {"code": PRINTS}}]) + "\n```"),
+        ("llama3_json", "Ok. " + json.dumps({"name": "run", "parameters": {"code": PRINTS}})),  # after prose
+        ("llama3_json", "<|python_tag|>" + json.dumps({"name": "run", "parameters": {"code": PRINTS}})),
+        ("llama3_json", "Ok. {'name': 'run', 'parameters': {'code': 'print(\"<answer>Paris</answer>\")'}}"),
+        ("llama3_json", 'Ok. {"type": "function", "function": {"name": "run", "parameters": {"code": "'
+         '<answer>Paris</answer>"}}}'),
+        ("qwen3_coder", XML_PRINTS),  # XML without its tags
+        ("qwen3_coder", f"<tool_call>\n{XML_PRINTS.replace('<answer>', '</tool_call><answer>')}\n</tool_call>"),
+    ],
+)  # fmt: skip
+def test_an_answer_in_the_argument_of_a_call_the_parser_reads_earns_nothing(call_format, text):
+    """The reply's own parser reads the text as a call, so the answer in it is what the call's code prints,
+    not the reply's answer: it earns nothing, as one in a ``<tool_call>`` block. Before, the text of a
+    call written without tags (or an XML block whose value holds ``</tool_call>``) was read for answers,
+    so a policy could be paid for an answer it only passed to a tool, in a turn that did not end the
+    episode."""
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    [call] = call_parser(call_format, CODE_TOOLS)(text)
+    assert call.error is None and "<answer>Paris</answer>" in call.arguments["code"]
+    assert extract_answer(text) is None
+    assert scores(reply(text)) == (0.0, 0.0, 0.0, [0.0])
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ('<answer>{"name": "run", "arguments": {"code": "x"}}</answer>', '{"name": "run", "arguments": {"code": "x"}}'),
+        ('Its record: {"name": "Paris", "arguments": {}}. <answer>Paris</answer>', "Paris"),
+        ('I ran {"name": "run", "arguments": {"code": "print(\'<answer>\')"}}: <answer>Paris</answer>', "Paris"),
+        ('<answer>{"name": "f", "arguments": {"s": "</answer>"}}</answer>', '{"name": "f", "arguments": {"s": "</answer>"}}'),
+    ],
+)  # fmt: skip
+def test_an_answer_that_holds_or_follows_call_json_is_still_the_answer(text, answer):
+    """Only tags inside a call's argument are its text: a JSON answer, and an answer after JSON that
+    mentions a tag, are answers as before (a closing tag in the JSON no longer cuts the answer short)."""
+    assert extract_answer(text) == answer
+
+
+@pytest.mark.timeout(60)
+def test_a_last_turn_that_only_calls_with_the_answer_in_its_argument_scores_nothing():
+    """A real rollout, read by the format's parser (Llama's call after prose): the last turn is a call, so
+    the episode ends at ``max_turns`` without an answer, and the ``em`` reward scores it 0."""
+    from swift_rlfactory.rewards.registry import RewardSpec
+    from swift_rlfactory.rewards.terms import RewardTerm
+    from swift_rlfactory.tools.call_formats import call_parser
+
+    @tool
+    def run(code: str) -> str:
+        """Pretend to run ``code``."""
+        return "ran"
+
+    call = "Let me check. " + json.dumps({"name": "run", "parameters": {"code": PRINTS}})
+
+    def episode(last: str) -> Trajectory:
+        turns = iter([call, last])
+
+        async def generate(messages):
+            return Generation(next(turns))
+
+        with ToolExecutor([PythonProvider([run])], Limits()) as executor:
+            return asyncio.run(
+                run_episode(
+                    [{"role": "user", "content": "q"}],
+                    generate,
+                    executor,
+                    2,
+                    row={"answer": "Paris"},
+                    parse=call_parser("llama3_json", executor.schemas()),
+                )
+            )
+
+    spec = RewardSpec([RewardTerm(name="em")])
+    called = episode(call)
+    assert called.stop_reason == "max_turns" and [c["error"] for c in called.tool_calls] == [None]
+    answered = episode("<answer>Paris</answer>")
+    assert answered.stop_reason == "answer"
+    assert spec.score([called, answered]) == [0.0, 1.0]
+
+
+def test_a_tool_turn_whose_call_argument_holds_an_answer_tag_follows_the_protocol():
+    """A tool turn must not answer, and an ``<answer>`` inside its call's argument is no answer: the turn
+    follows the protocol (it was 0 before), while one that also answers outside the call does not."""
+    call = "Let me check. " + json.dumps({"name": "run", "parameters": {"code": "print('<answer>')"}})
+    trajectory = Trajectory(
+        messages=[
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": call},
+            {"role": "tool", "content": "<answer>"},
+            {"role": "assistant", "content": "<answer>Paris</answer>"},
+        ],
+        tool_calls=[{"tool": "run", "error": None, "turn": 1}],
+        turns=2,
+    )
+    assert process.turn_format(trajectory) == [1.0, 1.0]
+    trajectory.messages[1]["content"] = f"<answer>Paris {call}"
+    assert process.turn_format(trajectory) == [0.0, 1.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pieces=_pieces(),
+    answer=_ANSWERS,
+    where=st.integers(0, 12),
+    key=st.sampled_from(["arguments", "parameters"]),
+)
+def test_an_answer_in_an_untagged_calls_argument_changes_no_score(pieces, answer, where, key):
+    """Wherever a call written without tags stands among text, think tags, calls and answers, an answer in
+    its argument reads as any other argument text: what the rewards see is what they see without it."""
+    filled = [f"<answer>a{i}</answer>" if piece == "@" else piece for i, piece in enumerate(pieces)]
+
+    def written(code: str) -> str:
+        call = json.dumps({"name": "run", key: {"code": code}})
+        return "".join(filled[:where] + [call] + filled[where:])
+
+    holding, plain = written(f"print('<answer>{answer}</answer>')"), written("print(4)")
+    assert extract_answer(holding) == extract_answer(plain)
+    assert rules.answers_once(holding) == rules.answers_once(plain)
+    assert rules.opens_answer(visible_reply(holding)) == rules.opens_answer(visible_reply(plain))

@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..trajectory import Trajectory
-from .rules import answers_once, parse_failed, visible_reply
+from .rules import answers_once, opens_answer, parse_failed, visible_reply
 
 
 def calls_by_turn(trajectory: Trajectory) -> dict[int, list[dict[str, Any]]]:
@@ -47,7 +47,8 @@ def turn_format(trajectory: Trajectory) -> list[float]:
     A tool turn follows it when every call parsed (a call past ``max_calls_per_turn`` parsed too) and it
     holds no ``<answer>``; a turn without calls follows it when it holds exactly one non-empty ``<answer>``
     block and no tool call. Only the visible reply counts, as for the parser: reasoning that mentions
-    ``<answer>`` or ``<tool_call>`` changes nothing (:func:`~.rules.visible_reply`).
+    ``<answer>`` or ``<tool_call>`` changes nothing (:func:`~.rules.visible_reply`), nor does an
+    ``<answer>`` inside a call's argument (:func:`~.rules.opens_answer`).
     """
     by_turn = calls_by_turn(trajectory)
     scores = []
@@ -55,7 +56,7 @@ def turn_format(trajectory: Trajectory) -> list[float]:
         calls = by_turn.get(i)
         if calls:
             parsed = not any(parse_failed(c) for c in calls)
-            scores.append(float(parsed and "<answer>" not in visible_reply(text)))
+            scores.append(float(parsed and not opens_answer(visible_reply(text))))
         else:
             scores.append(float(answers_once(text)))
     return scores

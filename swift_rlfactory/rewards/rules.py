@@ -4,7 +4,11 @@ Answers are read from the last assistant message, inside ``<answer>...</answer>`
 from its visible reply (:func:`visible_reply`): the text the tool-call parser acts on, with reasoning and
 tool-call blocks removed by the parser's own rules. An answer the model only considered in its reasoning
 (``<think>Maybe <answer>Paris</answer>?</think> I don't know.``) earns nothing, as a call written there
-does not run, and a reply whose ``<think>`` is never closed has no visible answer at all.
+does not run, and a reply whose ``<think>`` is never closed has no visible answer at all. Nor does an
+answer tag inside the argument of a call written without tags (``{"name": "run", "arguments": {"code":
+"print('<answer>4</answer>')"}}``, after prose as Llama writes it, or in an XML value): it is argument
+text, by the parser's rule for any tag there (:func:`~swift_rlfactory.tools.parsing.call_arguments`),
+whatever the call's name, while an answer that holds call JSON is an answer.
 Normalisation follows SQuAD (lower case, no punctuation, no articles, single spaces), made to hold for every
 script: NFKC first (full-width "ＢＢＣ" is "bbc"), case folding ("Straße" is "strasse"), and every Unicode
 punctuation mark dropped with ASCII's ("。", "–", "’": "O’Brien" is "O'Brien"). Token F1 counts each
@@ -27,15 +31,17 @@ of them is guessed. When the prediction and a golden answer are both plain numbe
 
 from __future__ import annotations
 
+import bisect
 import re
 import string
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 from ..tools.call_formats import read_reply
-from ..tools.parsing import visible_text
+from ..tools.parsing import call_arguments
 from ..trajectory import Trajectory
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -57,7 +63,8 @@ _OVER_LIMIT = "could not parse tool call: too many tool calls in one turn"
 
 
 def visible_reply(text: str) -> str:
-    """``text`` as the tool-call parser reads it: without reasoning and without ``<tool_call>`` blocks.
+    """``text`` as the tool-call parser reads it: without reasoning and without ``<tool_call>`` blocks
+    (each read as its format's parser reads it: :func:`~swift_rlfactory.tools.call_formats.read_reply`).
 
     The rules are :mod:`~swift_rlfactory.tools.parsing`'s, taken from the parser itself so the two cannot
     drift apart: every ``<think>...</think>`` block is reasoning, so is everything after a ``<think>``
@@ -70,7 +77,7 @@ def visible_reply(text: str) -> str:
     >>> visible_reply("weighing it up</think><answer>Paris</answer>")
     '<answer>Paris</answer>'
     """
-    return visible_text(text)
+    return read_reply(text).visible
 
 
 def normalize_answer(text: str) -> str:
@@ -120,17 +127,20 @@ def _number_text(sign: str, digits: str) -> str:
     return minus + number if number.strip("0.") else number  # -0 is 0
 
 
-def answer_blocks(text: str) -> list[str]:
+def answer_blocks(text: str, arguments: Sequence[tuple[int, int]] = ()) -> list[str]:
     """The contents of ``text``'s ``<answer>...</answer>`` blocks, in order: each from an opening tag to the
     first closing tag after it, as ``re.findall(r"<answer>(.*?)</answer>", text, re.DOTALL)`` reads them.
+    ``arguments``: spans of ``text`` (in order, none inside another) whose tags are no tags, the calls'
+    arguments of :func:`~swift_rlfactory.tools.parsing.call_arguments`.
 
     In linear time: once an opening tag has no closing tag after it, no later one has either. The regex
     looked for one after every later opening tag again, so a model repeating ``<answer>`` took seconds
     per reward (3.6 s for 64k characters, in each of em, f1 and format, on the reward's event loop).
     """
+    starts = [start for start, _ in arguments]
     blocks, pos = [], 0
-    while (start := text.find("<answer>", pos)) != -1:
-        end = text.find("</answer>", start + len("<answer>"))
+    while (start := _tag(text, "<answer>", pos, starts, arguments)) != -1:
+        end = _tag(text, "</answer>", start + len("<answer>"), starts, arguments)
         if end == -1:
             break
         blocks.append(text[start + len("<answer>") : end])
@@ -138,9 +148,31 @@ def answer_blocks(text: str) -> list[str]:
     return blocks
 
 
+def _tag(text: str, tag: str, pos: int, starts: list[int], arguments: Sequence[tuple[int, int]]) -> int:
+    """Where the next ``tag`` from ``pos`` outside ``arguments`` (which start at ``starts``) is; -1 if none."""
+    while (at := text.find(tag, pos)) != -1:
+        inside = bisect.bisect_right(starts, at) - 1
+        if inside < 0 or arguments[inside][1] <= at:
+            return at
+        pos = arguments[inside][1]
+    return -1
+
+
+def opens_answer(visible: str) -> bool:
+    """Whether a visible reply writes ``<answer>`` outside its calls' arguments (closed or not)."""
+    arguments = call_arguments(visible)
+    return _tag(visible, "<answer>", 0, [start for start, _ in arguments], arguments) != -1
+
+
+def reply_answers(visible: str) -> list[str]:
+    """The answer blocks of a visible reply (:func:`visible_reply`), an answer tag inside a call's argument
+    being the argument's text."""
+    return answer_blocks(visible, call_arguments(visible))
+
+
 def extract_answer(text: str) -> str | None:
     """The content of the last ``<answer>`` block of the visible reply, or ``None`` when there is none."""
-    found = answer_blocks(visible_reply(text))
+    found = reply_answers(visible_reply(text))
     return found[-1].strip() if found else None
 
 
@@ -225,7 +257,7 @@ def answers_once(text: str) -> bool:
     visible reply, and no tool call in any format we read, well-formed or not (reasoning may mention
     both). One scan of the text (:func:`~swift_rlfactory.tools.call_formats.read_reply`)."""
     reply = read_reply(text)
-    answers = answer_blocks(reply.visible)
+    answers = reply_answers(reply.visible)
     return len(answers) == 1 and bool(answers[0].strip()) and not reply.writes_call
 
 

@@ -27,12 +27,14 @@ from .parsing import (
     _PYTHON_TAG,
     ToolCall,
     _bare_calls,
+    _Body,
+    _read,
     _scan,
     _unwrapped,
     parse_json_calls,
     parse_tool_calls,
 )
-from .xml_calls import BARE_XML_CALL, parse_xml_tool_calls, schema_properties
+from .xml_calls import _FUNCTION, BARE_XML_CALL, _read_xml, parse_xml_tool_calls, schema_properties
 
 CallParser = Callable[[str], list[ToolCall]]
 """Model text in, the calls in it out (error calls included); never raises."""
@@ -58,7 +60,8 @@ def call_parser(call_format: str, tools: Sequence[Mapping[str, Any]] | None = No
 @dataclass(frozen=True)
 class Reply:
     """One assistant turn read once for rewards: its ``visible`` text (reasoning and ``<tool_call>``
-    blocks removed, as every parser reads it) and whether it ``writes_call`` in any format we read."""
+    blocks removed, each block as the parser of its format reads it) and whether it ``writes_call`` in
+    any format we read."""
 
     visible: str
     writes_call: bool
@@ -72,9 +75,13 @@ def read_reply(text: str) -> Reply:
     reply is nothing but call JSON (hermes's and Llama's bare call), starts with ``<function=`` (an XML
     call without its tags) or holds Llama's ``<|python_tag|>``. Call objects inside prose are not seen:
     telling them from an answer that quotes JSON takes the names of the tools offered, which the parsers
-    have and a reward does not.
+    have and a reward does not (the answers in their arguments are not answers all the same:
+    :func:`.parsing.call_arguments`).
+
+    A block that opens with ``<function=`` is read as Qwen3-Coder's XML, the only parser that runs it,
+    so a ``</tool_call>`` inside one of its values is the value's text, not the end of the block.
     """
-    blocks, visible = _scan(text)
+    blocks, visible = _scan(text, _block)
     rest = "".join(visible)
     if blocks:
         return Reply(rest, True)
@@ -82,3 +89,10 @@ def read_reply(text: str) -> Reply:
         rest.lstrip().startswith(BARE_XML_CALL) or _PYTHON_TAG in rest or bool(_bare_calls(_unwrapped(rest)))
     )
     return Reply(rest, bare)
+
+
+def _block(text: str, pos: int) -> _Body:
+    """One ``<tool_call>`` block's body as the parser that runs it reads it: XML when it opens with
+    ``<function=`` (without the tools' schemas: a value left untyped is never refused, so the block ends
+    where its XML does), else hermes JSON."""
+    return _read_xml(text, pos, {}) if _FUNCTION.match(text, pos) else _read(text, pos)

@@ -92,6 +92,7 @@ _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _MARK = re.compile(r"<think>|</think>|<tool_call>")
 _PARAM_OPEN, _PARAM_CLOSE = "<parameter=", "</parameter>"  # an XML call's value (:mod:`.xml_calls`)
 _PARAM_TAG = re.compile(r"<parameter=[^>\n]*>")
+_FUNCTION_OPEN = "<function="  # an XML call's first tag
 _NEXT_CALL = re.compile(r"<tool_call>\s*<function=")  # an XML call: an XML value before it never closed
 
 # One JSON-ish token at a time. Strings use the unrolled-loop form and comments stop at a tag, so that
@@ -414,6 +415,42 @@ def _argument_end(text: str, start: int, mark: int, last_value_close: int) -> in
         return None
     close = text.find(_PARAM_CLOSE, mark)
     return None if close < 0 else close + len(_PARAM_CLOSE)
+
+
+def call_arguments(text: str) -> list[tuple[int, int]]:
+    """Where the calls written without tags are in a visible reply, whatever their names: ``(start, end)``
+    of each call object (found and read as :func:`json_calls_in_prose` finds and reads one) and of each
+    XML ``<parameter=NAME>`` value closed by its ``</parameter>`` from the first ``<function=`` on (where
+    an untagged XML call can start), in order, none inside another.
+
+    A tag in one of them is the argument's text, by the rule :func:`_argument_end` applies to think tags
+    and ``<tool_call>``: rewards read ``<answer>`` so (:func:`~swift_rlfactory.rewards.rules.extract_answer`).
+    The names are not needed: a tag inside a JSON string or an XML value is never the reply's own. As
+    there, the first call object that cannot be read ends the search for call objects, so each character
+    is read about once.
+    """
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (call := _CALL_START.search(text, pos)) is not None:
+        body = _read_one(text, call.start())
+        if body.error is not None:
+            break
+        spans.append((call.start(), body.end))
+        pos = body.end
+    pos = text.find(_FUNCTION_OPEN)
+    while pos >= 0 and (value := _PARAM_TAG.search(text, pos)) is not None:
+        close = text.find(_PARAM_CLOSE, value.end())
+        if close < 0:
+            break
+        pos = close + len(_PARAM_CLOSE)
+        spans.append((value.start(), pos))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):  # a JSON string may hold XML tags, and an XML value a call object
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _read(text: str, pos: int, in_block: bool = True) -> _Body:
