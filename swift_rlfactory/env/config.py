@@ -9,7 +9,7 @@ An environment is everything a training run needs besides the model and the data
       mcp:                               # the standard mcpServers object, inline ...
         mcpServers:
           units: {command: python, args: [server.py], sessions: 2}
-      mcp_config: servers.json           # ... or in a JSON file (both may be given)
+      mcp_config: servers.json           # ... or in a client's file: JSON, YAML, TOML (both may be given)
       builtin: [run_python]              # built-in tools; or [{run_python: {timeout_s: 5}}]
     limits:
       max_turns: 4
@@ -96,7 +96,7 @@ class ToolsConfig(_Strict):
     python: list[str] = Field(default_factory=list, description="'file.py', 'file.py:fn', 'module:fn'")
     mcp: McpConfig | None = Field(default=None, description="inline {'mcpServers': {...}}")
     mcp_config: str | None = Field(
-        default=None, description="path to a JSON file holding {'mcpServers': ...}"
+        default=None, description="path to an MCP client's config file (JSON, YAML or TOML) of servers"
     )
     builtin: list[BuiltinEntry] = Field(
         default_factory=list, description="built-in tools: 'run_python' or {'run_python': {settings}}"

@@ -1,7 +1,8 @@
 """MCP server configuration as real clients write it, validated.
 
 A file written for Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Cline, Roo/Kilo, Continue, Zed,
-Gemini CLI or opencode drops in::
+Gemini CLI, opencode, Codex CLI (``~/.codex/config.toml``) or Goose (``~/.config/goose/config.yaml``) drops
+in::
 
     {"mcpServers": {
         "units":  {"command": "python", "args": ["server.py"], "sessions": 2},
@@ -11,26 +12,40 @@ Gemini CLI or opencode drops in::
 What is accepted, and how it is read:
 
 * **Where the servers are**: ``mcpServers`` (Claude, Cursor, Windsurf, Cline, ...), ``servers`` (VS Code's
-  ``mcp.json``), ``context_servers`` (Zed), ``mcp`` (opencode), or a list of ``{"name": ..., ...}``
-  entries (Continue). Gemini CLI's ``settings.json`` also has an ``mcp`` block, of settings rather than
-  servers (told apart by shape: none of its values is a server): its ``allowed`` and ``excluded`` lists
-  (and the older top-level ``allowMCPServers`` / ``excludeMCPServers``) choose which of the file's servers
-  start. Other top-level keys (``globalShortcut``, VS Code's ``inputs``, ...) are ignored with
-  a debug log, unless they hold servers (``mcpServer:``, a server without the wrapper): that fails, naming
-  the key, rather than start a run with no tools. The file may be JSON with comments and trailing commas
-  (VS Code, Zed) or YAML, with or without a UTF-8 byte order mark.
-* **Kind**: ``command`` (a string, or opencode's list) starts a stdio server; ``url`` (or Windsurf's
-  ``serverUrl``, Gemini CLI's ``httpUrl``) reaches a remote one. ``type`` / ``transport`` /
+  ``mcp.json``), ``context_servers`` (Zed), ``mcp`` (opencode), ``[mcp_servers.NAME]`` tables (Codex),
+  ``extensions`` (Goose; told by shape from Gemini CLI's ``extensions`` settings), or a list of
+  ``{"name": ..., ...}`` entries (Continue). Goose's own extensions (``type: builtin``, ``platform``, ...:
+  ``developer``, ``todo``) run inside goose, so they are skipped with a warning naming them. Errors name a
+  server under the key its file wrote (``mcp_servers.docs.args``). Gemini CLI's ``settings.json`` also has
+  an ``mcp`` block, of settings rather than servers (told apart by shape: none of its values is a server):
+  its ``allowed`` and ``excluded`` lists (and the older top-level ``allowMCPServers`` /
+  ``excludeMCPServers``) choose which of the file's servers start. Other top-level keys (``globalShortcut``, VS Code's ``inputs``, ...) are ignored with
+  a debug log (Codex's ``model``, ``approval_policy``, ``[profiles.*]``, Goose's ``GOOSE_MODEL``, ...),
+  unless they hold servers (``mcpServer:``, a server without the wrapper): that fails, naming the key,
+  rather than start a run with no tools. The file may be JSON with comments and trailing commas (VS Code,
+  Zed), YAML or TOML (``.toml``, Codex), with or without a UTF-8 byte order mark.
+* **Kind**: ``command`` (a string, or opencode's list; Goose's ``cmd``) starts a stdio server; ``url`` (or
+  Windsurf's ``serverUrl``, Gemini CLI's ``httpUrl``, Goose's ``uri``) reaches a remote one, and a Codex
+  url is streamable HTTP, the only one Codex speaks. ``type`` / ``transport`` /
   ``transportType`` in any spelling (``stdio``, ``sse``, ``http``, ``streamable-http``,
   ``streamableHttp``, ``streamable_http``, ``local``, ``remote``) pins the transport; a url without one
   tries streamable HTTP and falls back to the older HTTP+SSE transport, as the MCP specification's
   backwards-compatibility section says a client should.
-* **Environment**: ``env``, and VS Code's ``envFile`` (a dotenv file; ``env`` wins).
+* **Environment**: ``env`` (Goose's ``envs``), and VS Code's ``envFile`` (a dotenv file; ``env`` wins).
+  Goose's ``env_keys`` and Codex's ``env_vars`` name variables of our environment passed through to the
+  server (an ``env`` value wins); an unset one fails at load naming the field and the variable.
+* **Headers** (remote servers): ``headers`` (Codex's ``http_headers``), and Codex's ``env_http_headers``
+  (header -> the name of the variable holding its value) and ``bearer_token_env_var`` (the name of the
+  variable holding the token sent as ``Authorization: Bearer ...``), which win over a static header of
+  that name in any case. Their values are secrets; an unset variable fails at load naming the field
+  (``bearer_token_env_var``, ``env_http_headers.X-Key``), and a value that is no variable name fails
+  without being shown (a token pasted where its variable's name belongs).
 * **Switches**: ``disabled: true`` (or Zed/opencode's ``enabled: false``) skips the server; both take a
   boolean or ``"true"``/``"false"``/``"yes"``/``"no"``/``"on"``/``"off"``/``1``/``0``, anything else fails
   naming the field, and so do the two given with opposite meanings.
 * **Tools**: Gemini CLI's ``includeTools`` (an allowlist) and ``excludeTools`` (a denylist, which wins),
-  Roo/Kilo's ``disabledTools`` (a denylist) and Codex's ``enabled_tools`` / ``disabled_tools`` choose which
+  Roo/Kilo's ``disabledTools`` (a denylist), Codex's ``enabled_tools`` / ``disabled_tools`` and Goose's
+  ``available_tools`` (an allowlist; ``[]`` there means every tool) choose which
   of the server's tools the model sees; the others are never listed nor callable. A name the server does
   not offer fails start-up naming the field (:meth:`McpServerConfig.select_tools`).
 * **Timeout**: ``timeout_s`` (seconds) or ``timeout_ms`` say their unit. A bare ``timeout`` is in the unit
@@ -39,7 +54,9 @@ What is accepted, and how it is read:
   local|remote``, a list ``command``); seconds for Cline (``cline_mcp_settings.json``) and Roo/Kilo
   (``mcp_settings.json``, ``.roo/``, ``alwaysAllow``). Otherwise it means seconds up to 3600 and
   milliseconds above (``60000``), with a warning naming the server when the value reads as a plausible
-  timeout either way (above 100 and below 10000). It becomes the per-call timeout of the server's tools.
+  timeout either way (above 100 and below 10000); Goose's is seconds. It becomes the per-call timeout of
+  the server's tools, as Codex's ``tool_timeout_sec`` does; Codex's ``startup_timeout_sec`` (and the older
+  ``startup_timeout_ms``) is our ``startup_timeout_s``.
 * **Ours**: ``sessions`` (parallel client sessions; calls go to the least loaded), ``startup_timeout_s``,
   ``inherit_env`` (give a stdio server our whole environment; by default it gets the MCP SDK's safe
   variables - ``HOME``, ``PATH``, ``USER``, ... - plus :data:`PASSTHROUGH_ENV` plus its ``env:``),
@@ -47,7 +64,8 @@ What is accepted, and how it is read:
   folders the server is told of as its MCP roots, answering its ``roots/list``: paths, taken from the
   workspace folder, or ``file://`` URIs; by default the folders a stdio server's arguments name, else the
   environment's folder; ``[]`` for none; a root that is not a folder fails at load naming ``roots[i]``).
-* **UI-only keys** (``autoApprove``, ``alwaysAllow``, ``trust``, ``description``, ``icon``, ...)
+* **UI-only keys** (``autoApprove``, ``alwaysAllow``, ``trust``, ``description``, ``icon``, Goose's
+  ``bundled`` and ``display_name``, Codex's ``required``, ``tools`` approvals, ...)
   are ignored with a debug log, and so is any other unknown key (with a warning naming it, since a typo
   may hide there). Wrong values of known keys fail at start-up naming the field.
 
@@ -83,6 +101,7 @@ import os
 import re
 import shlex
 import shutil
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -90,7 +109,17 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .. import secrets, yaml_errors
 
@@ -102,12 +131,22 @@ Transport = Literal["stdio", "sse", "streamable-http"]
 UI_ONLY_KEYS = frozenset(
     {
         "autoApprove", "alwaysAllow", "description", "icon", "name", "title", "source", "trust", "dev", "gallery", "version", "notes",
-        "settings", "oauth", "networkTimeout", "$schema",
+        "settings", "oauth", "networkTimeout", "$schema", "display_name", "bundled", "required", "tools",
+        "default_tools_approval_mode", "scopes", "oauth_resource",
     }
 )  # fmt: skip
 
-# Top-level keys that hold servers, in the order they are read.
-SERVER_KEYS = ("mcpServers", "servers", "context_servers", "mcp")
+# Top-level keys that hold servers, in the order they are read: Codex's ``mcp_servers`` and Goose's
+# ``extensions`` (told by shape from Gemini CLI's ``extensions`` settings: :func:`_is_goose_extensions`).
+SERVER_KEYS = ("mcpServers", "servers", "context_servers", "mcp", "mcp_servers", "extensions")
+
+# Goose's own extensions (``type: builtin``, ``platform``, ...) run inside goose: nothing to start here.
+_GOOSE_OWN_TYPES = frozenset({"builtin", "platform", "frontend", "inline_python"})
+
+# What names an environment variable: Codex's ``bearer_token_env_var`` and ``env_http_headers``, Goose's
+# ``env_keys`` and Codex's ``env_vars`` hold names, never values.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GOOSE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 # Besides the MCP SDK's safe set, a stdio server sees these: they make ``python`` mean this Python and
 # keep it offline and in our cache, give it the GPUs we were given, and let it through the proxy and
@@ -154,9 +193,10 @@ def _warn_once(info: ValidationInfo, level: int, message: str) -> None:
 
 # Which tools of a server the model may see: Gemini CLI's allowlist ``includeTools`` and denylist
 # ``excludeTools``, Roo/Kilo's ``disabledTools``, Codex's ``enabled_tools`` /
-# ``disabled_tools``. A tool on any denylist is out, whatever the allowlist says (Gemini: exclude wins).
+# ``disabled_tools``, Goose's ``available_tools`` (an allowlist where ``[]`` means every tool). A tool on
+# any denylist is out, whatever the allowlist says (Gemini: exclude wins).
 PYTHON_COMMANDS = ("python", "python3")  # started as this interpreter, sys.executable (mcp.py)
-ALLOW_KEYS = ("includeTools", "enabled_tools")
+ALLOW_KEYS = ("includeTools", "enabled_tools", "available_tools")
 DENY_KEYS = ("excludeTools", "disabledTools", "disabled_tools")
 
 _TRANSPORTS: dict[str, Transport | None] = {
@@ -175,18 +215,34 @@ class McpServerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
-    command: str | None = None
+    # A second spelling (Goose's ``cmd``, Codex's ``startup_timeout_sec``, ...) is named as written in errors.
+    command: str | None = Field(default=None, validation_alias=AliasChoices("command", "cmd"))
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, validation_alias=AliasChoices("env", "envs"))
     env_file: str | None = Field(default=None, alias="envFile")
+    env_vars: list[str] = Field(default_factory=list, validation_alias=AliasChoices("env_vars", "env_keys"))
     cwd: str | None = None
-    url: str | None = None
+    url: str | None = Field(default=None, validation_alias=AliasChoices("url", "uri"))
     transport: Transport | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(
+        default_factory=dict, validation_alias=AliasChoices("headers", "http_headers")
+    )
+    bearer_token_env_var: str | None = None  # Codex: sent as ``Authorization: Bearer <its value>``
+    env_http_headers: dict[str, str] = Field(default_factory=dict)  # Codex: header -> variable name
     sessions: int = Field(default=1, ge=1, le=64)
-    startup_timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    startup_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias=AliasChoices("startup_timeout_s", "startup_timeout_sec"),
+    )
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias=AliasChoices("timeout_s", "tool_timeout_sec"),
+    )
     timeout_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     disabled: bool = False
     enabled: bool = True  # Zed, opencode: ``enabled: false`` is ``disabled: true``
@@ -206,6 +262,18 @@ class McpServerConfig(BaseModel):
         for key in [k for k in data if k in UI_ONLY_KEYS]:
             logger.debug("MCP config: ignoring UI-only key %r", key)
             del data[key]
+        for field in cls.model_fields.values():
+            if isinstance(field.validation_alias, AliasChoices):
+                given = [c for c in field.validation_alias.choices if isinstance(c, str) and c in data]
+                if len(given) > 1:
+                    raise ValueError(f"give either {' or '.join(map(repr, given))}, not both")
+        if "startup_timeout_ms" in data:  # Codex's older spelling
+            value = data.pop("startup_timeout_ms")
+            if {"startup_timeout_s", "startup_timeout_sec"} & data.keys():
+                raise ValueError("give either 'startup_timeout_ms' or 'startup_timeout_sec', not both")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError("'startup_timeout_ms' must be a number of milliseconds")
+            data["startup_timeout_s"] = value / 1000
         allows = [k for k in ALLOW_KEYS if k in data]
         if len(allows) > 1:
             raise ValueError(
@@ -245,14 +313,38 @@ class McpServerConfig(BaseModel):
         for key in ("args",):
             if isinstance(data.get(key), list):
                 data[key] = [_scalar_text(v) for v in data[key]]
-        for key in ("env", "headers"):
+        for key in ("env", "envs", "headers", "http_headers"):
             if isinstance(data.get(key), dict):
                 data[key] = {k: _scalar_text(v) for k, v in data[key].items()}
         known = {*cls.model_fields, *(f.alias for f in cls.model_fields.values() if f.alias)}
+        known |= {
+            choice
+            for f in cls.model_fields.values()
+            if isinstance(f.validation_alias, AliasChoices)
+            for choice in f.validation_alias.choices
+        }
         for key in [k for k in data if k not in known]:
             _warn_once(info, logging.WARNING, f"MCP config: ignoring unknown server key {key!r}")
             del data[key]
         return data
+
+    @field_validator("bearer_token_env_var")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        # The value is not shown: a token pasted here instead of its variable's name is a secret.
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "must name an environment variable (letters, digits, _) that holds the token, not the token"
+            )
+        return value
+
+    @field_validator("env_http_headers", "env_vars")
+    @classmethod
+    def _variable_names(cls, value: Any) -> Any:
+        names = value.values() if isinstance(value, dict) else value
+        if bad := [n for n in names if not _ENV_NAME.fullmatch(n)]:
+            raise ValueError(f"{len(bad)} value(s) are no environment variable names (letters, digits, _)")
+        return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> McpServerConfig:
@@ -396,12 +488,16 @@ class McpServerConfig(BaseModel):
         if self.env_file:
             path = Path(expand(self.env_file, "envFile"))
             env = {**_dotenv(path if path.is_absolute() else base_dir / path), **env}
+        for name in self.env_vars:  # passed through by name; a value written in ``env`` wins (Goose)
+            if name not in env:
+                env[name] = expand(f"${{{name}}}", "env_keys/env_vars", secret=secrets.looks_secret(name))
         credential = [secrets.credential_arg(self.args, i) for i in range(len(self.args))]
         update: dict[str, Any] = {
             "args": [expand(a, f"args[{i}]", credential[i]) for i, a in enumerate(self.args)],
             "env": env,
             "headers": {
-                k: _header_value(expand(v, f"headers.{k}", secret=True), k) for k, v in self.headers.items()
+                k: _header_value(expand(v, f"headers.{k}", secret=True), f"headers.{k}")
+                for k, v in self.headers.items()
             },
         }
         secrets.remember_env(update["env"])
@@ -414,6 +510,15 @@ class McpServerConfig(BaseModel):
                 for part in value.split():
                     if part.lower() not in ("bearer", "basic", "token", "digest"):
                         secrets.remember(part, f"<{name} header>")
+        named = {
+            header: (f"env_http_headers.{header}", f"${{{var}}}")
+            for header, var in self.env_http_headers.items()
+        }
+        if self.bearer_token_env_var is not None:
+            named["Authorization"] = ("bearer_token_env_var", f"Bearer ${{{self.bearer_token_env_var}}}")
+        for header, (field, written) in named.items():  # these win over a static header, whatever its case
+            update["headers"] = {k: v for k, v in update["headers"].items() if k.lower() != header.lower()}
+            update["headers"][header] = _header_value(expand(written, field, secret=True), field)
         if self.url is not None:
             update["url"] = expand(self.url, "url", secret=True).strip()  # pasted with a space or newline
             secrets.remember_url(update["url"])
@@ -429,15 +534,16 @@ class McpServerConfig(BaseModel):
         return self.model_copy(update=update)
 
 
-def _header_value(value: str, name: str) -> str:
+def _header_value(value: str, field: str) -> str:
     """An expanded header value as HTTP sends it: without surrounding whitespace, which is no part of a
     field value (RFC 9110, 5.5) - a token read with its newline is the token. A line break or other
-    control character inside cannot be sent: ``ValueError`` naming the header, never showing the value
-    (httpx's own error at start would show it whole)."""
+    control character inside cannot be sent: ``ValueError`` naming the ``field`` it came from
+    (``headers.X``, ``bearer_token_env_var``), never showing the value (httpx's own error at start would
+    show it whole)."""
     value = value.strip()
     if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
         raise ValueError(
-            f"headers.{name}: the value holds a line break or another control character, which an HTTP "
+            f"{field}: the value holds a line break or another control character, which an HTTP "
             "header cannot carry (a variable or file read with a newline inside it?)"
         )
     return value
@@ -462,6 +568,24 @@ class McpConfig(BaseModel):
 
     mcpServers: dict[str, McpServerConfig] = Field(default_factory=dict)
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _named_as_written(cls, data: Any, handler: ModelWrapValidatorHandler[McpConfig]) -> McpConfig:
+        """Errors name a server under the key its file wrote (``mcp_servers.docs.args``, ``servers.docs``),
+        not under ``mcpServers``, where every client's servers are gathered."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            under = _written_under(data)
+            errors = []
+            for error in exc.errors():
+                loc = error["loc"]
+                if len(loc) > 1 and loc[0] == "mcpServers" and loc[1] in under:
+                    loc = (under[str(loc[1])], *loc[1:])
+                detail = {"type": error["type"], "loc": loc, "input": error["input"]}
+                errors.append({**detail, "ctx": error["ctx"]} if "ctx" in error else detail)
+            raise ValidationError.from_exception_data(exc.title, errors) from None
+
     @model_validator(mode="before")
     @classmethod
     def _gather_servers(cls, data: Any, info: ValidationInfo) -> Any:
@@ -474,10 +598,19 @@ class McpConfig(BaseModel):
         path = (info.context or {}).get("path")
         gemini = _gemini_server_lists(data, info)
         servers: dict[str, Any] = {}
+        goose_own: list[str] = []
         for key in SERVER_KEYS:
             block = data.get(key)
             if block is None or (key == "mcp" and gemini is not None and _is_gemini_mcp_block(block)):
                 continue
+            if key == "extensions":
+                if not _is_goose_extensions(block):  # Gemini CLI's extension settings
+                    logger.debug("MCP config: ignoring top-level key 'extensions'")
+                    continue
+                goose_own += [
+                    n for n, e in block.items() if isinstance(e, dict) and e.get("type") in _GOOSE_OWN_TYPES
+                ]
+                block = {n: _goose_entry(n, e) for n, e in block.items() if n not in goose_own}
             if isinstance(block, list):  # Continue: [{"name": "sqlite", "command": ...}, ...]
                 block = _named_list(key, block)
             if not isinstance(block, dict):
@@ -485,7 +618,16 @@ class McpConfig(BaseModel):
             for name, server in block.items():
                 if name in servers:
                     raise ValueError(f"server {name!r} is defined twice (again under '{key}')")
+                if key == "mcp_servers" and isinstance(server, dict) and "url" in server:
+                    server = {"transport": "streamable-http", **server}  # Codex's only HTTP transport
                 servers[name] = server
+        if enabled_own := [n for n in goose_own if _goose_enabled(data["extensions"][n])]:
+            _warn_once(
+                info,
+                logging.WARNING,
+                f"MCP config: skipping Goose's own extensions {', '.join(map(repr, enabled_own))} (types "
+                f"{'/'.join(sorted(_GOOSE_OWN_TYPES))}): they run inside goose, not as MCP servers one can start",
+            )
         for key, value in data.items():
             if key in SERVER_KEYS:
                 continue
@@ -632,6 +774,66 @@ def _timeout_with_unit(
     return entry
 
 
+def _is_goose_extensions(block: Any) -> bool:
+    """Whether a top-level ``extensions`` block is Goose's (entries that say how to start a server: a
+    ``type``, a ``cmd`` or a ``uri``) rather than Gemini CLI's settings (``{"disabled": [...]}``)."""
+    return isinstance(block, dict) and any(
+        isinstance(entry, dict) and {"type", "cmd", "uri"} & entry.keys() for entry in block.values()
+    )
+
+
+def _goose_enabled(entry: dict[str, Any]) -> bool:
+    """Whether a Goose extension is switched on (``enabled: false``, or a string that says so, is off)."""
+    return str(entry.get("enabled", True)).lower() not in ("false", "no", "off", "0")
+
+
+def _goose_entry(name: str, entry: Any) -> Any:
+    """A Goose extension in our spelling: its ``timeout`` is seconds, an empty ``available_tools`` means
+    every tool, and a remote one's ``$VAR`` / ``${VAR}`` in ``uri`` and ``headers`` are its ``envs`` first
+    (as Goose fills them; the others are then ours, :meth:`McpServerConfig.resolved`). ``cmd``, ``envs``,
+    ``env_keys`` and ``uri`` are read as they are written (see the field aliases of
+    :class:`McpServerConfig`), and ``type`` (``stdio``, ``streamable_http``, ``sse``) as any ``type``."""
+    if not isinstance(entry, dict):
+        return entry
+    entry = dict(entry)
+    envs = entry.get("envs")
+    if isinstance(envs, dict) and envs:
+
+        def fill(text: Any) -> Any:
+            if not isinstance(text, str):
+                return text
+            return _GOOSE_VAR.sub(lambda m: str(envs.get(m[1] or m[2], m[0])), text)
+
+        if "uri" in entry:
+            entry["uri"] = fill(entry["uri"])
+        if isinstance(entry.get("headers"), dict):
+            entry["headers"] = {k: fill(v) for k, v in entry["headers"].items()}
+    if entry.get("available_tools") == []:
+        del entry["available_tools"]
+    if (timeout := entry.pop("timeout", None)) is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise ValueError(f"extensions.{name}.timeout: must be a number of seconds")
+        entry["timeout_s"] = timeout
+    return entry
+
+
+def _written_under(data: Any) -> dict[str, str]:
+    """The top-level key each server of a config file is written under (the first, for a name twice)."""
+    under: dict[str, str] = {}
+    if not isinstance(data, dict):
+        return under
+    for key in SERVER_KEYS:
+        block = data.get(key)
+        if isinstance(block, list):
+            names = [e.get("name") for e in block if isinstance(e, dict)]
+        else:
+            names = list(block) if isinstance(block, dict) else []
+        for name in names:
+            if isinstance(name, str):
+                under.setdefault(name, key)
+    return under
+
+
 def _is_server(value: Any) -> bool:
     """Whether ``value`` is written like one server entry (it says how to start or reach it)."""
     return isinstance(value, dict) and any(k in value for k in ("command", "url", "serverUrl", "httpUrl"))
@@ -641,7 +843,7 @@ def _is_server(value: Any) -> bool:
 # ``${workspaceFolder}`` of ``.vscode/mcp.json``). Continue and Kiro nest one level deeper.
 _CLIENT_FOLDERS = frozenset(
     {".vscode", ".cursor", ".gemini", ".roo", ".kilocode", ".windsurf", ".codeium", ".zed", ".continue",
-     ".kiro", ".amazonq", ".claude", ".opencode"}
+     ".kiro", ".amazonq", ".claude", ".opencode", ".codex"}
 )  # fmt: skip
 _CLIENT_SUBFOLDERS = frozenset({"mcpServers", "settings"})
 
@@ -657,10 +859,15 @@ def workspace_folder(path: Path) -> Path:
 
 
 def read_config_file(path: Path) -> Any:
-    """The data of an MCP config file: YAML by extension, otherwise JSON with comments and trailing
-    commas allowed (VS Code's and Zed's files are JSONC). A UTF-8 byte order mark (Windows editors write
-    one) is skipped. Raises ``ValueError`` saying what is wrong."""
+    """The data of an MCP config file: YAML or TOML (Codex's ``config.toml``) by extension, otherwise JSON
+    with comments and trailing commas allowed (VS Code's and Zed's files are JSONC). A UTF-8 byte order
+    mark (Windows editors write one) is skipped. Raises ``ValueError`` saying what is wrong."""
     text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:  # says where, never what: a value may be a key
+            raise ValueError(f"not valid TOML: {exc}") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             return yaml.safe_load(text)

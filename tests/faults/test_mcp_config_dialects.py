@@ -11,14 +11,17 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.tools import ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider, mcp_providers
 from swift_rlfactory.tools.mcp_config import McpConfig, McpServerConfig
+from tests.faults.test_secrets import serve_auth
 from tests.test_mcp import SLOW_SERVER
 
 SLOW = {"command": "python", "args": [str(SLOW_SERVER)]}
@@ -308,3 +311,285 @@ def test_a_start_up_timeout_names_startup_timeout_s() -> None:
     with pytest.raises(RuntimeError, match=r"within 1 s \(startup_timeout_s"):
         executor.start()
     executor.close()
+
+
+# The token the auth server here wants: one of this module's own, since a recorded secret keeps the first
+# name it was recorded under for the whole test process (test_secrets.py checks TOKEN's).
+AUTH_TOKEN = "tok-dialects-3b7e91-bearer"
+
+
+@pytest.fixture(scope="module")
+def auth_url() -> Iterator[str]:
+    """The slow server over streamable HTTP, answering 401 to any request without ``Bearer AUTH_TOKEN``."""
+    yield from serve_auth(token=AUTH_TOKEN)
+
+
+def codex_toml(auth_url: str) -> str:
+    """A ``~/.codex/config.toml`` as Codex writes it: its own settings around the ``[mcp_servers.*]`` tables."""
+    return f"""\
+model = "gpt-5-codex"
+approval_policy = "on-request"
+sandbox_mode = "workspace-write"
+
+[profiles.fast]
+model = "o4-mini"
+
+[projects."/home/me/proj"]
+trust_level = "trusted"
+
+[mcp_servers.local]
+command = "python"
+args = ["{SLOW_SERVER}"]
+env = {{ "RLF_CODEX_MODE" = "fast", "PORT" = 8000 }}
+cwd = "srv"
+startup_timeout_sec = 20
+tool_timeout_sec = 45.5
+enabled_tools = ["echo", "getenv"]
+
+[mcp_servers.legacy]
+command = "python"
+args = ["{SLOW_SERVER}"]
+startup_timeout_ms = 15000
+disabled_tools = ["crash", "block", "big", "getenv", "count", "shape", "sleep", "fail", "pid"]
+required = true
+
+[mcp_servers.parked]
+command = "does-not-exist"
+enabled = false
+
+[mcp_servers.api]
+url = "{auth_url}"
+bearer_token_env_var = "RLF_CODEX_BEARER"
+http_headers = {{ "X-Team" = "core", "authorization" = "Bearer replaced-by-the-token" }}
+default_tools_approval_mode = "approve"
+enabled_tools = ["echo"]
+
+[mcp_servers.api.tools.echo]
+approval_mode = "approve"
+
+[mcp_servers.api2]
+url = "{auth_url}"
+env_http_headers = {{ "Authorization" = "RLF_CODEX_AUTH_HEADER" }}
+enabled_tools = ["echo"]
+"""
+
+
+@pytest.mark.timeout(90)
+def test_a_codex_config_toml_loads_and_its_servers_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, auth_url: str
+) -> None:
+    """Codex keeps its servers in TOML, under ``[mcp_servers.NAME]``, beside its own settings; a url is
+    streamable HTTP, with the token named by ``bearer_token_env_var`` or a header by ``env_http_headers``."""
+    monkeypatch.setenv("RLF_CODEX_BEARER", AUTH_TOKEN)
+    monkeypatch.setenv("RLF_CODEX_AUTH_HEADER", f"Bearer {AUTH_TOKEN}")
+    (tmp_path / "proj" / "srv").mkdir(parents=True)
+    config = tmp_path / "proj" / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(codex_toml(auth_url))
+    with caplog.at_level(logging.DEBUG):
+        loaded = load_env_config(env_for(config, tmp_path))
+        servers = loaded.mcp_servers().mcpServers
+    assert list(servers) == ["local", "legacy", "api", "api2"]
+    local, legacy, api = servers["local"], servers["legacy"], servers["api"]
+    assert local.env == {"RLF_CODEX_MODE": "fast", "PORT": "8000"}
+    assert local.cwd == str(tmp_path / "proj" / "srv")  # .codex/ is the client's folder in the project
+    assert (local.startup_timeout_s, local.call_timeout_s) == (20, 45.5)
+    assert legacy.startup_timeout_s == 15 and api.kind == "streamable-http"
+    assert api.headers == {"X-Team": "core", "Authorization": f"Bearer {AUTH_TOKEN}"}
+    assert "unknown server key" not in caplog.text
+    with ToolExecutor(mcp_providers(loaded.mcp_servers())) as executor:
+        assert set(executor.tools) == {"echo", "getenv", "legacy_echo", "api_echo", "api2_echo"}
+        records = executor.execute(
+            [
+                ToolCall("getenv", {"name": "RLF_CODEX_MODE"}),
+                ToolCall("api_echo", {"text": "bearer"}),
+                ToolCall("api2_echo", {"text": "header"}),
+            ]
+        )
+    assert [r.observation for r in records] == ["fast", "bearer", "header"], records
+    assert AUTH_TOKEN not in "\n".join(r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('command = "python"\nargs = "server.py"', r"mcp_servers\.docs\.args: Input should be a valid list"),
+        ('command = "python"\nstartup_timeout_sec = "soon"', r"mcp_servers\.docs\.startup_timeout_sec: "),
+        ('command = "python"\ntool_timeout_sec = -1', r"mcp_servers\.docs\.tool_timeout_sec: .*greater than 0"),
+        ('command = "python"\nstartup_timeout_ms = "x"', r"mcp_servers\.docs: .*'startup_timeout_ms' must be"),
+        ('url = "http://127.0.0.1:1/mcp"\nbearer_token_env_var = 3', r"mcp_servers\.docs\.bearer_token_env_var: "),
+        ('url = "http://127.0.0.1:1/mcp"\nbearer_token_env_var = "Bearer sk-live-4417aa"',
+         r"mcp_servers\.docs\.bearer_token_env_var: .*must name an environment variable"),
+        ('url = "http://127.0.0.1:1/mcp"\nbearer_token_env_var = "RLF_UNSET"',
+         r"MCP server 'docs': bearer_token_env_var: environment variable RLF_UNSET is not set"),
+        ('url = "http://127.0.0.1:1/mcp"\nenv_http_headers = { "X-Key" = "RLF_UNSET" }',
+         r"MCP server 'docs': env_http_headers\.X-Key: environment variable RLF_UNSET is not set"),
+        ('url = "http://127.0.0.1:1/mcp"\nenv_http_headers = { "X-Key" = 7 }', r"mcp_servers\.docs\.env_http_headers\.X-Key: "),
+        ('url = "http://127.0.0.1:1/mcp"\nhttp_headers = { "X" = "a" }\nheaders = { "X" = "b" }',
+         r"give either 'headers' or 'http_headers'"),
+        ('command = "python"\nenabled = "maybe"', r"mcp_servers\.docs\.enabled: "),
+        ('command = "python"\nargs = [', r"not valid TOML: "),
+    ],
+)  # fmt: skip
+def test_a_bad_value_in_a_codex_config_fails_at_load_naming_the_field(
+    entry: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RLF_UNSET", raising=False)
+    config = tmp_path / "config.toml"
+    config.write_text(f'model = "o3"\n\n[mcp_servers.docs]\n{entry}\n')
+    with pytest.raises(EnvConfigError, match=message) as failure:
+        load_env_config(env_for(config, tmp_path))
+    assert "sk-live" not in str(failure.value)  # a token written where its variable's name belongs
+
+
+GOOSE_YAML = """\
+GOOSE_PROVIDER: anthropic
+GOOSE_MODEL: claude-sonnet-4
+GOOSE_MODE: smart_approve
+extensions:
+  developer:
+    bundled: true
+    display_name: Developer
+    enabled: true
+    name: developer
+    timeout: 300
+    type: builtin
+  computercontroller:
+    bundled: true
+    display_name: Computer Controller
+    enabled: false
+    name: computercontroller
+    timeout: 300
+    type: builtin
+  todo:
+    available_tools: []
+    bundled: true
+    description: Enable a todo list for goose so it can keep track of what it is doing
+    display_name: Todo
+    enabled: true
+    name: todo
+    type: platform
+  slow:
+    args:
+    - {server}
+    available_tools: []
+    bundled: null
+    cmd: python
+    description: the test suite's slow server
+    enabled: true
+    env_keys:
+    - RLF_GOOSE_KEY
+    envs:
+      RLF_GOOSE_MODE: quick
+    name: slow
+    timeout: 42
+    type: stdio
+  picky:
+    args:
+    - {server}
+    cmd: python
+    enabled: true
+    name: picky
+    available_tools: [echo]
+    type: stdio
+  github:
+    args: [-y, '@modelcontextprotocol/server-github']
+    cmd: npx-that-is-not-here
+    enabled: false
+    env_keys: [GITHUB_PERSONAL_ACCESS_TOKEN]
+    envs: {{}}
+    name: github
+    timeout: 300
+    type: stdio
+  remote:
+    description: ''
+    enabled: true
+    env_keys: [RLF_GOOSE_TOKEN]
+    envs: {{}}
+    headers:
+      Authorization: Bearer $RLF_GOOSE_TOKEN
+    name: remote
+    timeout: 60
+    type: streamable_http
+    uri: {url}
+  keyed:
+    enabled: true
+    envs:
+      RLF_GOOSE_LITERAL: {token}
+    headers:
+      Authorization: Bearer ${{RLF_GOOSE_LITERAL}}
+    name: keyed
+    type: streamable_http
+    uri: {url}
+"""
+
+
+@pytest.mark.timeout(90)
+def test_a_goose_config_yaml_loads_its_extensions_and_skips_goose_s_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, auth_url: str
+) -> None:
+    """Goose's ``extensions:``: ``cmd``/``args``/``envs``, ``env_keys`` passed through from our environment,
+    ``timeout`` in seconds, ``uri`` for a remote one (its ``envs`` fill its headers); its builtin and platform extensions run inside goose,
+    so they are skipped with a warning naming them, and ``enabled: false`` skips as anywhere."""
+    key = "goose-key-5e0c77a1b2"
+    monkeypatch.setenv("RLF_GOOSE_KEY", key)
+    monkeypatch.setenv("RLF_GOOSE_TOKEN", AUTH_TOKEN)
+    config = tmp_path / ".config" / "goose" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(GOOSE_YAML.format(server=SLOW_SERVER, url=auth_url, token=AUTH_TOKEN))
+    with caplog.at_level(logging.INFO):
+        loaded = load_env_config(env_for(config, tmp_path))
+        servers = loaded.mcp_servers().mcpServers
+    assert list(servers) == ["slow", "picky", "remote", "keyed"]
+    slow, remote = servers["slow"], servers["remote"]
+    assert slow.env == {"RLF_GOOSE_MODE": "quick", "RLF_GOOSE_KEY": key} and slow.call_timeout_s == 42
+    assert remote.kind == "streamable-http" and remote.call_timeout_s == 60
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("'developer'" in w and "'todo'" in w and "goose" in w for w in warnings), warnings
+    assert not any("computercontroller" in w or "unknown" in w for w in warnings), warnings
+    with ToolExecutor(mcp_providers(loaded.mcp_servers())) as executor:
+        assert "picky_echo" in executor.tools and "picky_pid" not in executor.tools
+        records = executor.execute(
+            [
+                ToolCall("getenv", {"name": "RLF_GOOSE_MODE"}),
+                ToolCall("getenv", {"name": "RLF_GOOSE_KEY"}),
+                ToolCall("remote_echo", {"text": "through"}),
+                ToolCall("keyed_echo", {"text": "its envs"}),
+            ]
+        )
+    assert [r.observation for r in records] == ["quick", "${RLF_GOOSE_KEY}", "through", "its envs"], records
+    assert AUTH_TOKEN not in "\n".join(r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"type": "stdio", "cmd": "python", "args": "server.py"}, r"extensions\.docs\.args: Input should be a valid list"),
+        ({"type": "stdio", "cmd": ["python"]}, r"extensions\.docs\.cmd: Input should be a valid string"),
+        ({"type": "stdio", "cmd": "python", "envs": ["A=1"]}, r"extensions\.docs\.envs: "),
+        ({"type": "stdio", "cmd": "python", "env_keys": "RLF_UNSET"}, r"extensions\.docs\.env_keys: "),
+        ({"type": "stdio", "cmd": "python", "env_keys": ["RLF_UNSET"]},
+         r"MCP server 'docs': env_keys/env_vars: environment variable RLF_UNSET is not set"),
+        ({"type": "stdio", "cmd": "python", "timeout": "long"}, r"extensions\.docs\.timeout: "),
+        ({"type": "stdio", "cmd": "python", "available_tools": "echo"}, r"'available_tools' must be a list"),
+        ({"type": "streamable_http", "uri": 5}, r"extensions\.docs\.uri: Input should be a valid string"),
+        ({"type": "websocket", "uri": "ws://h"}, r"extensions\.docs.*type/transport 'websocket'"),
+        ({"type": "stdio", "cmd": "python", "enabled": "sometimes"}, r"extensions\.docs\.enabled: "),
+    ],
+)  # fmt: skip
+def test_a_bad_value_in_a_goose_config_fails_at_load_naming_the_field(
+    entry: dict, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RLF_UNSET", raising=False)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump({"GOOSE_MODEL": "x", "extensions": {"docs": {"enabled": True, **entry}}})
+    )
+    with pytest.raises(EnvConfigError, match=message):
+        load_env_config(env_for(config, tmp_path))
+
+
+def test_gemini_s_extensions_settings_are_no_goose_extensions() -> None:
+    """Gemini CLI's ``settings.json`` has an ``extensions`` block of its own (which to disable): not servers."""
+    settings = {"extensions": {"disabled": ["a"]}, "mcpServers": {"s": dict(SLOW)}}
+    assert list(McpConfig.model_validate(settings).mcpServers) == ["s"]

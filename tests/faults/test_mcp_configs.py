@@ -3,7 +3,7 @@ through an environment YAML's ``tools.mcp_config`` and :func:`load_env_config`.
 
 The shapes follow each client's documentation: Claude Desktop, Claude Code (``.mcp.json``), Cursor, VS Code
 (``.vscode/mcp.json``, JSON with comments), Windsurf, Cline, Roo/Kilo, Continue (YAML list), Zed, Gemini CLI,
-opencode. One test also starts servers from such a file to show the result really runs.
+opencode, Codex CLI (``config.toml``), Goose (``config.yaml``). One test also starts servers from such a file to show the result really runs.
 """
 
 from __future__ import annotations
@@ -182,6 +182,54 @@ SHAPES: dict[str, tuple[str, str]] = {
             }
         ),
     ),
+    "codex": (
+        "config.toml",
+        f'''model = "gpt-5-codex"
+approval_policy = "never"
+
+[mcp_servers.local]
+command = "python"
+args = ["s.py"]
+tool_timeout_sec = 30
+
+[mcp_servers.local.env]
+A = "b"
+
+[mcp_servers.remote]
+url = "{URL}"
+http_headers = {{ "X-Team" = "core" }}
+
+[mcp_servers.off]
+command = "python"
+args = ["s.py"]
+enabled = false
+''',
+    ),
+    "goose": (
+        "config.yaml",
+        f"""GOOSE_PROVIDER: openai
+GOOSE_MODEL: gpt-4o
+extensions:
+  local:
+    args: [s.py]
+    bundled: null
+    cmd: python
+    description: null
+    enabled: true
+    env_keys: []
+    envs: {{A: b}}
+    name: local
+    timeout: 300
+    type: stdio
+  remote:
+    enabled: true
+    headers: {{}}
+    name: remote
+    timeout: 60
+    type: streamable_http
+    uri: {URL}
+""",
+    ),
 }
 
 # What each shape must come out as: server -> (kind, per-call timeout in seconds).
@@ -197,6 +245,8 @@ EXPECTED: dict[str, dict[str, tuple[str, float | None]]] = {
     "zed": {"local": ("stdio", None), "remote": ("auto", None), "older": ("stdio", None)},
     "gemini_cli": {"remote": ("streamable-http", 600.0), "local": ("stdio", 30.0)},
     "opencode": {"local": ("stdio", None), "remote": ("auto", None)},
+    "codex": {"local": ("stdio", 30.0), "remote": ("streamable-http", None)},
+    "goose": {"local": ("stdio", 300.0), "remote": ("streamable-http", 60.0)},
 }
 
 
@@ -237,6 +287,8 @@ def test_details_of_the_shapes(tmp_path: Path) -> None:
     assert load("zed")["older"].args == ["s.py"]
     assert load("gemini_cli")["local"].cwd == str((tmp_path / "gemini_cli" / "srv").resolve())
     assert load("windsurf")["remote"].url == URL and "off" not in load("windsurf")
+    assert load("codex")["local"].env == {"A": "b"} and load("codex")["remote"].headers == {"X-Team": "core"}
+    assert load("goose")["local"].env == {"A": "b"} and load("goose")["remote"].url == URL
 
 
 def test_server_timeout_becomes_the_tools_timeout() -> None:

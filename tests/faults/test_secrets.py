@@ -31,6 +31,7 @@ from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
 from swift_rlfactory.secrets import expand, redact, remember_url
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor, tool
 from swift_rlfactory.tools.mcp import mcp_providers
+from swift_rlfactory.tools.mcp_config import McpConfig
 from swift_rlfactory.tools.toolset import PythonProvider
 from swift_rlfactory.trajectory import Trajectory
 from tests.test_mcp import SLOW_SERVER, free_port, serve
@@ -272,10 +273,10 @@ def revocable_url(request: pytest.FixtureRequest) -> Iterator[str]:
     yield from serve_auth(request.param)
 
 
-def serve_auth(transport: str = "streamable-http") -> Iterator[str]:
-    """Run the auth server in a subprocess; yield its URL once it accepts connections."""
+def serve_auth(transport: str = "streamable-http", token: str = TOKEN) -> Iterator[str]:
+    """Run the auth server in a subprocess, wanting ``token``; yield its URL once it accepts connections."""
     port = free_port()
-    args = ["--port", str(port), "--token", TOKEN, "--transport", transport]
+    args = ["--port", str(port), "--token", token, "--transport", transport]
     proc = subprocess.Popen([sys.executable, str(AUTH_SERVER), *args])
     try:
         deadline = time.monotonic() + 30
@@ -388,6 +389,37 @@ def test_a_default_token_reaches_the_server_and_a_wrong_one_fails_at_start_with_
     assert "MCP server 'api'" in message and "HTTP 401 Unauthorized" in message
     for value in ("tok-wrong-5550123", TOKEN):
         assert value not in message and value not in logged(caplog)
+
+
+@pytest.mark.timeout(90)
+def test_codex_tokens_named_by_variable_stay_out_of_errors_and_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, auth_url: str
+) -> None:
+    """Codex's ``bearer_token_env_var`` and ``env_http_headers`` name variables, not values: what they hold
+    is as secret as a ``${VAR}`` in a header, in a refused start (401), a dead server's error and the HTTP
+    client's own debug logs."""
+    caplog.set_level(logging.DEBUG, logger="httpx2")
+    caplog.set_level(logging.DEBUG, logger="httpx")
+    monkeypatch.setenv("RLF_CODEX_HEADER", "hdr-codex-9f31c2d4e5")
+    dead = f"http://127.0.0.1:{free_port()}/mcp"
+    (tmp_path / "config.toml").write_text(
+        f'model = "o3"\n[mcp_servers.api]\nurl = "{auth_url}"\nbearer_token_env_var = "RLF_SECRET"\n'
+        'env_http_headers = { "X-Api-Key" = "RLF_CODEX_HEADER" }\n'
+        f'[mcp_servers.gone]\nurl = "{dead}"\nbearer_token_env_var = "RLF_SECRET"\nstartup_timeout_sec = 10\n'
+    )
+    env = tmp_path / "env.yaml"
+    env.write_text("tools:\n  mcp_config: config.toml\n")
+    servers = load_env_config(env).mcp_servers().mcpServers
+    assert servers["api"].headers["Authorization"] == f"Bearer {SECRET}"
+    for name, why in (("api", "HTTP 401 Unauthorized"), ("gone", "")):  # the auth server wants TOKEN
+        executor = ToolExecutor(mcp_providers(McpConfig(mcpServers={name: servers[name]})))
+        with pytest.raises(RuntimeError) as failure:
+            executor.start()
+        executor.close()
+        message = str(failure.value)
+        assert f"MCP server '{name}'" in message and why in message, message
+        for value in (SECRET, "hdr-codex-9f31c2d4e5"):
+            assert value not in message and value not in logged(caplog)
 
 
 @pytest.mark.timeout(60)
