@@ -68,6 +68,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 from urllib.parse import urljoin, urlparse
@@ -198,6 +199,38 @@ class _SessionExpired(Exception):
     """The server no longer knows the session; it did not run the call."""
 
 
+class _Try:
+    """One try of a call on a session; ``refused`` once an HTTP request sent for it could not connect.
+
+    The SDK's streamable-HTTP client posts each request from its caller's context, so the try is found in
+    :data:`_current_try` by :class:`_HttpClient`. A refused connection is the one failure known to leave
+    the server without the call: the SDK reports it only as the whole transport closing, like a server that
+    died while running the call.
+    """
+
+    refused = False
+
+
+_current_try: ContextVar[_Try | None] = ContextVar("mcp_current_try", default=None)
+
+
+class _HttpClient(httpx2.AsyncClient):
+    """An HTTP client marking the :class:`_Try` whose ``tools/call`` POST could not connect as refused.
+
+    Only the call's own POST counts: the SDK may post other requests from the same context once the call
+    has run (a ``tools/list`` to learn its output schema), and their refusal says nothing about the call.
+    """
+
+    async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        try:
+            return await super().send(request, **kwargs)
+        except httpx2.ConnectError:
+            attempt = _current_try.get()
+            if attempt is not None and _posted(request).get("method") == "tools/call":
+                attempt.refused = True
+            raise
+
+
 class _SessionDied(Exception):
     """The session's transport died under the call; ``alone`` if no other call was there, ``delivered``
     unless the server had closed the connection before the call was sent (then no server got it)."""
@@ -317,7 +350,7 @@ class McpProvider:
         session, client = await self._pick()
         hung_up = session.hung_up  # the server's end of this client's transport (set in the same step)
         account = current_call.get()
-        marker = object()
+        marker = _Try()
         sent_after_close = False
         try:
             if solo:  # wait until the session is ours alone, holding back new calls meanwhile
@@ -330,7 +363,11 @@ class McpProvider:
             if repeat and account is not None and not sent_after_close:
                 account.repeated = True
             session.in_flight.add(marker)
-            result = await client.call_tool(name, arguments)
+            sending = _current_try.set(marker)
+            try:
+                result = await client.call_tool(name, arguments)
+            finally:
+                _current_try.reset(sending)
         except asyncio.CancelledError:
             if marker in session.in_flight:  # sent, and given up on before any reply
                 self._unanswered(session, client)
@@ -375,17 +412,18 @@ class McpProvider:
         self,
         session: _Session,
         client: ClientSession,
-        marker: object,
+        marker: _Try,
         exc: BaseException,
         sent_after_close: bool,
     ) -> _SessionDied:
         """The transport under ``client`` died: note who was in flight (once), reopen, say if we were alone
-        and whether the call may have reached the server (not when it was sent after the server hung up)."""
+        and whether the call may have reached the server (not when it was sent after the server hung up, nor
+        when its HTTP request was refused: a remote server that is down)."""
         if session.client is client:
             session.witnesses[client] = frozenset(session.in_flight)
         self._lost(session, client, exc)
         witnesses = session.witnesses.get(client, frozenset({marker}))
-        return _SessionDied(alone=witnesses <= {marker}, delivered=not sent_after_close)
+        return _SessionDied(alone=witnesses <= {marker}, delivered=not (sent_after_close or marker.refused))
 
     async def _pick(self) -> tuple[_Session, ClientSession]:
         """The live, unreserved session with the fewest calls in flight; waits for a reopening one.
@@ -618,7 +656,7 @@ async def _transport(session: _Session, kind: str) -> AsyncIterator[tuple[Any, A
 
         hooks = {"response": [_cap_json_body(cap, config.max_result_mb), note_status]}
         async with (
-            httpx2.AsyncClient(headers=config.headers, timeout=timeout, event_hooks=hooks) as http,
+            _HttpClient(headers=config.headers, timeout=timeout, event_hooks=hooks) as http,
             streamable_http_client(config.url, http_client=http, max_sse_event_size=cap) as streams,
         ):
             yield streams
@@ -629,13 +667,18 @@ _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link
 _NO_PARAMETERS = {"type": "object", "properties": {}}
 
 
-def _posted_id(request: httpx2.Request) -> int | str | None:
-    """The JSON-RPC id of the request a POST carried (``None`` for a notification or an unreadable body)."""
+def _posted(request: httpx2.Request) -> dict[str, Any]:
+    """The JSON-RPC message a POST carried (empty for an unreadable body or a batch)."""
     try:
         message = json.loads(request.content)
     except (ValueError, httpx2.RequestNotRead):
-        return None
-    request_id = message.get("id") if isinstance(message, dict) else None
+        return {}
+    return message if isinstance(message, dict) else {}
+
+
+def _posted_id(request: httpx2.Request) -> int | str | None:
+    """The JSON-RPC id of the request a POST carried (``None`` for a notification or an unreadable body)."""
+    request_id = _posted(request).get("id")
     return request_id if isinstance(request_id, int | str) else None
 
 

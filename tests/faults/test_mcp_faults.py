@@ -105,6 +105,28 @@ def test_calls_that_never_reached_a_down_server_are_no_repeats(
 
 
 @pytest.mark.timeout(90)
+def test_a_down_http_server_with_several_sessions_is_unreachable_not_crashed_by_the_call() -> None:
+    """A streamable-HTTP server went down between calls, its provider holding two sessions. The next call's
+    POST is refused on one session, its re-run's on the other: no server got either. They were counted as
+    two crashes of the call alone, and the call failed for good as a poison call ("crashed 2 times ... the
+    arguments may crash the server"), marked ``repeated``, never retried, though the server was only
+    down; it must fail as unreachable, retried with back-off like any call to a server that is down."""
+    port = free_port()
+    proc = start_http(port)
+    config = McpServerConfig(url=f"http://127.0.0.1:{port}/mcp", sessions=2)
+    limits = Limits(call_timeout_s=10, retries=2, retry_backoff_s=0.01)
+    try:
+        with ToolExecutor([McpProvider("down", config)], limits) as executor:
+            assert executor.execute([ToolCall("echo", {"text": "up"})])[0].ok
+            stop(proc)
+            record = executor.execute([ToolCall("echo", {"text": "down"})])[0]
+    finally:
+        stop(proc)
+    assert not record.ok and "unavailable" in (record.error or ""), record.error
+    assert not record.repeated and record.attempts >= 3, record
+
+
+@pytest.mark.timeout(90)
 def test_a_call_cut_by_a_server_death_is_a_repeat_once_a_retry_reaches_the_server_again() -> None:
     """The server dies under a running call and is down for the provider's own re-run; the executor's retry
     finds it back and runs the call again: it ran twice, and says so (its re-run that reached nothing must
