@@ -278,6 +278,21 @@ def test_dict_result_renders_as_json(stdio_executor: ToolExecutor) -> None:
     assert json.loads(record.observation)["size"] == {"w": 1.5, "h": 1.5}
 
 
+def test_a_value_the_server_wrapped_as_structured_content_reads_as_the_value(
+    stdio_executor: ToolExecutor,
+) -> None:
+    """Python SDK and FastMCP servers send a tool's return value that is no object (``None``, a list) as
+    structuredContent ``{"result": value}``, with text content beside it, except when that is empty: a
+    search with no hits or a lookup of nothing then read ``{"result": []}`` and ``{"result": null}``, a
+    wrapper the model sees nowhere else (a list with hits reads as its lines). The value reads as itself,
+    as a Python tool's ``[]`` or ``None`` does: nothing."""
+    empty, none = stdio_executor.execute(
+        [ToolCall("find", {"key": "x"}), ToolCall("find", {"key": "x", "many": False})]
+    )
+    assert empty.ok and none.ok, (empty.error, none.error)
+    assert (empty.observation, none.observation) == ("", "")
+
+
 def test_schemas_are_the_servers_own(stdio_executor: ToolExecutor) -> None:
     spec = importlib.util.spec_from_file_location("slow_server", SLOW_SERVER)
     server = importlib.util.module_from_spec(spec)
@@ -287,7 +302,7 @@ def test_schemas_are_the_servers_own(stdio_executor: ToolExecutor) -> None:
     assert (
         set(shown)
         == set(truth)
-        == {"sleep", "echo", "pid", "fail", "count", "shape", "crash", "block", "big", "getenv"}
+        == {"sleep", "echo", "pid", "fail", "count", "shape", "find", "crash", "block", "big", "getenv"}
     )
     for name, fn in shown.items():
         assert fn["parameters"] == truth[name].input_schema

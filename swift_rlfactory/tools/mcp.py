@@ -308,7 +308,8 @@ class McpProvider:
         """Call ``name`` on the least-loaded live session, healing expired and dead sessions on the way.
 
         Returns the result's content blocks (rendered later by :func:`~.observation.render`), or its
-        structured content when the server sent only that. Raises :class:`ToolError` when the server
+        structured content when the server sent only that (the value itself when that is ``{"result":
+        value}``, how SDK and FastMCP servers wrap a value that is no object). Raises :class:`ToolError` when the server
         answered with an error (or the call crashed the server twice by itself) and
         :class:`TransportError` when the server could not be reached.
         """
@@ -404,8 +405,14 @@ class McpProvider:
         if result.is_error:
             message = render(result.content) or render(result.structured_content)
             raise ToolError(redact(message or "the tool reported an error without a message"))
-        if not result.content and result.structured_content is not None:
-            return result.structured_content
+        structured = result.structured_content
+        if not result.content and structured is not None:
+            # The Python SDK and FastMCP send a return value that is no object as {"result": value}, with
+            # no text beside it when the value is empty (None, []): the model reads the value, as it reads
+            # the text of a value that has some, not a wrapper it sees nowhere else.
+            if isinstance(structured, dict) and structured.keys() == {"result"}:
+                return structured["result"]
+            return structured
         return list(result.content)
 
     def _died(

@@ -65,6 +65,14 @@ def shape() -> dict[str, object]:
 
 
 @mcp.tool()
+def find(key: str, many: bool = True) -> list[str] | None:
+    """The stored lines matching ``key``: none, ever (``[]``, or ``None`` without ``many``). The SDK sends
+    either as no content blocks and structuredContent ``{"result": []}`` / ``{"result": null}``, as
+    FastMCP sends ``None`` for a tool whose return type allows it."""
+    return [] if many else None
+
+
+@mcp.tool()
 def crash(code: int = 1) -> str:
     """Exit the server process at once, as a segfault or an OOM kill would; a poison call."""
     os._exit(code)
