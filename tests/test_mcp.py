@@ -431,3 +431,49 @@ def test_a_server_entry_names_its_own_roots_checked_at_load(tmp_path: Path, monk
     ]:
         with pytest.raises(EnvConfigError, match=message):
             load_env_config(env_with(roots)).mcp_servers()
+
+
+# -- tool lists that change during the run ----------------------------------------------------------
+CHANGING_SERVER = ROOT / "tests" / "servers" / "changing_server.py"
+
+
+def changing(sessions: int, include: list[str] | None = None) -> ToolExecutor:
+    config = McpServerConfig(
+        command="python", args=[str(CHANGING_SERVER)], sessions=sessions, include_tools=include
+    )
+    return ToolExecutor([McpProvider("doors", config)], Limits(call_timeout_s=10, retries=0))
+
+
+@pytest.mark.timeout(60)
+def test_a_tool_the_server_adds_at_runtime_can_be_called_on_the_process_that_offers_it() -> None:
+    """A tool the server enables during the run (it sends ``notifications/tools/list_changed``) is not in
+    the prompt, which was rendered at start, but a call to it works, on the server process that offers it:
+    with two processes, ``unlock`` adds ``secret`` to one of them only, and every call goes there."""
+    with changing(sessions=2) as executor:
+        (before,) = executor.execute([ToolCall("secret", {})])
+        assert not before.ok and "unknown tool 'secret'" in before.observation
+        (unlocked,) = executor.execute([ToolCall("unlock", {})])
+        assert unlocked.observation == "unlocked", unlocked.error
+        records = executor.execute([ToolCall("secret", {})] * 6)
+        assert [r.observation for r in records] == ["open sesame"] * 6, [r.error for r in records]
+        assert sorted(executor.tools) == ["echo", "retire", "unlock"]  # the prompt's tools stay as they were
+    with changing(sessions=1, include=["unlock"]) as executor:  # an allowlist holds for later tools too
+        executor.execute([ToolCall("unlock", {})])
+        (hidden,) = executor.execute([ToolCall("secret", {})])
+    assert not hidden.ok and "unknown tool 'secret'" in hidden.error, hidden.error
+
+
+@pytest.mark.timeout(60)
+def test_a_tool_the_server_removed_reads_as_no_longer_offered() -> None:
+    """A tool the server takes away during the run is still in the prompt; with another process still
+    offering it the calls go there, and once none does the model reads that the server no longer offers
+    it, not the server's own "Unknown tool" error."""
+    with changing(sessions=2) as executor:
+        (retired,) = executor.execute([ToolCall("retire", {})])
+        assert retired.observation == "retired", retired.error
+        records = executor.execute([ToolCall("echo", {"text": "hi"})] * 6)
+        assert [r.observation for r in records] == ["hi"] * 6, [r.error for r in records]
+    with changing(sessions=1) as executor:
+        executor.execute([ToolCall("retire", {})])
+        (gone,) = executor.execute([ToolCall("echo", {"text": "hi"})])
+    assert not gone.ok and "MCP server 'doors' no longer offers tool 'echo'" in gone.error, gone.error

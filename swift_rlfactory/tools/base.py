@@ -130,3 +130,18 @@ class ToolProvider(Protocol):
     async def close(self) -> None:
         """Release everything ``start`` acquired. Safe to call twice."""
         ...
+
+
+@runtime_checkable
+class ChangingToolProvider(ToolProvider, Protocol):
+    """A provider whose tools may change while it runs (an MCP server that sends
+    ``notifications/tools/list_changed``).
+
+    The tools ``start`` returned are the ones the model is shown, for the whole run (the system prompt is
+    rendered once). ``late_tool`` is asked for a name the model called that is none of them: the tool of
+    that name the provider has begun to offer since, or ``None``.
+    """
+
+    async def late_tool(self, name: str) -> Tool | None:
+        """The tool ``name`` offered since start-up, or ``None`` when there is none."""
+        ...

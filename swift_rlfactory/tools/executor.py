@@ -287,7 +287,7 @@ class ToolExecutor:
             if call.error_kind == "limit":
                 raise _CallFailed(f"not run: {call.error}")
             raise _CallFailed(f"could not parse tool call: {call.error}")
-        tool = self.tools.get(call.name)
+        tool = self.tools.get(call.name) or await self.toolset.late_tool(call.name)
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
             raise _CallFailed(f"unknown tool {call.name!r}; available tools: {known}")
@@ -369,7 +369,7 @@ class ToolExecutor:
         """The longest one call of tool ``name`` takes once it holds its slots: every attempt's timeout (the
         tool's own, e.g. an MCP server's ``timeout``, else ``limits.call_timeout_s``) with its cancellation
         grace, and the waits between attempts. A watchdog above the executor must allow at least this much."""
-        tool = self.tools.get(name)
+        tool = self.tools.get(name) or self.toolset.late.get(name)
         timeout = self.limits.call_timeout_s if tool is None else self._timeout(tool)
         attempts = self.limits.retries + 1
         return attempts * (timeout + CANCEL_GRACE_S) + self.limits.retries * RETRY_WAIT_MAX_S

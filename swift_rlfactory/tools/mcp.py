@@ -9,6 +9,20 @@ provider serves every trajectory its process runs, all of a batch at once: what 
 calls is shared by all those episodes, and two calls of one episode may reach different server processes.
 There is no per-episode server; a stateful tool should take what names its state as an argument.
 
+A server may change its tools while it runs (FastMCP's ``tool.enable()``, a tool that unlocks another) and
+say so with ``notifications/tools/list_changed``. The tools the model is shown stay those listed at start:
+the system prompt of every trajectory was rendered from them, and a tool list that changed under a batch
+would make the prompts of one step disagree. What the server offers *now* decides where calls go, though.
+On the notification the session lists its tools again, in a task of its own (the session's receive loop
+never waits for it; a call to this server waits that one round trip rather than be routed by a list the
+server said is stale), and each session keeps its own list: every stdio process has its own, and a tool
+one process enabled is on that process only. A call goes only to a session that lists its tool; a tool
+the server no longer lists anywhere fails with "MCP server X no longer offers tool Y" instead of the
+server's "Unknown tool". A tool the server began to offer later is not in the prompt, but the model may
+learn of it (from the tool that enabled it), and a call to that name works (:meth:`McpProvider.late_tool`,
+which the :class:`~.toolset.ToolSet` asks for a name none of its tools has) if the server entry's tool
+filters let it through.
+
 A training run lasts hours, and servers crash, get OOM-killed, restart under a load balancer or forget idle
 sessions. The provider heals all of these itself, inside the call, and records every extra try on the
 call's account (:data:`~.base.current_call`):
@@ -93,6 +107,7 @@ from mcp.types import (
     ListRootsResult,
     PaginatedRequestParams,
     Root,
+    ToolListChangedNotification,
 )
 from pydantic import ValidationError
 
@@ -138,6 +153,9 @@ HUNG_AFTER_TIMEOUTS = 3
 """Calls in a row given up on (timed out or cancelled) with no reply in between before a session is pinged."""
 PING_TIMEOUT_S = 5.0
 """How long that ping may take before the session counts as hung and is restarted."""
+RELIST_WAIT_S = 5.0
+"""How long a call waits for the tool list its server said changed (``notifications/tools/list_changed``)
+to be fetched again; past it, the call goes by the list as it was."""
 
 _SNIFF_BYTES = 4096  # the head and tail of an oversized line kept to find its request id
 
@@ -261,6 +279,7 @@ class McpProvider:
         self._probes: dict[_Session, asyncio.Task[None]] = {}
         self._solo = asyncio.Lock()
         self._closed = False
+        self._shown: frozenset[str] = frozenset()
 
     async def start(self) -> list[Tool]:
         """Open every session and list the server's tools; raises ``RuntimeError`` naming the server."""
@@ -282,13 +301,33 @@ class McpProvider:
             raise RuntimeError(redact(f"MCP server {self.name!r} ({where}) failed to start: {why}")) from None
         for note in self._sessions[0].notes:  # every session lists the same tools: say it once
             logger.warning("MCP server %r: %s", self.name, note)
-        offered = self._sessions[0].tools
+        offered = list(self._sessions[0].tools.values())
         try:
             kept = set(self.config.select_tools([spec.name for spec in offered]))
         except ValueError as exc:  # a filter naming a tool that is not there: fail now, naming the field
             await self.close()
             raise RuntimeError(f"MCP server {self.name!r}: {exc}") from None
+        self._shown = frozenset(kept)
         return [McpTool(self, spec) for spec in offered if spec.name in kept]
+
+    async def late_tool(self, name: str) -> Tool | None:
+        """Tool ``name`` if the server began to offer it after start-up (it sent
+        ``notifications/tools/list_changed``) on a live session and the config's filters let it through;
+        else ``None``. A tool listing being fetched again is waited for (at most :data:`RELIST_WAIT_S`)."""
+        if name in self._shown or not self.config.allows_tool(name):
+            return None
+        await self._relisted()
+        for session in self._sessions:
+            spec = session.tools.get(name) if session.client is not None else None
+            if spec is not None:
+                return McpTool(self, spec)
+        return None
+
+    async def _relisted(self) -> None:
+        """Wait, at most :data:`RELIST_WAIT_S`, for the tool listings being fetched again."""
+        pending = [s.relisting for s in self._sessions if s.relisting is not None and not s.relisting.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=RELIST_WAIT_S)
 
     async def close(self) -> None:
         """Stop every session (terminating stdio servers) and any pending restart; safe to call twice."""
@@ -348,7 +387,7 @@ class McpProvider:
         """One try on a live session; ``repeat`` when an earlier try may have run the call, so that this
         one, once it is sent, marks the call's account ``repeated`` (a try that finds no live session to send
         it on repeats nothing: the first call after a remote server went down is no repeat)."""
-        session, client = await self._pick()
+        session, client = await self._pick(name)
         hung_up = session.hung_up  # the server's end of this client's transport (set in the same step)
         account = current_call.get()
         marker = _Try()
@@ -432,11 +471,18 @@ class McpProvider:
         witnesses = session.witnesses.get(client, frozenset({marker}))
         return _SessionDied(alone=witnesses <= {marker}, delivered=not (sent_after_close or marker.refused))
 
-    async def _pick(self) -> tuple[_Session, ClientSession]:
-        """The live, unreserved session with the fewest calls in flight; waits for a reopening one.
+    async def _pick(self, name: str) -> tuple[_Session, ClientSession]:
+        """The live, unreserved session offering tool ``name`` with the fewest calls in flight; waits for a
+        reopening one.
 
         Dead sessions are reopened here too, which covers a transport that died on its own between calls.
+        Only sessions whose server lists ``name`` now are picked (each stdio process has its own tool list,
+        which a server may change while it runs); when none does, the call fails saying the server no longer
+        offers the tool, rather than with the server's "Unknown tool" or whatever else it makes of the call.
+        A server that said its list changed is believed: while its list is fetched again, calls wait for it
+        (one ``tools/list`` round trip, at most :data:`RELIST_WAIT_S`) instead of going by the old one.
         """
+        relisted = False
         while True:
             if not self._closed:
                 for session in self._sessions:
@@ -453,6 +499,16 @@ class McpProvider:
                 )
                 raise TransportError(
                     redact(f"MCP server {self.name!r} is unavailable: {errors or 'closed'}"), delivered=False
+                )
+            if not relisted and any(s.relisting is not None and not s.relisting.done() for s in live):
+                await self._relisted()  # the list the server just said is stale must not route the call
+                relisted = True
+                continue
+            live = [session for session in live if name in session.tools]
+            if not live:
+                raise ToolError(
+                    f"MCP server {self.name!r} no longer offers tool {name!r} (it changed its tool list "
+                    "during the run)"
                 )
             free = [session for session in live if not session.reserved]
             if free:
@@ -519,8 +575,10 @@ class _Session:
         self.kind = config.kind  # "auto" becomes the transport that answered, for every reopen
         self.client: ClientSession | None = None
         self.hung_up = asyncio.Event()  # set once the server's messages to this client ended (EOF)
-        self.tools: list[ToolSpec] = []
+        self.tools: dict[str, ToolSpec] = {}  # what the server lists now, by name
         self.notes: list[str] = []  # what listing the tools mended or dropped, for one warning each
+        self.relisting: asyncio.Task[None] | None = None  # fetching the tool list again, after list_changed
+        self._relist_again = False  # the list changed again while it was being fetched
         self.in_flight: set[object] = set()
         self.reserved = False
         self.unanswered = 0  # calls in a row given up on before the current client replied to any
@@ -554,6 +612,8 @@ class _Session:
     async def close(self) -> None:
         """Stop the owner task: it leaves the transport, which ends a stdio server process."""
         owner, self._owner = self._owner, None
+        if self.relisting is not None:
+            self.relisting.cancel()
         if owner is None:
             return
         self._stop.set()
@@ -595,7 +655,7 @@ class _Session:
                     )
                     roots = _roots_callback(self.roots) if self.roots else None
                     client = await stack.enter_async_context(
-                        ClientSession(read, write, list_roots_callback=roots)
+                        ClientSession(read, write, list_roots_callback=roots, message_handler=self._notified)
                     )
                     try:
                         init = await client.initialize()
@@ -608,13 +668,17 @@ class _Session:
                         continue
                     # Listing on every session, not just the first, also primes the SDK's per-session cache
                     # of output schemas; unprimed, the first concurrent calls would each list the tools again.
+                    self._relist_again = False
                     if init.capabilities.tools is not None:
-                        self.tools = await _list_tools(client, self.notes)
+                        tools = await _list_tools(client, self.notes)
                     else:
-                        self.tools = await _undeclared_tools(client, self.notes)
+                        tools = await _undeclared_tools(client, self.notes)
+                    self.tools = {spec.name: spec for spec in tools}
                     self.kind = kind
                     self.client, self.hung_up = client, hung_up
                     ready.set()
+                    if self._relist_again:  # the list changed while it was first fetched
+                        self.tools_changed()
                     try:
                         await stop.wait()
                     finally:
@@ -626,6 +690,50 @@ class _Session:
             self.client = None
             self.pid = None
             ready.set()
+
+    async def _notified(self, message: Any) -> None:
+        """A message the session passes on: a changed tool list is fetched again; the rest is not ours."""
+        if isinstance(message, ToolListChangedNotification):
+            self.tools_changed()
+
+    def tools_changed(self) -> None:
+        """The server says its tool list changed: list it again in a task of its own, which calls to the
+        server wait for (:meth:`McpProvider._pick`); one listing at a time, once more if the list changes
+        again during one."""
+        client = self.client
+        if client is None or (self.relisting is not None and not self.relisting.done()):
+            self._relist_again = True  # the listing under way (or the first one) may predate the change
+            return
+        self.relisting = asyncio.create_task(self._relist(client), name=f"mcp-relist-{self.label}")
+
+    async def _relist(self, client: ClientSession) -> None:
+        """Fetch the tool list of ``client`` again (until no change came in meanwhile); a failure keeps the
+        list as it was."""
+        while True:
+            self._relist_again = False
+            try:
+                tools = {spec.name: spec for spec in await _list_tools(client, [])}
+            except Exception as exc:
+                if self.client is client:
+                    logger.warning(
+                        "MCP session %s: its tool list changed, but listing it again failed (%s); keeping "
+                        "the list it had",
+                        self.label,
+                        _describe(exc, stdio=self.config.kind == "stdio"),
+                    )
+                return
+            finally:
+                self.notes.clear()  # what was mended in it: said once, at start-up
+            if self.client is not client:
+                return  # reopened meanwhile: the new session listed its tools itself
+            added, removed = tools.keys() - self.tools.keys(), self.tools.keys() - tools.keys()
+            if added or removed:
+                logger.info(
+                    "MCP session %s: tools added %s, removed %s", self.label, sorted(added), sorted(removed)
+                )
+            self.tools = tools
+            if not self._relist_again:
+                return
 
 
 def _roots_callback(roots: tuple[Path, ...]) -> Any:

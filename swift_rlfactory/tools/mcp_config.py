@@ -449,8 +449,12 @@ class McpServerConfig(BaseModel):
                     f"{field} names {', '.join(map(repr, unknown))}, which the server does not offer; "
                     f"it offers: {', '.join(offered) or 'no tools'}"
                 )
-        allowed = known if self.include_tools is None else set(self.include_tools)
-        return [name for name in offered if name in allowed and name not in self.exclude_tools]
+        return [name for name in offered if self.allows_tool(name)]
+
+    def allows_tool(self, name: str) -> bool:
+        """Whether the filters let the model call tool ``name``: one the allowlist names (any, when there is
+        none) that no denylist names. A tool the server begins to offer during the run takes this test too."""
+        return (self.include_tools is None or name in self.include_tools) and name not in self.exclude_tools
 
     def resolved(self, base_dir: Path) -> McpServerConfig:
         """A copy with ``${VAR}`` and ``${file:PATH}`` expanded in every string field (a relative ``PATH`` is

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .base import Tool, ToolProvider, ToolSpec
+from .base import ChangingToolProvider, Tool, ToolProvider, ToolSpec
 
 logger = logging.getLogger(__name__)
 
@@ -203,6 +203,8 @@ class ToolSet:
         self.providers = list(providers)
         self._cap = DescriptionCap(max_description_chars)
         self.tools: dict[str, Tool] = {}
+        self.late: dict[str, Tool] = {}
+        """Tools found by :meth:`late_tool`, by the name the model called them by."""
 
     async def start(self) -> None:
         """Start all providers; if any fails, close those already started and re-raise."""
@@ -216,6 +218,25 @@ class ToolSet:
         except BaseException:
             await self.close()
             raise
+
+    async def late_tool(self, name: str) -> Tool | None:
+        """The tool ``name`` that no provider offered at start but one offers now (``None``: none does).
+
+        The model is shown :attr:`tools` only, but a server may add a tool during the run (an MCP server
+        that enables one and sends ``notifications/tools/list_changed``), and a tool or the server's own
+        text may tell the model about it. The first provider in order that offers ``name`` serves it from
+        then on, even after it stops offering it (its calls then fail saying so), so one name never moves
+        between servers mid-run. A name in :attr:`tools` is never looked up here.
+        """
+        if name in self.late:
+            return self.late[name]
+        for provider in self.providers:
+            tool = await provider.late_tool(name) if isinstance(provider, ChangingToolProvider) else None
+            if tool is not None:
+                logger.info("tool %r, offered by %r since start-up, is called", name, provider.name)
+                self.late[name] = tool
+                return tool
+        return None
 
     def _merge(self, results: Sequence[list[Tool]]) -> dict[str, Tool]:
         counts = Counter(tool.spec.name for tools in results for tool in tools)
