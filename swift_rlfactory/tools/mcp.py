@@ -58,9 +58,12 @@ and so are a stdio server's replies (bytes that are not UTF-8 too); a reply that
 call at once, and text a server prints on stdout before a message (a banner) is dropped with a warning.
 Faults the SDK's validation would fail a whole reply for are mended first (:func:`_mended`): a tool listed
 without ``inputSchema`` takes no arguments, one whose ``inputSchema`` is no object schema is dropped alone,
-a content block of an unknown type becomes a short note; a tool listed twice counts once, a tool that runs
-only as an MCP task is left out (this client has no tasks), a server that lists tools without declaring the
-tools capability is used all the same, and a ``tools/list`` that pages in a loop fails start-up saying so.
+a content block of an unknown type becomes a short note, and an ``input_required`` result (protocol
+2026-07-28: the server asks the user to fill in a form, or the client's model for a completion, before it
+goes on) an error saying what it asked, which no one can give in a training run; a tool listed twice
+counts once, a tool that runs only as an MCP task is left out (this client has no tasks), a server that
+lists tools without declaring the tools capability is used all the same, and a ``tools/list`` that pages
+in a loop fails start-up saying so.
 Each of these is one warning naming the server, however many sessions it has.
 
 Every session is owned by one long-lived task. The SDK's transports and ``ClientSession`` are anyio
@@ -810,8 +813,10 @@ async def _mended(
     a name or with an input schema that is no JSON object schema (``null``, a string, no ``"type"``, an
     array's) dropped, each noted in ``notes`` (which the provider logs once, naming the server): that tool
     is lost, the others work. A ``tools/call`` result has a content block of a type the specification
-    does not know replaced by a one-line note, so the rest still renders. Replies are told apart by
-    shape: only a tool listing has ``tools``, only a call result ``content``.
+    does not know replaced by a one-line note, so the rest still renders, and an ``input_required``
+    result becomes an error result saying what the server asked for (:func:`_input_required`): the SDK
+    would fail it as a call result without ``content``. Replies are told apart by shape: only a tool
+    listing has ``tools``, only a call result ``content`` or a ``resultType``.
 
     A streamable-HTTP POST answered with 401, 403 or 500 comes back from the SDK as an error saying only
     "Server returned an error response"; the transport notes each refused request's status in
@@ -856,6 +861,11 @@ def _mend(result: Any, notes: list[str]) -> None:
     """Fix one reply's ``result`` in place, noting what was changed in ``notes`` (see :func:`_mended`)."""
     if not isinstance(result, dict):
         return
+    if result.get("resultType") == "input_required":
+        note = _input_required(result)
+        result.clear()
+        result.update(content=[{"type": "text", "text": note}], isError=True)
+        return
     tools, content = result.get("tools"), result.get("content")
     if isinstance(tools, list):
         kept = []
@@ -880,6 +890,32 @@ def _mend(result: Any, notes: list[str]) -> None:
                     "type": "text",
                     "text": f"[content of unknown type {str(kind)[:50]!r} left out]",
                 }
+
+
+_INPUT_KINDS = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+def _input_required(result: dict[str, Any]) -> str:
+    """The error for an ``input_required`` result (protocol 2026-07-28's InputRequiredResult), saying what
+    the server asked for: the answer to a form (with its question), a model's completion, roots.
+
+    The server wants the client to fulfil its ``inputRequests`` and send the call again; in a training run
+    nobody is there to fill in a form, and no client-side model answers, so the call ends here.
+    """
+    requests = result.get("inputRequests")
+    asked = []
+    for request in requests.values() if isinstance(requests, dict) else ():
+        method = request.get("method") if isinstance(request, dict) else None
+        kind = _INPUT_KINDS.get(method, str(method)[:50]) if isinstance(method, str) else "input"
+        params = request.get("params") if isinstance(request, dict) else None
+        message = params.get("message") if isinstance(params, dict) else None
+        asked.append(f"{kind}: {message[:200]!r}" if isinstance(message, str) else kind)
+    what = f" ({'; '.join(asked)})" if asked else ""
+    return f"the server asks for input{what}, which a training run cannot give; the tool did not finish"
 
 
 def _schema_fault(schema: Any) -> str | None:

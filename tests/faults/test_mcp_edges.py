@@ -19,6 +19,7 @@ from swift_rlfactory.tools.mcp_config import McpServerConfig
 from tests.test_mcp import ROOT
 
 ODD_SERVER = ROOT / "tests" / "servers" / "odd_server.py"
+RAW_SERVER = ROOT / "tests" / "servers" / "raw_server.py"
 
 
 def odd(*flags: str) -> McpProvider:
@@ -271,3 +272,19 @@ def test_zod_schema_keywords_for_validators_stay_out_of_the_prompt() -> None:
         "definitions": {"depth": {"type": "integer", "minimum": 0}},
     }
     assert record.observation == '{"path": "a", "depth": 2}'
+
+
+@pytest.mark.timeout(60)
+def test_a_server_that_asks_for_input_reads_as_input_a_training_run_cannot_give() -> None:
+    """A result of protocol 2026-07-28's ``resultType: "input_required"`` (the server wants the user to fill
+    in a form before it goes on) is an error saying so, naming what it asked, whether or not it carries
+    the requests the specification asks for; the session goes on serving calls."""
+    config = McpServerConfig(command="python", args=[str(RAW_SERVER)])
+    with ToolExecutor([McpProvider("raw", config)], Limits(call_timeout_s=20, retries=0)) as executor:
+        ask, bare, ok = executor.execute([ToolCall("ask", {}), ToolCall("ask_bare", {}), ToolCall("ok", {})])
+    assert not ask.ok and "the server asks for input (elicitation: 'Which account?')" in ask.error, ask.error
+    assert "which a training run cannot give" in ask.error
+    assert not bare.ok and "the server asks for input, which a training run cannot give" in bare.error, (
+        bare.error
+    )
+    assert ok.observation == "fine"

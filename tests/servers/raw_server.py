@@ -7,7 +7,10 @@ answers with one kind of bad line, to test what the client makes of it:
 * ``surrogate``: the text holds a lone UTF-16 surrogate escape (``\\ud83d``, half an emoji), which is
   valid Python JSON but not valid JSON text for strict parsers;
 * ``garbled``: the reply is cut off mid-object, not JSON at all, though its ``"id"`` can still be read;
-* ``ok``: a clean reply, to show the session still works.
+* ``ok``: a clean reply, to show the session still works;
+* ``ask``: an ``input_required`` result (protocol 2026-07-28's InputRequiredResult) asking for a form
+  (elicitation), as a tool that needs the user's answer before it can go on;
+* ``ask_bare``: an ``input_required`` result with neither ``inputRequests`` nor ``requestState``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ REPLIES = {
     "latin1": b'{"type": "text", "text": "caf\xe9 cr\xe8me"}',
     "surrogate": b'{"type": "text", "text": "cut emoji \\ud83d"}',
     "ok": b'{"type": "text", "text": "fine"}',
+}
+FORM = {"type": "object", "properties": {"account": {"type": "string"}}}
+ELICIT = {"method": "elicitation/create", "params": {"message": "Which account?", "requestedSchema": FORM}}
+ASKS = {
+    "ask": {"resultType": "input_required", "inputRequests": {"account": ELICIT}},
+    "ask_bare": {"resultType": "input_required"},
 }
 
 
@@ -44,10 +53,12 @@ def main() -> None:
             send(head + b'"result": ' + json.dumps(result).encode() + b"}")
         elif method == "tools/list":
             schema = {"type": "object", "properties": {}}
-            tools = [{"name": name, "inputSchema": schema} for name in [*REPLIES, "garbled"]]
+            tools = [{"name": name, "inputSchema": schema} for name in [*REPLIES, "garbled", *ASKS]]
             send(head + b'"result": ' + json.dumps({"tools": tools}).encode() + b"}")
         elif method == "tools/call" and message["params"]["name"] == "garbled":
             send(head + b'"result": {"content": [{"type": "te')
+        elif method == "tools/call" and message["params"]["name"] in ASKS:
+            send(head + b'"result": ' + json.dumps(ASKS[message["params"]["name"]]).encode() + b"}")
         elif method == "tools/call":
             block = REPLIES[message["params"]["name"]]
             send(head + b'"result": {"content": [' + block + b'], "isError": false}}')
