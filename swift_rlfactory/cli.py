@@ -401,6 +401,7 @@ def _rewards(args: argparse.Namespace) -> int:
             errors.print(f"{row.file}:{row.line}: {name} scored its fallback: {why}", markup=False)
     means = ", ".join(f"{k} {v:.3f}" for k, v in report.summary.items())
     console.print(f"mean: {means}", markup=False, highlight=False)
+    console.print(f"read {path}", markup=False, soft_wrap=True)  # a folder's newest run: say which one
     if report.errors:
         errors.print(f"{report.errors} component scores fell back", markup=False)
     return 0

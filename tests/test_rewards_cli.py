@@ -157,3 +157,5 @@ def test_an_output_dir_of_versioned_runs_is_read_at_its_newest_run(tmp_path, cap
     report = json.loads(capsys.readouterr().out)
     assert [row["line"] for row in report["rows"]] == [1, 2]
     assert report["file"] == str(newer / "trajectories.jsonl")  # which run was scored is said
+    assert main(["rewards", str(env), "--trajectories", str(tmp_path / "out")]) == 0
+    assert f"read {newer / 'trajectories.jsonl'}" in capsys.readouterr().out  # in the table form too
