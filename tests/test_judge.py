@@ -8,6 +8,7 @@ malformed replies, 500s and hangs, and that the API key was sent but never logge
 from __future__ import annotations
 
 import logging
+import socket
 import time
 
 import httpx
@@ -217,6 +218,24 @@ def test_a_redirect_names_where_it_points(server, caplog):
     spec = judge_spec(server, model="redirect")
     assert spec.score([traj("Paris")]) == [0.0]
     assert "HTTP 307: redirected to /v2/chat/completions; point base_url there" in caplog.text
+    spec.close()
+
+
+def test_an_unreachable_judge_names_where_it_was_asked(caplog):
+    """``swift-rlfactory rewards env_judge.yaml`` with no judge served: the error says which endpoint did
+    not answer (``ConnectError`` alone leaves the user guessing), its credentials still hidden."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    class Closed:
+        url = f"http://user:sk-url-secret-4c3b2a19@127.0.0.1:{port}/v1"
+
+    spec = judge_spec(Closed, retries=0)
+    assert spec.score([traj("Paris")]) == [0.0]
+    shown = f"http://user:<judge base_url credential>@127.0.0.1:{port}/v1"
+    assert f"no judgment from {shown}: ConnectError" in caplog.text
+    assert "sk-url-secret" not in caplog.text
     spec.close()
 
 

@@ -411,7 +411,11 @@ class Judge:
             )
         except Exception as exc:
             self.stats.errors += 1
-            error = exc if isinstance(exc, JudgeError) else JudgeError(f"no judgment: {_describe(exc)}")
+            if isinstance(exc, JudgeError):
+                error = exc
+            else:  # down, timed out, 429/5xx to the last retry: name the endpoint (credentials redacted)
+                where = secrets.redact(self.config.base_url)
+                error = JudgeError(f"no judgment from {where}: {_describe(exc)}")
             # one warning per metrics window: a judge that is down must not flood the log
             logger.log(logging.WARNING if self.stats.errors == 1 else logging.DEBUG, "judge: %s", error)
             raise error from None
