@@ -717,6 +717,27 @@ def test_rows_without_a_reference_are_counted_and_left_out_of_em_when_no_reward_
     assert re.search(r"questions without a reference answer.*\b2\b", printed)
 
 
+def test_the_progress_line_shows_no_em_when_no_row_has_a_reference(tmp_path, capsys):
+    """examples/code scores by hidden tests: no row has an answer, so the table's EM is "-", and the progress
+    line must not say "EM 0.000" beside it."""
+    from swift_rlfactory.cli import main
+
+    env = tmp_path / "env.yaml"
+    env.write_text(
+        f"name: no-reference\nsystem_prompt: Use the tools, then answer in <answer></answer>.\n"
+        f"tools: {{python: [{ROOT / 'tests/envs/agent/tools.py'}]}}\nlimits: {{max_turns: 3}}\n"
+        "reward: [{name: format, weight: 1.0}]\n"
+    )
+    dataset = tmp_path / "test.jsonl"
+    dataset.write_text(json.dumps({"messages": [{"role": "user", "content": "What is 2 + 5?"}]}) + "\n")
+    with scripted_server() as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out")
+        code = main(["eval", "--env", str(env), *argv[3:]])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert re.search(r"1/1 EM - ", printed) and "EM 0.000" not in printed, printed
+
+
 def test_summarize_leaves_rows_without_a_reference_out_of_em():
     unreferenced = {**record(1, 0, 0.0), "row": {"tests": "..."}}
     metrics = summarize([record(0, 0, 1.0), unreferenced, {**failed(2, 0), "row": {}}], samples=1)

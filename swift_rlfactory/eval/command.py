@@ -352,20 +352,20 @@ def _run_with_progress(
         TextColumn("episodes"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("EM {task.fields[em]:.3f}"),
+        TextColumn("EM {task.fields[em]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
     )
     scores: list[float] = []
     with progress:
-        bar = progress.add_task("episodes", total=len(tasks), em=0.0)
+        bar = progress.add_task("episodes", total=len(tasks), em="-")  # "-" until a row with a reference ends
 
         def on_done(record: dict[str, Any]) -> None:
             score = episode_score(record, "em")  # as metrics.json counts it
             if score is not None:
                 scores.append(score)
-            progress.update(bar, advance=1, em=sum(scores) / len(scores) if scores else 0.0)
+            progress.update(bar, advance=1, em=f"{sum(scores) / len(scores):.3f}" if scores else "-")
 
         run = evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)
         return runner.run(run) if runner else blocking.run(run)
