@@ -593,8 +593,13 @@ def test_select_filters_by_solve_rate_and_refuses_another_dataset(tmp_path: Path
 
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({**rows[0], "messages": [{"role": "user", "content": "x"}]}) + "\n")
-    with pytest.raises(ValueError, match="use another --output"):
+    with pytest.raises(ValueError) as refused:
         select(tmp_path / "run", other, tmp_path / "x.jsonl")
+    # the log holds the eval's question, the dataset another: the fix is --dataset, not another --output
+    assert str(refused.value) == (
+        f"{log.path} holds question 0 as 'q0', but the dataset has 'x': "
+        f"pass the dataset that run evaluated as --dataset, not {other}"
+    )
     with pytest.raises(ValueError, match="no metric 'reward'"):
         select(tmp_path / "run", dataset, tmp_path / "x.jsonl", metric="reward")
 

@@ -332,15 +332,19 @@ def episode_key(record: dict[str, Any]) -> tuple[int, int]:
 
 
 def check_same_dataset(
-    done: dict[tuple[int, int], dict[str, Any]], rows: Mapping[int, dict[str, Any]], path: Path
+    done: dict[tuple[int, int], dict[str, Any]],
+    rows: Mapping[int, dict[str, Any]],
+    path: Path,
+    advice: str = "use another --output for another dataset",
 ) -> None:
-    """Refuse to resume over a log whose questions differ from the dataset's at the same index (a row's
-    position, :func:`load_dataset`)."""
+    """Refuse a log (at ``path``) whose questions differ from the dataset's at the same index (a row's
+    position, :func:`load_dataset`): ``eval`` would resume over another dataset's episodes, ``select`` pick
+    rows by another dataset's scores. ``advice`` ends the error: what the caller's user should change."""
     for (index, _), record in done.items():
         if index in rows and record.get("question") != question_of(rows[index]):
             raise ValueError(
                 f"{path} holds question {index} as {record.get('question')!r}, but the dataset has "
-                f"{question_of(rows[index])!r}: use another --output for another dataset"
+                f"{question_of(rows[index])!r}: {advice}"
             )
 
 

@@ -97,7 +97,9 @@ def select(
             raise ValueError(f"--out {out} is {what}, which selecting would overwrite: write elsewhere")
     logged = log.load(repair=False)  # an eval may be writing it now
     rows = load_dataset(dataset)
-    check_same_dataset(logged, rows, Path(dataset))
+    check_same_dataset(
+        logged, rows, log.path, advice=f"pass the dataset that run evaluated as --dataset, not {dataset}"
+    )
     try:
         rates = solve_rates(current_records(logged, rows).values(), metric)
     except KeyError:
