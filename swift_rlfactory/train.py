@@ -421,7 +421,8 @@ def _run(plan: Plan, verbose: bool, console: Console) -> tuple[int, float]:
     """Run the command, printing each logged step as it appears; returns (exit code, seconds).
 
     Between steps a status line says which phase ms-swift is in (read off ``swift.log``) and for how long,
-    so the minutes before the first step are not silent.
+    so the minutes before the first step are not silent; where the console is no terminal, each phase is
+    printed as a line when it starts instead.
     """
     env = {**os.environ, **plan.env_vars}
     start = time.monotonic()
@@ -446,6 +447,8 @@ def _run(plan: Plan, verbose: bool, console: Console) -> tuple[int, float]:
                     seen = f"step {printed + 1}/{plan.profile.steps}: rollout (generation + tool calls) and update"
                 if seen and seen != phase:
                     phase, phase_start = seen, time.monotonic()
+                    if not console.is_terminal:  # no live status line there (a pipe, CI): one line per phase
+                        console.print(f"  {phase} (run {phase_start - start:.0f} s)", markup=False)
                 now = time.monotonic()
                 status.update(f"{phase} · {now - phase_start:.0f} s (run {now - start:.0f} s)")
         except KeyboardInterrupt:

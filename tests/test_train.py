@@ -7,7 +7,10 @@ is tests/test_swift_rlhf.py.
 from __future__ import annotations
 
 import ast
+import io
 import json
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from swift_rlfactory.train import (
     DEFAULT_ENV,
     GPU,
     TrainOptions,
+    _run,
     arithmetic_problems,
     build_dataset,
     format_step,
@@ -238,6 +242,19 @@ def test_the_phase_before_the_first_step_is_read_off_swift_log():
     assert phase_of(log) == "loading the model"
     log += "[INFO:swift] train_dataset: Dataset({...})\n[INFO:swift] The logging file will be saved in: x\n"
     assert phase_of(log).startswith("step 1: first rollout")
+
+
+def test_phases_are_printed_as_lines_when_the_console_is_no_terminal(tmp_path: Path):
+    """`swift-rlfactory train | tee run.log` or a CI job: the live status line is not drawn there, so each
+    phase ms-swift enters is printed as a line of its own, else the minutes before step 1 are silent."""
+    swift = "import time\nfor line in ('Global seed set to 0', 'train_dataset: ...'):\n    print(line, flush=True)\n"
+    swift += "    time.sleep(1.5)\n"
+    plan = replace(_plan(False, tmp_path), command=[sys.executable, "-c", swift], run_dir=tmp_path)
+    out = io.StringIO()
+    code, _ = _run(plan, verbose=False, console=Console(file=out, width=200))
+    printed = out.getvalue()
+    assert code == 0 and (tmp_path / "swift.log").read_text().startswith("Global seed set")
+    assert "loading the model" in printed and "encoding the dataset" in printed, printed
 
 
 def test_a_tool_error_is_printed_once_as_the_model_reads_it(tmp_path: Path, capsys):
