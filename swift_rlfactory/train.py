@@ -443,7 +443,9 @@ def _run(plan: Plan, verbose: bool, console: Console) -> tuple[int, float]:
                 time.sleep(1.0)
                 printed = _print_new_steps(plan.run_dir / "logging.jsonl", printed, console)
                 seen = phase_of(follow.read())  # only what ms-swift wrote since the last look
-                if printed:
+                if printed >= plan.profile.steps:  # the last step is logged: ms-swift saves and exits
+                    seen = "saving the LoRA adapter"
+                elif printed:
                     seen = f"step {printed + 1}/{plan.profile.steps}: rollout (generation + tool calls) and update"
                 if seen and seen != phase:
                     phase, phase_start = seen, time.monotonic()

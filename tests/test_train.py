@@ -257,6 +257,20 @@ def test_phases_are_printed_as_lines_when_the_console_is_no_terminal(tmp_path: P
     assert "loading the model" in printed and "encoding the dataset" in printed, printed
 
 
+def test_after_the_last_step_the_phase_is_not_a_step_past_the_end(tmp_path: Path):
+    """Once the last step is logged, ms-swift saves the adapter and exits: that is what the phase says, not
+    "step 2/1"."""
+    record = json.dumps({**LOGGED, "global_step/max_steps": "1/1"})
+    log = str(tmp_path / "logging.jsonl")
+    swift = f"import time\nopen({log!r}, 'w').write({record!r} + '\\n')\ntime.sleep(2.5)\n"
+    plan = replace(_plan(False, tmp_path, steps=1), command=[sys.executable, "-c", swift], run_dir=tmp_path)
+    out = io.StringIO()
+    code, _ = _run(plan, verbose=False, console=Console(file=out, width=200))
+    printed = out.getvalue()
+    assert code == 0 and "step   1/1 · reward" in printed, printed
+    assert "step 2/1" not in printed and "saving the LoRA adapter" in printed, printed
+
+
 def test_a_tool_error_is_printed_once_as_the_model_reads_it(tmp_path: Path, capsys):
     env = str(ROOT / "examples" / "calculator" / "env.yaml")
     assert main(["tools", "call", env, "calculate", '{"expression": "1 +"}']) == 1
