@@ -47,7 +47,7 @@ def test_tool_filters_keep_tools_from_the_model_and_from_calls(tmp_path: Path) -
     settings = {
         "mcpServers": {
             "gem": {**SLOW, "includeTools": ["echo", "pid", "getenv"], "excludeTools": ["getenv"]},
-            "roo": {**SLOW, "disabledTools": ["crash", "block", "big", "getenv", "count", "shape"]},
+            "roo": {**SLOW, "disabledTools": ["crash", "block", "big", "getenv", "count", "shape", "find"]},
         }
     }
     config = load_env_config(env_for(write(tmp_path / ".gemini" / "settings.json", settings), tmp_path))
@@ -350,7 +350,7 @@ enabled_tools = ["echo", "getenv"]
 command = "python"
 args = ["{SLOW_SERVER}"]
 startup_timeout_ms = 15000
-disabled_tools = ["crash", "block", "big", "getenv", "count", "shape", "sleep", "fail", "pid"]
+disabled_tools = ["crash", "block", "big", "getenv", "count", "shape", "sleep", "fail", "pid", "find"]
 required = true
 
 [mcp_servers.parked]
