@@ -80,7 +80,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -396,14 +396,9 @@ def _argument_end(text: str, start: int, mark: int, last_value_close: int) -> in
     another and the first that cannot be read ends the search, and no value is looked for past the last
     ``</parameter>``, so each character is read about once, however many tags the text holds.
     """
-    pos = start
-    while (call := _CALL_START.search(text, pos, mark)) is not None:
-        body = _read_one(text, call.start())
-        if body.error is not None:
-            break
-        if body.end > mark:
-            return body.end
-        pos = body.end
+    for _, end in _call_spans(text, start, mark):
+        if end > mark:
+            return end
     opened = text.rfind(_PARAM_OPEN, start, mark)  # the last XML value before the tag: still open?
     if (
         opened < 0
@@ -415,6 +410,18 @@ def _argument_end(text: str, start: int, mark: int, last_value_close: int) -> in
         return None
     close = text.find(_PARAM_CLOSE, mark)
     return None if close < 0 else close + len(_PARAM_CLOSE)
+
+
+def _call_spans(text: str, pos: int, starts_before: int) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of the call objects that start in ``text[pos:starts_before]``, one after another,
+    whatever their names, each read as :func:`json_calls_in_prose` reads one (an object may end past
+    ``starts_before``); the first that cannot be read ends them."""
+    while (call := _CALL_START.search(text, pos, starts_before)) is not None:
+        body = _read_one(text, call.start())
+        if body.error is not None:
+            return
+        yield call.start(), body.end
+        pos = body.end
 
 
 def call_arguments(text: str) -> list[tuple[int, int]]:
@@ -429,14 +436,7 @@ def call_arguments(text: str) -> list[tuple[int, int]]:
     there, the first call object that cannot be read ends the search for call objects, so each character
     is read about once.
     """
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    while (call := _CALL_START.search(text, pos)) is not None:
-        body = _read_one(text, call.start())
-        if body.error is not None:
-            break
-        spans.append((call.start(), body.end))
-        pos = body.end
+    spans = list(_call_spans(text, 0, len(text)))
     pos = text.find(_FUNCTION_OPEN)
     while pos >= 0 and (value := _PARAM_TAG.search(text, pos)) is not None:
         close = text.find(_PARAM_CLOSE, value.end())
