@@ -115,6 +115,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
+    TypeAdapter,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -786,9 +787,16 @@ def _is_goose_extensions(block: Any) -> bool:
     )
 
 
+_SWITCH = TypeAdapter(bool)  # how a server's ``enabled`` / ``disabled`` field reads a value
+
+
 def _goose_enabled(entry: dict[str, Any]) -> bool:
-    """Whether a Goose extension is switched on (``enabled: false``, or a string that says so, is off)."""
-    return str(entry.get("enabled", True)).lower() not in ("false", "no", "off", "0")
+    """Whether a Goose extension is switched on, its ``enabled`` read as a server's ``enabled`` field reads
+    it (``false``, ``"no"``, ``0``, ... are off); a value that field would refuse counts as on."""
+    try:
+        return _SWITCH.validate_python(entry.get("enabled", True))
+    except ValidationError:
+        return True
 
 
 def _goose_entry(name: str, entry: Any) -> Any:
