@@ -17,7 +17,7 @@ setup(
     packages=find_packages(include=["swift_rlfactory", "swift_rlfactory.*"]),
     include_package_data=True,
     # The calculator environment that `swift-rlfactory train` runs by default (examples/calculator links here).
-    package_data={"swift_rlfactory": ["envs/*/*.yaml", "envs/*/*.py"]},
+    package_data={"swift_rlfactory": ["bundled/*/*.yaml", "bundled/*/*.py"]},
     python_requires=">=3.11",
     install_requires=requirements,
     extras_require={

@@ -18,7 +18,7 @@
 set -euo pipefail
 latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}; mode=${4:-colocate}
 source /tmp/device_env.sh >/dev/null
-export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_ENV=$PWD/benchmarks/envs/slow_calc/env.yaml
+export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_ENV=$PWD/benchmarks/environments/slow_calc/env.yaml
 export RLFACTORY_BENCH_LATENCY=$latency
 mkdir -p "$out" /tmp/bench
 python3 - <<'PY'

@@ -92,16 +92,16 @@ TASKS = {
     # `tool_turn` is its taught turn for "What is 3 + 4?" (tests/conftest.py agent_example).
     "agent": Task(
         "agent",
-        BENCH / "envs" / "slow_agent" / "env.yaml",
+        BENCH / "environments" / "slow_agent" / "env.yaml",
         '<tool_call>\n{"name": "add", "arguments": {"a": 3, "b": 4}}\n</tool_call>\n'
         '<tool_call>\n{"name": "convert", "arguments": {"value": 3, "from_unit": "km", "to_unit": "m"}}\n</tool_call>',
         "<answer>7</answer>",
         _agent_rows,
     ),
-    # GPU: an instruct model and the calculator behind an MCP server (benchmarks/envs/slow_calc).
+    # GPU: an instruct model and the calculator behind an MCP server (benchmarks/environments/slow_calc).
     "calc": Task(
         "calc",
-        BENCH / "envs" / "slow_calc" / "env.yaml",
+        BENCH / "environments" / "slow_calc" / "env.yaml",
         '<tool_call>\n{"name": "calculate", "arguments": {"expression": "(512 + 230) * 17"}}\n</tool_call>',
         "<answer>12614</answer>",
         _calc_rows,

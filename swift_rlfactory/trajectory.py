@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol
 
-from .answers import reference_answers
+from swift_rlfactory.data.answers import reference_answers
 
 
 class ToolEnv(Protocol):
@@ -85,9 +85,9 @@ class Trajectory:
     @property
     def golden_answers(self) -> list[str]:
         """Reference answers from the row: ``golden_answers`` (a list, or one value), else ``answers``/
-        ``answer``/``solution`` (:data:`~swift_rlfactory.answers.REFERENCE_COLUMNS`). A column holding no
+        ``answer``/``solution`` (:data:`~swift_rlfactory.data.answers.REFERENCE_COLUMNS`). A column holding no
         answer (``[]``, ``""``, ``None``) does not hide the next one; nested lists are flattened and
-        SQuAD-style ``{"text": ...}`` dicts read, by the rule of :mod:`swift_rlfactory.answers`. Numbers
+        SQuAD-style ``{"text": ...}`` dicts read, by the rule of :mod:`swift_rlfactory.data.answers`. Numbers
         count as their text (``2`` is ``"2"``)."""
         return reference_answers(self.row)
 

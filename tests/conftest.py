@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from tests.fixtures.tiny_qwen3 import build_tiny_qwen3  # noqa: E402
 
 CACHE = Path(os.environ.get("RLFACTORY_CACHE", Path.home() / ".cache" / "swift-rlfactory"))
-AGENT_ENV = ROOT / "tests" / "envs" / "agent" / "env.yaml"
+AGENT_ENV = ROOT / "tests" / "environments" / "agent" / "env.yaml"
 AGENT_PAIRS = [(3, 4), (2, 5), (6, 1), (8, 9)]
 JUDGE_SERVER = ROOT / "tests" / "servers" / "judge_server.py"
 

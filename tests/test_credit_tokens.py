@@ -68,7 +68,7 @@ def env_path(tmp_path, monkeypatch):
     path = tmp_path / "env.yaml"
     path.write_text(
         "system_prompt: Use the tools, then answer in <answer></answer>.\n"
-        f"tools: {{python: ['{ROOT / 'tests' / 'envs' / 'agent' / 'tools.py'}']}}\n"
+        f"tools: {{python: ['{ROOT / 'tests' / 'environments' / 'agent' / 'tools.py'}']}}\n"
         "reward: [{name: em}, {name: turn_tool_success}]\n"
         f"credit: {{mode: turn, gamma: {GAMMA}, turn_weight: {TURN_WEIGHT}}}\n"
     )

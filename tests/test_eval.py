@@ -24,7 +24,7 @@ from swift_rlfactory.eval.metrics import summarize, summarize_groups
 from swift_rlfactory.eval.runner import EvalLog, context_check, load_rows, pending_tasks
 from swift_rlfactory.rewards.rules import extract_answer, token_f1
 from swift_rlfactory.rollout.episode import Generation
-from swift_rlfactory.rollout.log import read_trajectories
+from swift_rlfactory.runs.log import read_trajectories
 
 from .conftest import AGENT_ENV, AGENT_PAIRS, ROOT, ScriptedChat
 
@@ -699,7 +699,7 @@ def test_rows_without_a_reference_are_counted_and_left_out_of_em_when_no_reward_
     env = tmp_path / "env.yaml"
     env.write_text(
         f"name: no-reference\nsystem_prompt: Use the tools, then answer in <answer></answer>.\n"
-        f"tools: {{python: [{ROOT / 'tests/envs/agent/tools.py'}]}}\nlimits: {{max_turns: 3}}\n"
+        f"tools: {{python: [{ROOT / 'tests/environments/agent/tools.py'}]}}\nlimits: {{max_turns: 3}}\n"
         "reward: [{name: format, weight: 1.0}]\n"
     )
     rows = [
@@ -730,7 +730,7 @@ def test_the_progress_line_shows_no_em_when_no_row_has_a_reference(tmp_path, cap
     env = tmp_path / "env.yaml"
     env.write_text(
         f"name: no-reference\nsystem_prompt: Use the tools, then answer in <answer></answer>.\n"
-        f"tools: {{python: [{ROOT / 'tests/envs/agent/tools.py'}]}}\nlimits: {{max_turns: 3}}\n"
+        f"tools: {{python: [{ROOT / 'tests/environments/agent/tools.py'}]}}\nlimits: {{max_turns: 3}}\n"
         "reward: [{name: format, weight: 1.0}]\n"
     )
     dataset = tmp_path / "test.jsonl"
@@ -1262,10 +1262,10 @@ def test_timeout_bounds_each_request_attempt(tmp_path: Path):
 def test_eval_log_replaces_recorded_secrets_in_trajectories_not_in_the_dataset_text(tmp_path: Path):
     """A tool that echoes the key it was given: the eval log keeps it out, as training's log does, while
     ``question`` and ``row`` stay as the dataset has them, so resume still recognises the line."""
-    from swift_rlfactory import secrets
+    from swift_rlfactory import redaction
 
     key = "sk-eval-7f3c2a9be41d"
-    secrets.remember(key, "${SEARCH_KEY}")
+    redaction.remember(key, "${SEARCH_KEY}")
     log = EvalLog(tmp_path / "trajectories.jsonl")
     row = {"solution": "a"}
     log.append(
@@ -1380,7 +1380,7 @@ def test_a_rows_own_tools_column_is_cut_to_the_description_cap_with_one_warning(
 
     (tmp_path / "env.yaml").write_text(
         f"system_prompt: Use the tools, then answer in <answer></answer>.\n"
-        f"tools: {{python: [{ROOT / 'tests' / 'envs' / 'agent' / 'tools.py'}]}}\n"
+        f"tools: {{python: [{ROOT / 'tests' / 'environments' / 'agent' / 'tools.py'}]}}\n"
         "limits: {max_turns: 3, max_description_chars: 300}\nreward: [{name: em}]\n"
     )
     long, term = "A" * 10_000, "B" * 5_000

@@ -126,7 +126,7 @@ async def refuse() -> None:
 
 @pytest.mark.parametrize("in_a_loop", [False, True], ids=["plain", "in-a-running-loop"])
 def test_blocking_run_keeps_context_variables_and_exceptions(in_a_loop: bool):
-    from swift_rlfactory import blocking
+    from swift_rlfactory.runtime import blocking
 
     def body() -> str:
         REQUEST_ID.set("cell-7")
@@ -138,7 +138,7 @@ def test_blocking_run_keeps_context_variables_and_exceptions(in_a_loop: bool):
 
 
 def test_a_runner_in_a_running_loop_serves_every_call_on_one_loop_and_closes_it():
-    from swift_rlfactory import blocking
+    from swift_rlfactory.runtime import blocking
 
     async def where() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
         return asyncio.get_running_loop(), threading.current_thread()
@@ -159,7 +159,7 @@ def test_a_runner_in_a_running_loop_serves_every_call_on_one_loop_and_closes_it(
 def test_ctrl_c_in_a_notebook_cell_cancels_the_coroutine_on_the_worker_loop():
     """IPython's kernel turns ^C into ``KeyboardInterrupt`` in the cell's thread; the coroutine runs on
     another, so it must be cancelled there rather than left running behind the user's back."""
-    from swift_rlfactory import blocking
+    from swift_rlfactory.runtime import blocking
 
     unwound = threading.Event()
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from swift_rlfactory import jsonl
+from swift_rlfactory.data import jsonl
+from swift_rlfactory.data.qa import load_qa
 from swift_rlfactory.eval.runner import EvalLog, load_rows
-from swift_rlfactory.retrieval.qa_data import load_qa
 from swift_rlfactory.rewards.rescore import load_recorded
 
 from .conftest import ROOT

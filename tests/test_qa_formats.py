@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from swift_rlfactory.answers import reference_answers
+from swift_rlfactory.data.answers import reference_answers
+from swift_rlfactory.data.qa import convert_qa_record, load_qa
 from swift_rlfactory.eval.runner import load_dataset, load_rows
-from swift_rlfactory.retrieval.qa_data import convert_qa_record, load_qa
 from swift_rlfactory.rewards import rules
 
 from .conftest import ROOT
@@ -196,7 +196,7 @@ def test_load_qa_names_the_unanswerable_questions_it_leaves_out_and_what_to_do(
     qas = [{"id": "q1", "question": "What is X?", "answers": [{"text": "Y", "answer_start": 0}]},
            {**impossible, "id": "q2"}, {**impossible, "id": "q3"}]  # fmt: skip
     path = write(tmp_path / "dev-v2.0.json", {"data": [{"paragraphs": [{"qas": qas}]}]}, lines=False)
-    with caplog.at_level("WARNING", logger="swift_rlfactory.retrieval.qa_data"):
+    with caplog.at_level("WARNING", logger="swift_rlfactory.data.qa"):
         [row] = load_qa(path)
     assert row["golden_answers"] == ["Y"]
     [warning] = [r.getMessage() for r in caplog.records]

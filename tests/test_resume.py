@@ -1,5 +1,5 @@
 """A run resumed into its own folder logs the steps after its checkpoint again: every reader counts each
-step once, by its latest lines (:mod:`swift_rlfactory.resume`).
+step once, by its latest lines (:mod:`swift_rlfactory.runs.resume`).
 
 The logs are written as the run writes them: ``trajectories.jsonl`` by the real :class:`TrajectoryLog`,
 ``logging.jsonl`` as ms-swift's lines (one per step, then its closing summary).
@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from swift_rlfactory.resume import StepLines, latest_lines, logged_step, resumed_from, run_chain
 from swift_rlfactory.rewards.rescore import load_recorded
-from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
+from swift_rlfactory.runs.log import TrajectoryLog, read_trajectories
+from swift_rlfactory.runs.resume import StepLines, latest_lines, logged_step, resumed_from, run_chain
 from swift_rlfactory.train import read_steps
 from swift_rlfactory.trajectory import Trajectory
 

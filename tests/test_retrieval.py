@@ -25,6 +25,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from swift_rlfactory.data.qa import convert_qa_record, load_qa
 from swift_rlfactory.retrieval.corpus import Passage, corpus_fingerprint, load_jsonl_corpus, load_wiki_offline
 from swift_rlfactory.retrieval.format import NO_RESULTS, format_hits, parse_hits
 from swift_rlfactory.retrieval.index import (
@@ -34,7 +35,6 @@ from swift_rlfactory.retrieval.index import (
     HybridRetriever,
     RemoteSearchR1Retriever,
 )
-from swift_rlfactory.retrieval.qa_data import convert_qa_record, load_qa
 from swift_rlfactory.retrieval.server import create_search_r1_app
 
 ROOT = Path(__file__).resolve().parents[1]

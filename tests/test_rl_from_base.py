@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from swift_rlfactory.bundled.calculator.tools import calculate
+from swift_rlfactory.data.qa import as_question
 from swift_rlfactory.env.environment import Environment
-from swift_rlfactory.envs.calculator.tools import calculate
-from swift_rlfactory.retrieval.qa_data import as_question
 from swift_rlfactory.rollout.episode import Generation, run_episode
 from swift_rlfactory.tools.parsing import ToolCall
 

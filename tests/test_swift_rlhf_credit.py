@@ -1,6 +1,6 @@
 """End to end: `swift rlhf --rlhf_type grpo` with ``credit: {mode: turn}``, per-turn rewards and a judge, on CPU.
 
-The tiny tool-calling Qwen3 trains with LoRA for two steps in ``tests/envs/credit`` (the e2e agent's tools,
+The tiny tool-calling Qwen3 trains with LoRA for two steps in ``tests/environments/credit`` (the e2e agent's tools,
 ``turn_tool_success``, a per-turn brevity reward, a pointwise ``judge`` served over HTTP by the real
 rule-based judge server, ``credit: {mode: turn}``). The plugin's GRPO trainer
 subclass must be the one that ran, take every trajectory's per-turn rewards from the reward, place them on
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from swift_rlfactory.rollout.log import read_trajectories
+from swift_rlfactory.runs.log import read_trajectories
 
 from .conftest import AGENT_PAIRS, ROOT, judge_server, run_cpu_grpo
 
-CREDIT_ENV = ROOT / "tests" / "envs" / "credit" / "env.yaml"
+CREDIT_ENV = ROOT / "tests" / "environments" / "credit" / "env.yaml"
 GENERATIONS = 2
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from swift_rlfactory.rollout.log import read_trajectories
+from swift_rlfactory.runs.log import read_trajectories
 
 from .conftest import AGENT_ENV, AGENT_PAIRS, run_cpu_grpo
 

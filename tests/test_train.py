@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from swift_rlfactory.bundled.models import DEFAULT_MODEL, MODELS, UnknownModelError, choose_model, model_dir
 from swift_rlfactory.cli import main
-from swift_rlfactory.models import DEFAULT_MODEL, MODELS, UnknownModelError, choose_model, model_dir
 from swift_rlfactory.train import (
     CPU,
     DEFAULT_ENV,

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from swift_rlfactory.wire import RETRY_AFTER_MAX_S, retry_after
+from swift_rlfactory.runtime.json_api import RETRY_AFTER_MAX_S, retry_after
 
 
 def test_retry_after_reads_seconds_and_http_dates_and_caps_the_wait():

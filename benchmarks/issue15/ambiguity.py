@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "examples" / "deepsearch"))
 import build_data  # noqa: E402
 from failures import named_runs, two_hop_scored  # noqa: E402
 
-from swift_rlfactory.rollout.log import read_trajectories  # noqa: E402
+from swift_rlfactory.runs.log import read_trajectories  # noqa: E402
 
 _HEAD_END = re.compile(
     r"\s+(?:in|of|from|for|on|at|by|with|based|who|that|and|which)\s+|\s*[(,;]\s*", re.IGNORECASE

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from swift_rlfactory.retrieval.format import parse_hits  # noqa: E402
 from swift_rlfactory.rewards.rules import extract_answer  # noqa: E402
-from swift_rlfactory.rollout.log import read_trajectories  # noqa: E402
+from swift_rlfactory.runs.log import read_trajectories  # noqa: E402
 
 Episode = dict[str, Any]
 

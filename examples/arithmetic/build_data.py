@@ -99,8 +99,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from swift_rlfactory.envs.calculator.tools import calculate
-from swift_rlfactory.retrieval.qa_data import qa_row, write_jsonl
+from swift_rlfactory.bundled.calculator.tools import calculate
+from swift_rlfactory.data.qa import qa_row, write_jsonl
 
 Problem = tuple[str, str]  # (question, expression)
 

@@ -1,4 +1,4 @@
-"""The calculator of ``swift_rlfactory/envs/calculator``, with a result that says what to do next.
+"""The calculator of ``swift_rlfactory/bundled/calculator``, with a result that says what to do next.
 
 Base Qwen2.5-Coder-0.5B-Instruct usually writes the right expression but, given a bare number back, calls
 the calculator again with the same expression until it runs out of turns (12 of 16 held-out problems
@@ -10,7 +10,7 @@ to choose the expression, and whether this result is the final one.
 from __future__ import annotations
 
 # The module, not its tool: a tool imported here would be loaded twice from this file.
-from swift_rlfactory.envs.calculator import tools as calculator
+from swift_rlfactory.bundled.calculator import tools as calculator
 from swift_rlfactory.tools import tool
 
 

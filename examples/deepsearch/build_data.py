@@ -66,7 +66,7 @@ The pool keeps clear of the split files in ``--out``: those written in the same 
 there (``--pool 1000 --train 0 --val 0 --test 0 --ood 0`` writes only the pool, next to the committed
 splits).
 
-Rows are ms-swift rows (see swift_rlfactory.retrieval.qa_data) plus ``family``, ``hops``, ``support`` (the
+Rows are ms-swift rows (see swift_rlfactory.data.qa) plus ``family``, ``hops``, ``support`` (the
 titles of the articles needed) and ``clue`` / ``target`` (the parts of the question text that the first and
 second search are about; ``target`` is empty for single-hop rows; build_sft.py builds its scripted queries
 from them), which the rewards ignore and evaluation can break scores down by.
@@ -87,9 +87,9 @@ from typing import Any
 
 from bm25s.stopwords import STOPWORDS_EN
 
+from swift_rlfactory.data.qa import qa_row, write_jsonl
 from swift_rlfactory.retrieval.corpus import Passage, load_wiki_offline, wiki_offline_data_dir
 from swift_rlfactory.retrieval.index import BM25Retriever
-from swift_rlfactory.retrieval.qa_data import qa_row, write_jsonl
 
 SPLITS = ("train", "test", "holdout")
 SINGLE_FAMILIES = ("definition", "entity_type", "attribute", "cloze")

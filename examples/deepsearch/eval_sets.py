@@ -28,9 +28,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from swift_rlfactory import jsonl
+from swift_rlfactory.data import jsonl
+from swift_rlfactory.data.qa import SkippedRecord, read_records, write_jsonl
 from swift_rlfactory.eval.runner import SKIPPED_ROW, load_dataset, skipped_row
-from swift_rlfactory.retrieval.qa_data import SkippedRecord, read_records, write_jsonl
 
 
 def named(source: str) -> tuple[str, str]:

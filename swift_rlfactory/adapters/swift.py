@@ -47,17 +47,18 @@ from swift.rewards import AsyncORM, orms
 from swift.rollout import MultiTurnScheduler, multi_turns
 from swift.trainers import TrainerFactory
 
+from swift_rlfactory.redaction import excerpt
+from swift_rlfactory.runs.log import TrajectoryLog
+from swift_rlfactory.runtime.json_api import content_text
+
 from ..env.config import EnvConfigError
 from ..env.environment import Environment
 from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
-from ..rollout.log import TrajectoryLog
 from ..rollout.metrics import tool_metrics
-from ..secrets import excerpt
 from ..tools.call_formats import CallParser, call_parser
 from ..tools.executor import ToolRecord
 from ..trajectory import Trajectory
-from ..wire import content_text
 from .swift_template import call_format, set_system_prompt, turn_end_id
 from .swift_timeline import StepTimeline
 

@@ -64,9 +64,10 @@ from pydantic import (
     field_validator,
 )
 
-from .. import yaml_errors
+from swift_rlfactory.env import yaml_errors
+from swift_rlfactory.redaction import redact
+
 from ..rewards.terms import RewardTerm
-from ..secrets import redact
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
 from ..tools.mcp_config import McpConfig, McpServerConfig, read_config_file, workspace_folder

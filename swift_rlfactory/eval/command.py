@@ -34,10 +34,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from .. import blocking
+from swift_rlfactory.bundled.models import ModelChoice, choose_model
+from swift_rlfactory.data.qa import SkippedRecord
+from swift_rlfactory.runtime import blocking
+
 from ..env.environment import Environment
-from ..models import ModelChoice, choose_model
-from ..retrieval.qa_data import SkippedRecord
 from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
 from .runner import (
     EvalLog,

@@ -31,7 +31,8 @@ from typing import Any
 
 from rich.table import Table
 
-from ..answers import reference_answers
+from swift_rlfactory.data.answers import reference_answers
+
 from ..rollout.metrics import tool_metrics
 from .runner import is_failed, trajectory_from_record
 

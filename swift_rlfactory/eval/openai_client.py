@@ -20,7 +20,7 @@ evaluating what was trained:
   Any other shape of answer fails the episode with the endpoint's URL and the start of its body.
 * Each request attempt is bounded as a whole by ``timeout_s`` (``eval --timeout``, default 600 s), a server
   that trickles its answer too. A transport error, a timeout, 429 and 5xx are asked again, after an
-  exponential back-off or the server's ``Retry-After`` (:func:`~swift_rlfactory.wire.retry_after`) when
+  exponential back-off or the server's ``Retry-After`` (:func:`~swift_rlfactory.runtime.json_api.retry_after`) when
   it asks for longer; any other error status fails the episode.
 * The API key (and a password in ``base_url``) is recorded as a secret: no error or log shows it. Lone
   surrogates in a message (half an emoji) are sent as U+FFFD, since no HTTP body can carry them.
@@ -41,11 +41,12 @@ from typing import Any
 
 import httpx
 
-from .. import secrets
+from swift_rlfactory import redaction
+from swift_rlfactory.runtime.json_api import content_text, retry_after, sendable
+
 from ..adapters.swift_template import TURN_END, call_format, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
 from ..tools.call_formats import QWEN3_CODER
-from ..wire import content_text, retry_after, sendable
 
 # Responses worth asking again: rate limits and server-side trouble.
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -95,8 +96,8 @@ class OpenAIChatPolicy:
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if self.api_key:
-            secrets.remember(self.api_key, "<api key>")
-        secrets.remember_url(self.url, "<base_url credential>")
+            redaction.remember(self.api_key, "<api key>")
+        redaction.remember_url(self.url, "<base_url credential>")
         self.template = template_by_name(template)
         self.call_format = call_format(self.template)  # refuses a template whose calls we cannot read
         self.max_tokens = max_tokens
@@ -136,7 +137,7 @@ class OpenAIChatPolicy:
             **self.body,
             "messages": [{"role": m["role"], "content": sendable(m.get("content") or "")} for m in messages],
         }
-        where = secrets.redact(self.url)
+        where = redaction.redact(self.url)
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             asked = None  # the server's Retry-After, in seconds
@@ -186,7 +187,7 @@ class OpenAIEpisode:
         message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
             shown = _start(json.dumps(data, ensure_ascii=False))
-            raise RuntimeError(f"{secrets.redact(self.policy.url)}: not a chat completion: {shown}")
+            raise RuntimeError(f"{redaction.redact(self.policy.url)}: not a chat completion: {shown}")
         text = content_text(message.get("content"))
         for token in _END_TOKENS:
             if text.endswith(token):
@@ -204,7 +205,7 @@ def _is_timeout(exc: BaseException) -> bool:
 
 def _start(text: str) -> str:
     """The start of a response body for an error message, secrets redacted."""
-    return secrets.excerpt(text, 300)  # redacted whole, then cut: a cut can split a key past redaction
+    return redaction.excerpt(text, 300)  # redacted whole, then cut: a cut can split a key past redaction
 
 
 def _written(call: Any, call_format: str) -> str:

@@ -30,14 +30,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import jsonl, secrets
-from ..answers import REFERENCE_COLUMNS, missing
+from swift_rlfactory import redaction
+from swift_rlfactory.data import jsonl
+from swift_rlfactory.data.answers import REFERENCE_COLUMNS, missing
+from swift_rlfactory.data.qa import SkippedRecord, convert_qa_record, read_records
+from swift_rlfactory.runs.log import append_lines
+
 from ..env.environment import Environment
-from ..retrieval.qa_data import SkippedRecord, convert_qa_record, read_records
 from ..rewards import rules
 from ..rewards.registry import GOLDEN_ANSWERS, row_has_field
 from ..rollout.episode import Generation, Messages, run_episode
-from ..rollout.log import append_lines
 from ..tools.call_formats import HERMES, call_parser
 from ..tools.toolset import DescriptionCap
 from ..trajectory import Trajectory
@@ -111,8 +113,8 @@ def load_dataset(
 
     A row with ``messages`` is used as is (``solution`` / ``golden_answers`` hold the reference); a
     FlashRAG / Search-R1 record ``{question, golden_answers}`` is converted by
-    :func:`~swift_rlfactory.retrieval.qa_data.convert_qa_record`. Files are read by
-    :func:`~swift_rlfactory.retrieval.qa_data.read_records` (UTF-8 with or without a byte order mark,
+    :func:`~swift_rlfactory.data.qa.convert_qa_record`. Files are read by
+    :func:`~swift_rlfactory.data.qa.read_records` (UTF-8 with or without a byte order mark,
     ``\\r\\n`` or ``\\n`` line ends, ``.gz``/``.bz2``/``.xz``, DPR's ``.csv``/``.tsv``).
 
     A row that cannot be scored is skipped here, never scored 0 once the model has run, and never the end
@@ -122,7 +124,7 @@ def load_dataset(
     or an empty one), SQuAD v2's unanswerable questions, and a row without a field of ``requires``
     (field -> the rewards that need it, as
     :attr:`~swift_rlfactory.rewards.registry.RewardSpec.required_fields` gives it; ``golden_answers`` is
-    any reference answer, :func:`~swift_rlfactory.answers.reference_answers`). Rows without a reference
+    any reference answer, :func:`~swift_rlfactory.data.answers.reference_answers`). Rows without a reference
     answer are otherwise taken, because not every task has one: examples/code scores a function by the
     row's hidden tests. Such rows are counted and left out of EM, F1 and pass@k
     (:func:`~.metrics.summarize`), never scored 0.
@@ -130,7 +132,7 @@ def load_dataset(
     ``skipped``: a list that receives each skipped row (where, why, position), for the caller to count
     (``metrics.json``'s ``skipped_rows``) or to keep its place (:func:`skipped_row`). A row's position (its key, the ``index`` of its episodes in
     ``trajectories.jsonl``) counts the skipped rows before it
-    (:attr:`~swift_rlfactory.retrieval.qa_data.DatasetRecord.position`), so fixing a skipped row later
+    (:attr:`~swift_rlfactory.data.qa.DatasetRecord.position`), so fixing a skipped row later
     and resuming runs that row and leaves every other row's results where they were. ``limit`` keeps the
     first ``limit`` rows that can be scored.
     """
@@ -320,7 +322,7 @@ class EvalLog:
         shows it in the trajectory, as in training's log.
         """
         kept = {"question", "row"}
-        record = {k: v if k in kept else secrets.redact_data(v) for k, v in record.items()}
+        record = {k: v if k in kept else redaction.redact_data(v) for k, v in record.items()}
         append_lines(self.path, json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
 
@@ -499,7 +501,7 @@ async def evaluate(
                     "question": question_of(task.row),
                     "row": row_columns(task.row),  # what current_records compares, as a finished line
                     "failed": True,
-                    "error": secrets.redact(f"{type(exc).__name__}: {exc}"),
+                    "error": redaction.redact(f"{type(exc).__name__}: {exc}"),
                     "time": time.time(),
                 }
                 log.append(record)

@@ -31,7 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..retrieval.qa_data import write_jsonl
+from swift_rlfactory.data.qa import write_jsonl
+
 from .runner import EvalLog, check_same_dataset, current_records, is_failed, load_dataset
 
 

@@ -4,11 +4,13 @@
 * :mod:`.index` - the :class:`Retriever` protocol and its BM25, dense, hybrid and remote implementations;
 * :mod:`.format` - hits rendered as Search-R1 observation text, and read back from it;
 * :mod:`.server` - the retriever as an MCP ``search`` tool or a Search-R1 ``POST /retrieve`` API;
-* :mod:`.qa_data` - FlashRAG / Search-R1 QA files converted to ms-swift rows.
+* QA files (FlashRAG / Search-R1) are read by :mod:`swift_rlfactory.data.qa`.
 
 Heavy dependencies (bm25s, sentence-transformers, FastAPI, the MCP SDK) load only when the piece that
 needs them is used.
 """
+
+from swift_rlfactory.data.qa import convert_qa_record, load_qa
 
 from .corpus import Passage, load_corpus, load_jsonl_corpus, load_wiki_offline
 from .format import format_hits, parse_hits
@@ -21,7 +23,6 @@ from .index import (
     Retriever,
     make_retriever,
 )
-from .qa_data import convert_qa_record, load_qa
 
 __all__ = [
     "BM25Retriever",

@@ -21,7 +21,7 @@ for any more (its reward timed out) is cancelled, so a hung judge cannot hold th
 later judgments need. Each reply is cached in the environment's cache (key: the endpoint, the model, the
 sampling settings and the exact prompt, which holds the trajectory text; the score is read from the reply
 each time, so a new ``max_score`` applies to cached replies too), retried on transport errors, 429 and 5xx
-(after the server's ``Retry-After``, up to :data:`~swift_rlfactory.wire.RETRY_AFTER_MAX_S`), and bounded
+(after the server's ``Retry-After``, up to :data:`~swift_rlfactory.runtime.json_api.RETRY_AFTER_MAX_S`), and bounded
 by ``call_timeout_s`` and, in size, by :data:`MAX_REPLY_BYTES`.
 The API key and every ``${VAR}`` value are recorded as secrets, so no log or error shows them. A judgment
 that cannot be had (the endpoint is down, the reply holds no score) raises :class:`JudgeError`; the reward
@@ -49,11 +49,12 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
-from .. import secrets
+from swift_rlfactory import redaction
+from swift_rlfactory.runtime.json_api import content_text, retry_after
+
 from ..tools.cache import ToolCache
 from ..tools.loop import LoopThread
 from ..trajectory import Trajectory
-from ..wire import content_text, retry_after
 from . import judge_text
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class JudgeConfig(BaseModel):
         mode: ``pointwise`` (one request per distinct trajectory) or ``group`` (one request per GRPO group,
             the shared prompt sent once and identical trajectories shown once).
         base_url: the API root, up to ``/v1``; variables are expanded as in MCP configs
-            (:func:`~swift_rlfactory.secrets.expand`: ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}``,
+            (:func:`~swift_rlfactory.redaction.expand`: ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}``,
             ``${file:PATH}``, ...), an unset one without a default failing at load naming the field.
         model: the model name the endpoint serves; expanded the same way.
         api_key: bearer token, normally ``${VAR}`` or ``${file:PATH}``; held as a secret, never logged.
@@ -128,7 +129,7 @@ class JudgeConfig(BaseModel):
     def _expand_secret(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, str):
             value = _expanded(value, info, secret=True)
-            secrets.remember(value, "<judge api_key>")  # a literal key too (an expanded one is ${VAR})
+            redaction.remember(value, "<judge api_key>")  # a literal key too (an expanded one is ${VAR})
         return value or None
 
     @field_validator("base_url")
@@ -136,7 +137,7 @@ class JudgeConfig(BaseModel):
     def _http(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
-        secrets.remember_url(value, "<judge base_url credential>")  # http://user:key@host/v1?key=...
+        redaction.remember_url(value, "<judge base_url credential>")  # http://user:key@host/v1?key=...
         try:  # what the HTTP client refuses or cannot connect to fails here, not in every judgment
             url = httpx.URL(value)
         except httpx.InvalidURL as exc:
@@ -149,11 +150,11 @@ class JudgeConfig(BaseModel):
 
 
 def _expanded(text: str, info: ValidationInfo, secret: bool = False) -> str:
-    """``text`` with variables expanded by the rule every config follows (:func:`secrets.expand`, as in
+    """``text`` with variables expanded by the rule every config follows (:func:`redaction.expand`, as in
     MCP configs; ``secret``: every value is one); a relative ``${file:...}`` is taken from the ``base_dir``
     of the validation context."""
     base_dir = (info.context or {}).get("base_dir", Path("."))
-    return secrets.expand(text, base_dir=base_dir, secret=secret)
+    return redaction.expand(text, base_dir=base_dir, secret=secret)
 
 
 class _Transient(Exception):
@@ -378,7 +379,7 @@ class Judge:
         def score(reply: str) -> float:
             value = judge_text.parse_score(reply, self.config.max_score)
             if value is None:
-                raise JudgeError(f"the judge's reply holds no score: {secrets.excerpt(reply)!r}")
+                raise JudgeError(f"the judge's reply holds no score: {redaction.excerpt(reply)!r}")
             return value
 
         return score(await self._cached(messages, score))
@@ -389,7 +390,7 @@ class Judge:
         def scores(reply: str) -> list[float]:
             values = judge_text.parse_group_scores(reply, len(members), self.config.max_score)
             if values is None:
-                shown = secrets.excerpt(reply)
+                shown = redaction.excerpt(reply)
                 raise JudgeError(f"the judge's reply holds no {len(members)} scores: {shown!r}")
             return values
 
@@ -414,7 +415,7 @@ class Judge:
             if isinstance(exc, JudgeError):
                 error = exc
             else:  # down, timed out, 429/5xx to the last retry: name the endpoint (credentials redacted)
-                where = secrets.redact(self.config.base_url)
+                where = redaction.redact(self.config.base_url)
                 error = JudgeError(f"no judgment from {where}: {_describe(exc)}")
             # one warning per metrics window: a judge that is down must not flood the log
             logger.log(logging.WARNING if self.stats.errors == 1 else logging.DEBUG, "judge: %s", error)
@@ -467,15 +468,15 @@ class Judge:
             latency = time.perf_counter() - t0
         text = data.decode("utf-8", "replace")
         if response.is_redirect:
-            where = secrets.redact(response.headers.get("location", "?"))
+            where = redaction.redact(response.headers.get("location", "?"))
             raise JudgeError(f"HTTP {response.status_code}: redirected to {where}; point base_url there")
         if response.status_code >= 400:
-            raise JudgeError(f"HTTP {response.status_code}: {secrets.excerpt(text)!r}")
+            raise JudgeError(f"HTTP {response.status_code}: {redaction.excerpt(text)!r}")
         try:
             choice = json.loads(data)["choices"][0]
             reply = content_text(choice["message"]["content"])
         except (ValueError, KeyError, IndexError, TypeError):
-            raise JudgeError(f"not a chat completion: {secrets.excerpt(text)!r}") from None
+            raise JudgeError(f"not a chat completion: {redaction.excerpt(text)!r}") from None
         self.stats.latencies.append(latency)
         if not reply.strip():  # a thinking judge that spent max_tokens thinking sends null content
             why = choice.get("finish_reason")

@@ -28,8 +28,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from swift_rlfactory.runtime.json_api import content_text
+
 from ..trajectory import Trajectory
-from ..wire import content_text
 from .rules import extract_answer, visible_reply
 
 Messages = list[dict[str, str]]

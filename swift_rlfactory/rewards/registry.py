@@ -63,9 +63,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import blocking
-from ..answers import missing, reference_answers
-from ..loading import import_target
+from swift_rlfactory.data.answers import missing, reference_answers
+from swift_rlfactory.runtime import blocking
+from swift_rlfactory.runtime.user_code import import_target
+
 from ..tools.base import cancelled_by_caller
 from ..tools.cache import ToolCache
 from ..trajectory import Trajectory
@@ -319,7 +320,7 @@ class RewardSpec:
         return totals
 
     def score(self, trajectories: Sequence[Trajectory]) -> list[float]:
-        """Synchronous :meth:`ascore`, in a notebook cell too (:mod:`swift_rlfactory.blocking`)."""
+        """Synchronous :meth:`ascore`, in a notebook cell too (:mod:`swift_rlfactory.runtime.blocking`)."""
         return blocking.run(self.ascore(trajectories))
 
     def _store(self, trajectory: Trajectory, scores: Sequence[_Score]) -> float:
@@ -519,7 +520,7 @@ def _unique(name: str, taken: Sequence[str]) -> str:
 
 def row_has_field(row: Mapping[str, Any], name: str) -> bool:
     """Whether a dataset row holds field ``name`` as a reward that ``requires`` it reads it:
-    ``golden_answers`` is any reference answer (:func:`~swift_rlfactory.answers.reference_answers`), any
+    ``golden_answers`` is any reference answer (:func:`~swift_rlfactory.data.answers.reference_answers`), any
     other field a value other than ``None``, NaN, ``""`` or ``[]``. A numpy array (how pandas hands back a
     parquet cell) is read as its list: ``==`` on one is elementwise, and its truth value raised."""
     if name == GOLDEN_ANSWERS:

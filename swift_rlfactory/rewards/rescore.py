@@ -20,8 +20,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import blocking, jsonl
-from ..resume import TRAJECTORIES, latest_lines, resolve_run, run_chain, trajectory_step
+from swift_rlfactory.data import jsonl
+from swift_rlfactory.runs.resume import TRAJECTORIES, latest_lines, resolve_run, run_chain, trajectory_step
+from swift_rlfactory.runtime import blocking
+
 from ..trajectory import Trajectory
 from .registry import RewardSpec
 
@@ -74,7 +76,7 @@ class Rescored:
 
 def trajectories_file(path: str | Path) -> Path:
     """The log that ``path`` names: the file itself, or a folder's ``trajectories.jsonl``, or that of the
-    newest run (``v<N>-<timestamp>``) in an ``--output_dir`` of ms-swift's (:func:`~swift_rlfactory.resume.
+    newest run (``v<N>-<timestamp>``) in an ``--output_dir`` of ms-swift's (:func:`~swift_rlfactory.runs.resume.
     resolve_run`). A folder with none raises :class:`TrajectoryFileError`."""
     path = Path(path).expanduser()
     if not path.is_dir():
@@ -87,7 +89,7 @@ def trajectories_file(path: str | Path) -> Path:
 
 def load_run(path: str | Path, limit: int | None = None) -> list[Recorded]:
     """:func:`load_recorded` of ``path``, and, when ``path`` is a folder whose run resumed from another
-    run's checkpoint (a folder of its own, :func:`~swift_rlfactory.resume.run_chain`), the whole run as
+    run's checkpoint (a folder of its own, :func:`~swift_rlfactory.runs.resume.run_chain`), the whole run as
     the web UI shows it: each earlier run's lines up to the checkpoint the next one resumed from, then
     this run's. The first ``limit`` of them; each names its file (:attr:`Recorded.file`)."""
     log = trajectories_file(path)
@@ -103,7 +105,7 @@ def load_run(path: str | Path, limit: int | None = None) -> list[Recorded]:
 
 def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
     """Read a trajectories log (or a folder holding one, :func:`trajectories_file`): the first ``limit`` lines that
-    count, the lines of steps a resumed run logged again left out (:mod:`swift_rlfactory.resume`).
+    count, the lines of steps a resumed run logged again left out (:mod:`swift_rlfactory.runs.resume`).
 
     A line of an ``eval`` episode that failed on every attempt (``"failed": true``, an ``error`` and no
     trajectory) is skipped: there is nothing to score. So, with a warning, is a last line torn by a run
@@ -206,7 +208,7 @@ async def arescore(recorded: Sequence[Recorded], spec: RewardSpec, file: str = "
 
 
 def rescore(recorded: Sequence[Recorded], spec: RewardSpec, file: str = "") -> Rescored:
-    """Synchronous :func:`arescore`, in a notebook cell too (:mod:`swift_rlfactory.blocking`)."""
+    """Synchronous :func:`arescore`, in a notebook cell too (:mod:`swift_rlfactory.runtime.blocking`)."""
     return blocking.run(arescore(recorded, spec, file))
 
 

@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ..wire import sendable
+from swift_rlfactory.runtime.json_api import sendable
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,8 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from ..secrets import redact_recorded
+from swift_rlfactory.redaction import redact_recorded
+
 from .base import Tool, ToolError, ToolProvider, TransportError, current_call, stray_cancellation
 from .cache import ToolCache, cache_key
 from .loop import LoopThread
@@ -430,7 +431,7 @@ class ToolExecutor:
     async def _observe(self, name: str, result: Any, record: ToolRecord) -> str:
         """Render and cut ``result`` to the observation the model reads (and the cache stores).
 
-        Recorded secrets are replaced (:func:`~swift_rlfactory.secrets.redact_recorded`) before the cut,
+        Recorded secrets are replaced (:func:`~swift_rlfactory.redaction.redact_recorded`) before the cut,
         as in an error: a server that echoes its ``env:`` (a ``get-env`` tool, a debug dump) would show the
         model the key its config named as ``${VAR}``. The trajectory log applies the same replacement, so
         the log and the model read the same text."""

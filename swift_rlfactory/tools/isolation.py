@@ -12,7 +12,7 @@ qualified name, so it must be defined at module level; the arguments and the res
 
 The reply is untrusted: the child runs whatever the tool runs (model-written code, for a code tool), and
 that code can write its own bytes to the reply pipe. Unpickling those bytes as such would run any callable
-they name, in the trainer. So the reply is read with :func:`~swift_rlfactory.plain_pickle.plain_loads`,
+they name, in the trainer. So the reply is read with :func:`~swift_rlfactory.runtime.plain_pickle.plain_loads`,
 which builds plain data only (``str``, ``bytes``, numbers, ``bool``, ``None``, lists, tuples, dicts,
 sets) and refuses every class or function a pickle names; a refused reply is a failed call. For the same reason a result of any other type
 (a pydantic model, an MCP content block) is rendered to its observation text in the child, before it is
@@ -30,7 +30,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..plain_pickle import plain_loads
+from swift_rlfactory.runtime.plain_pickle import plain_loads
+
 from .base import ToolError
 
 _CHILD = r"""
@@ -43,7 +44,7 @@ def orphaned():  # a trainer killed outright must not leave a spinning tool behi
 threading.Thread(target=orphaned, daemon=True).start()
 module_name, module_file, qualname, path, kwargs = pickle.load(sys.stdin.buffer)
 sys.path[:] = path  # the parent's, in its order: the same modules, our own package among them
-from swift_rlfactory.plain_pickle import plain_loads  # a module of the standard library's imports only
+from swift_rlfactory.runtime.plain_pickle import plain_loads  # a module of the standard library's imports only
 out = sys.stdout.buffer
 sys.stdout = sys.stderr  # the tool's prints must not corrupt the reply
 try:

@@ -114,8 +114,9 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from ..secrets import install_log_redaction, redact, remember_url
-from ..wire import sendable
+from swift_rlfactory.redaction import install_log_redaction, redact, remember_url
+from swift_rlfactory.runtime.json_api import sendable
+
 from .base import Tool, ToolError, ToolSpec, TransportError, current_call
 from .mcp_config import PASSTHROUGH_ENV, PYTHON_COMMANDS, McpConfig, McpServerConfig
 from .observation import render
@@ -1359,7 +1360,7 @@ def _server_env(config: McpServerConfig) -> dict[str, str]:
     with ``inherit_env: true`` ours entire, plus ``env:``.
 
     A proxy URL may carry a password (``http://user:pass@proxy:3128``); it is recorded as a secret
-    (:func:`~swift_rlfactory.secrets.remember_url`), so a log line or an observation that shows the URL
+    (:func:`~swift_rlfactory.redaction.remember_url`), so a log line or an observation that shows the URL
     shows ``user:***@``."""
     env = (
         {**os.environ, **config.env}

@@ -72,7 +72,7 @@ What is accepted, and how it is read:
 ``command: python`` means the Python running swift-rlfactory, so a server sees the same installed
 packages. ``${VAR}``, Claude Code's ``${VAR:-default}``, VS Code's ``${env:VAR}`` and opencode's
 ``{env:VAR}`` in ``command``, ``args``, ``env``, ``envFile``, ``cwd``, ``url`` and ``headers`` are taken from
-the environment (:func:`~swift_rlfactory.secrets.expand`); an unset one without a default fails at load
+the environment (:func:`~swift_rlfactory.redaction.expand`); an unset one without a default fails at load
 naming the field and the variable, as Claude Code fails to parse such a file. A header is sent without
 surrounding whitespace (a token read with its newline); a line break inside one fails at load naming it.
 Windsurf's ``${file:PATH}``
@@ -89,7 +89,7 @@ mean what they mean there; ``${input:...}`` (a prompt in the editor), ``${comman
 secrets - all of those in ``url`` and ``headers``, in an ``env:`` entry or after a ``--flag`` named like a
 credential, and elsewhere those named like one (``${API_KEY}``) or shaped like a key - are shown as
 ``${VAR}`` in errors, logs and observations; a folder or a mode is shown as it is (see
-:mod:`swift_rlfactory.secrets`).
+:mod:`swift_rlfactory.redaction`).
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ from pydantic import (
     model_validator,
 )
 
-from .. import secrets, yaml_errors
+from swift_rlfactory import redaction
+from swift_rlfactory.env import yaml_errors
 
 logger = logging.getLogger(__name__)
 
@@ -461,7 +462,7 @@ class McpServerConfig(BaseModel):
         """A copy with ``${VAR}`` and ``${file:PATH}`` expanded in every string field (a relative ``PATH`` is
         taken from ``base_dir``), the values that are secrets recorded as such (every one in ``url`` and
         ``headers``, in an ``env:`` entry or after a ``--flag`` named like a credential, and elsewhere one
-        named or shaped like a key: :func:`~swift_rlfactory.secrets.expand`), and a working directory that
+        named or shaped like a key: :func:`~swift_rlfactory.redaction.expand`), and a working directory that
         defaults to ``base_dir`` (the environment file's folder for an inline server, the config file's
         workspace folder for one from ``mcp_config``), ``~`` expanded.
 
@@ -485,18 +486,18 @@ class McpServerConfig(BaseModel):
                     "${env:NAME} (or ${NAME}) instead"
                 )
             try:
-                return secrets.expand(text.replace("${/}", os.sep), predefined, base_dir, secret=secret)
+                return redaction.expand(text.replace("${/}", os.sep), predefined, base_dir, secret=secret)
             except ValueError as exc:
                 raise ValueError(f"{field}: {exc}") from None
 
-        env = {k: expand(v, f"env.{k}", secret=secrets.looks_secret(k)) for k, v in self.env.items()}
+        env = {k: expand(v, f"env.{k}", secret=redaction.looks_secret(k)) for k, v in self.env.items()}
         if self.env_file:
             path = Path(expand(self.env_file, "envFile"))
             env = {**_dotenv(path if path.is_absolute() else base_dir / path), **env}
         for name in self.env_vars:  # passed through by name; a value written in ``env`` wins (Goose)
             if name not in env:
-                env[name] = expand(f"${{{name}}}", "env_keys/env_vars", secret=secrets.looks_secret(name))
-        credential = [secrets.credential_arg(self.args, i) for i in range(len(self.args))]
+                env[name] = expand(f"${{{name}}}", "env_keys/env_vars", secret=redaction.looks_secret(name))
+        credential = [redaction.credential_arg(self.args, i) for i in range(len(self.args))]
         update: dict[str, Any] = {
             "args": [expand(a, f"args[{i}]", credential[i]) for i, a in enumerate(self.args)],
             "env": env,
@@ -505,16 +506,18 @@ class McpServerConfig(BaseModel):
                 for k, v in self.headers.items()
             },
         }
-        secrets.remember_env(update["env"])
+        redaction.remember_env(update["env"])
         for value, is_credential in zip(update["args"], credential, strict=True):
             if is_credential:  # a literal key after --token is as secret as an expanded one
-                secrets.remember(value.partition("=")[2] if value.startswith("-") else value, "<secret arg>")
+                redaction.remember(
+                    value.partition("=")[2] if value.startswith("-") else value, "<secret arg>"
+                )
         for name, value in update["headers"].items():
             if "$" not in self.headers[name]:  # a literal key; expanded ones are recorded as ${VAR}
-                secrets.remember(value, f"<{name} header>")
+                redaction.remember(value, f"<{name} header>")
                 for part in value.split():
                     if part.lower() not in ("bearer", "basic", "token", "digest"):
-                        secrets.remember(part, f"<{name} header>")
+                        redaction.remember(part, f"<{name} header>")
         named = {
             header: (f"env_http_headers.{header}", f"${{{var}}}")
             for header, var in self.env_http_headers.items()
@@ -526,7 +529,7 @@ class McpServerConfig(BaseModel):
             update["headers"][header] = _header_value(expand(written, field, secret=True), field)
         if self.url is not None:
             update["url"] = expand(self.url, "url", secret=True).strip()  # pasted with a space or newline
-            secrets.remember_url(update["url"])
+            redaction.remember_url(update["url"])
         if self.command is not None:
             update["command"] = expand(self.command, "command")
             cwd = Path(expand(self.cwd, "cwd")).expanduser() if self.cwd else base_dir

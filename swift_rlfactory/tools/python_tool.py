@@ -32,7 +32,8 @@ from typing import Any, Literal, get_type_hints
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ..loading import import_target
+from swift_rlfactory.runtime.user_code import import_target
+
 from .base import Tool, ToolError, ToolSpec, TransportError, cancelled_by_caller, stray_cancellation
 from .isolation import call_in_process, check_isolatable
 from .sync_pool import SYNC_POOL

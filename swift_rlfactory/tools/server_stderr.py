@@ -2,7 +2,7 @@
 
 A server's stderr used to be our stderr itself, so a server that echoes its command line (a usage error
 printing ``--api-key sk-...``) or dumps its environment on a crash wrote the secrets of our config into our
-logs. Now it is a pipe that :func:`forward_stderr` reads and writes on, redacted (:func:`..secrets.redact`),
+logs. Now it is a pipe that :func:`forward_stderr` reads and writes on, redacted (:func:`swift_rlfactory.redaction.redact`),
 a line at a time: the text still appears where it did, before the "its stderr, above, may say why" message
 that follows a crash, only without the keys.
 
@@ -28,7 +28,7 @@ from typing import TextIO
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from ..secrets import redact, safe_cut_before
+from swift_rlfactory.redaction import redact, safe_cut_before
 
 CHUNK_CHARS = 65536
 """The most characters of one unfinished line held before a piece of it is passed on."""

@@ -17,7 +17,7 @@ attempts, :attr:`Entry.earlier`); an earlier line is still read by its number.
 
 A training line is known by its ``step`` alone (it has no id of its own). The lines of steps that a
 *resumed* run (``--resume_from_checkpoint`` into the same folder, or a new run there) logged again are
-replaced by its lines, by the rule every reader of a run's logs follows (:mod:`swift_rlfactory.resume`,
+replaced by its lines, by the rule every reader of a run's logs follows (:mod:`swift_rlfactory.runs.resume`,
 as the Live metrics tab does with ``logging.jsonl``). The replaced lines are left out of the table, the
 filters and the counts and are still read by their number (:meth:`TrajectoryIndex.resumed_by`). A run
 resumed into a folder of its own is indexed with the logs of the runs it continues, oldest first.
@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swift_rlfactory.runs.resume import StepLines, trajectory_step
+
 from ..eval.runner import episode_key, is_failed
-from ..resume import StepLines, trajectory_step
 from .tail import ChainTail
 
 FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt
@@ -161,7 +162,7 @@ class TrajectoryIndex:
 
     def __init__(self, path: str | Path, earlier: Sequence[tuple[Path, int]] = ()):
         """``earlier``: the logs of the runs this one continues, oldest first, each with the step of the
-        checkpoint the run after it resumed from (:func:`~swift_rlfactory.resume.run_chain`)."""
+        checkpoint the run after it resumed from (:func:`~swift_rlfactory.runs.resume.run_chain`)."""
         self.path = Path(path)
         self._checkpoints = [step for _, step in earlier]
         self._tail = ChainTail([*(log for log, _ in earlier), self.path])
@@ -299,7 +300,7 @@ class TrajectoryIndex:
         """Numbers of entries whose line contains ``needle`` (casefolded), by one scan of the file.
 
         The needle is matched as typed and as JSON escapes it, both with non-ASCII text raw (how
-        :class:`~swift_rlfactory.rollout.log.TrajectoryLog` writes) and as ``\\uXXXX`` (``json.dumps``'
+        :class:`~swift_rlfactory.runs.log.TrajectoryLog` writes) and as ``\\uXXXX`` (``json.dumps``'
         default), so text with quotes, newlines or non-ASCII characters is found too. Case is ignored by
         Unicode rules (``Москва`` finds ``МОСКВА``, ``strasse`` finds ``Straße``); only a line holding
         non-ASCII bytes is decoded for that, an ASCII line is lowered as bytes, which is the same and

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
-from .. import secrets
+from swift_rlfactory import redaction
 
 logger = logging.getLogger(__name__)
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
@@ -137,10 +137,10 @@ def grpo_command(form: GRPOForm) -> list[str]:
 
 def hide_credentials(argv: list[str]) -> tuple[list[str], list[str]]:
     """``argv`` with the value of every credential flag (``--hub_token X``, ``--api_key=X``) shown as
-    ``***``, and those values, for :func:`secrets.remember`."""
+    ``***``, and those values, for :func:`redaction.remember`."""
     shown, values = list(argv), []
     for i, arg in enumerate(argv):
-        if not secrets.credential_arg(argv, i):
+        if not redaction.credential_arg(argv, i):
             continue
         flag, _, value = arg.partition("=")
         if arg.startswith("-"):  # --api_key=X
@@ -161,7 +161,7 @@ def shell_line(form: GRPOForm) -> str:
 
 
 def _copy_redacted(source: BinaryIO, log: BinaryIO) -> None:
-    """Copy a child's output to ``log`` as it comes, through :func:`secrets.redact` (ms-swift prints its
+    """Copy a child's output to ``log`` as it comes, through :func:`redaction.redact` (ms-swift prints its
     argv, credential flags included), then close both.
 
     Output is passed on up to its last line break, ``\\n`` or the ``\\r`` a progress bar redraws with, so a
@@ -170,7 +170,7 @@ def _copy_redacted(source: BinaryIO, log: BinaryIO) -> None:
     """
 
     def clean(data: bytes) -> bytes:
-        return secrets.redact(data.decode(errors="surrogateescape")).encode(errors="surrogateescape")
+        return redaction.redact(data.decode(errors="surrogateescape")).encode(errors="surrogateescape")
 
     pending = b""
     try:
@@ -214,7 +214,7 @@ class Job:
             "PYTHONUNBUFFERED": "1",
         }
         for value in hide_credentials(self.argv)[1]:
-            secrets.remember(value)
+            redaction.remember(value)
         log = open(self.log_path, "wb")  # noqa: SIM115 - the writer thread closes it
         try:
             self.process = subprocess.Popen(

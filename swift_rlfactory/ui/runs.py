@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..resume import LOGGING, TRAJECTORIES, StepLines, logged_step, resolve_run, run_chain
+from swift_rlfactory.runs.resume import LOGGING, TRAJECTORIES, StepLines, logged_step, resolve_run, run_chain
+
 from .charts import finite
 from .index import TrajectoryIndex
 from .tail import ChainTail
@@ -51,10 +52,10 @@ class MetricLog:
 
     A step logged again (by a run resumed from a checkpoint into the same ``--output_dir``, or a new run in
     the same folder) counts by its later line, and every kept step from that one on is dropped, by the rule
-    every reader of a run's logs follows (:mod:`swift_rlfactory.resume`). A line without a readable step is
+    every reader of a run's logs follows (:mod:`swift_rlfactory.runs.resume`). A line without a readable step is
     taken for the step after the last one. ``earlier`` are the logs of the runs this one continues, oldest
     first, each with the step of the checkpoint the run after it resumed from
-    (:func:`~swift_rlfactory.resume.run_chain`).
+    (:func:`~swift_rlfactory.runs.resume.run_chain`).
     """
 
     def __init__(self, path: str | Path, earlier: Sequence[tuple[Path, int]] = ()):

@@ -109,7 +109,7 @@ class JsonlTail:
 
 
 class ChainTail:
-    """The logs of one run and of the runs it continues (:func:`swift_rlfactory.resume.run_chain`), oldest
+    """The logs of one run and of the runs it continues (:func:`swift_rlfactory.runs.resume.run_chain`), oldest
     first, read as one: a :class:`JsonlTail` each. When any of them is another file now, every one is read
     again from its start (``restarted``)."""
 

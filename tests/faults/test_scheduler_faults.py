@@ -25,12 +25,12 @@ import torch
 from swift.rl_core.data import OnPolicySample
 from swift.rl_core.grpo_algorithm import compute_rewards_per_func
 
-from swift_rlfactory import secrets
+from swift_rlfactory import redaction
 from swift_rlfactory.adapters import swift as adapter
 from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryReward, RLFactoryScheduler
 from swift_rlfactory.rollout.episode import Generation, run_episode
-from swift_rlfactory.rollout.log import read_trajectories
 from swift_rlfactory.rollout.metrics import tool_metrics
+from swift_rlfactory.runs.log import read_trajectories
 from swift_rlfactory.trajectory import Trajectory
 
 from .driver import ANSWER, ENV, ENV_DIR, call, fresh_run, qwen3_template, request, run_batch
@@ -222,7 +222,7 @@ def test_an_error_cause_cut_to_its_length_keeps_no_part_of_a_secret(run_state, t
     """A failure whose message holds a recorded secret where the cause's cut falls: the cause is redacted
     whole, then cut, so neither the log nor the trajectory's error shows the secret's first characters."""
     secret = "sk-cause-1234567890abcdef"
-    secrets.remember(secret, "${CAUSE_KEY}")
+    redaction.remember(secret, "${CAUSE_KEY}")
 
     def plan_turn(response, *args, **kwargs):
         raise RuntimeError("x" * (adapter.MAX_CAUSE_CHARS - 40) + secret)  # the cut falls inside it

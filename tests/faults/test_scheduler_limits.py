@@ -15,7 +15,7 @@ import time
 import pytest
 
 from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryScheduler
-from swift_rlfactory.loading import import_target
+from swift_rlfactory.runtime.user_code import import_target
 
 from .driver import ENV_DIR, Reply, call, fresh_run, qwen3_template, request, run_batch
 

@@ -27,8 +27,8 @@ import anyio
 import pytest
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
-from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
-from swift_rlfactory.secrets import expand, redact, remember_url
+from swift_rlfactory.redaction import expand, redact, remember_url
+from swift_rlfactory.runs.log import TrajectoryLog, read_trajectories
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor, tool
 from swift_rlfactory.tools.mcp import mcp_providers
 from swift_rlfactory.tools.mcp_config import McpConfig
@@ -113,7 +113,7 @@ def test_secret_in_url_and_headers_stays_out_of_errors_and_logs(
 
 
 def test_redact_shows_the_variable_and_blanks_query_values() -> None:
-    from swift_rlfactory.secrets import expand
+    from swift_rlfactory.redaction import expand
 
     assert expand("Bearer ${RLF_SECRET}") == f"Bearer {SECRET}"
     assert redact(f"failed: Bearer {SECRET}") == "failed: Bearer ${RLF_SECRET}"
@@ -586,7 +586,7 @@ def parrot(text: str) -> str:
 def test_error_excerpts_redact_before_they_cut() -> None:
     """A key straddling an excerpt's cut: cut first, its first characters were left for the message."""
     from swift_rlfactory.eval.openai_client import _start
-    from swift_rlfactory.secrets import remember
+    from swift_rlfactory.redaction import remember
     from swift_rlfactory.tools.mcp import _excerpt
 
     key, token = "sk-excerpt-" + "7f3a" * 6, "tok-" + "q" * 46

@@ -25,7 +25,7 @@ from swift.rl_core.grpo_algorithm import compute_rewards_per_func
 
 from swift_rlfactory.adapters import swift as adapter
 from swift_rlfactory.adapters.swift import RLFactoryReward
-from swift_rlfactory.rollout.log import TrajectoryLog, read_trajectories
+from swift_rlfactory.runs.log import TrajectoryLog, read_trajectories
 from swift_rlfactory.trajectory import Trajectory
 
 pytestmark = pytest.mark.timeout(60)
@@ -113,7 +113,7 @@ def test_the_log_picks_up_again_once_its_path_is_usable(env, tmp_path, caplog):
 
 SHORT_WRITE = """
 import logging, resource, signal, sys
-from swift_rlfactory.rollout.log import TrajectoryLog
+from swift_rlfactory.runs.log import TrajectoryLog
 from swift_rlfactory.trajectory import Trajectory
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stdout)

@@ -154,7 +154,7 @@ def test_a_run_resumed_into_a_new_version_folder_is_shown_whole(tmp_path: Path):
     ``v1-...`` folder whose ``args.json`` names the checkpoint. The viewer, given ``out``, opens the newest
     run and shows the whole one: the stopped run's steps up to its checkpoint (1), then the resumed run's
     (2-4), never the stopped run's own steps 2 and 3, which the resumed run did again."""
-    from swift_rlfactory.rollout.log import TrajectoryLog
+    from swift_rlfactory.runs.log import TrajectoryLog
     from swift_rlfactory.trajectory import Trajectory
 
     stopped, resumed = tmp_path / "out" / "v0-20261201-100000", tmp_path / "out" / "v1-20261201-110000"

@@ -9,7 +9,7 @@ base model called again and again instead of answering, so it is not a training 
 from __future__ import annotations
 
 # The module, not its tool: a tool imported here would be loaded twice from this file.
-from swift_rlfactory.envs.calculator import tools as calculator
+from swift_rlfactory.bundled.calculator import tools as calculator
 from swift_rlfactory.tools import tool
 
 

@@ -2,7 +2,7 @@
 
 Two readers use this one rule: :attr:`swift_rlfactory.trajectory.Trajectory.golden_answers` (what the
 ``em``/``f1`` rewards and the judge read, in training and in eval) and the FlashRAG / Search-R1 converter
-in :mod:`swift_rlfactory.retrieval.qa_data`. Answer sets come in many shapes; all of these are read:
+in :mod:`swift_rlfactory.data.qa`. Answer sets come in many shapes; all of these are read:
 
 * one value or a list: ``"Paris"``, ``["Paris", "City of Light"]``; a number is its text (``2`` is ``"2"``);
 * a boolean (BoolQ's ``"answer": true``, StrategyQA's) is the answers ``"yes"`` and ``"true"`` (``false``:

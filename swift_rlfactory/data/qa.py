@@ -4,7 +4,7 @@ Open-domain QA sets circulate in these shapes, all read here:
 
 * FlashRAG JSONL (what Search-R1 downloads): ``{"id": "train_0", "question": "who got the first nobel
   prize in physics", "golden_answers": ["Wilhelm Conrad Röntgen"]}``, and its kin (TriviaQA, NQ, HotpotQA,
-  MuSiQue, BoolQ: the answer columns of :data:`~swift_rlfactory.answers.REFERENCE_COLUMNS`);
+  MuSiQue, BoolQ: the answer columns of :data:`~swift_rlfactory.data.answers.REFERENCE_COLUMNS`);
 * Search-R1 parquet (``nq_search.py`` output), which keeps those columns and adds ``prompt`` and
   ``reward_model: {"ground_truth": {"target": [...]}}``;
 * SQuAD's ``.json`` (v1 and v2, whose unanswerable questions are left out), TriviaQA's (``{"Data": [...]}``)
@@ -37,8 +37,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import jsonl
-from ..answers import ALIASES, REFERENCE_COLUMNS, answers_of, first_answers, missing
+from swift_rlfactory.data import jsonl
+from swift_rlfactory.data.answers import ALIASES, REFERENCE_COLUMNS, answers_of, first_answers, missing
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
     """One ms-swift row from a question and its accepted answers (the first is the ``solution``).
 
     ``None`` and NaN entries are dropped, not written as the answers 'None' and 'nan'; nested lists and
-    ``{"text": ...}`` dicts are read as :func:`swift_rlfactory.answers.answers_of` says, and any other
+    ``{"text": ...}`` dicts are read as :func:`swift_rlfactory.data.answers.answers_of` says, and any other
     container is refused (``ValueError``), never written as its ``str()``."""
     golden = answers_of(list(answers), strict=True)
     if not golden:
@@ -135,7 +135,7 @@ def load_qa(path: str | Path) -> list[dict[str, Any]]:
 
     Parquet needs pandas with pyarrow. A bad record raises ``ValueError`` naming the file and its line
     (``.jsonl``) or record (``.json``, ``.parquet``); so does a file that is not UTF-8 JSON
-    (:func:`swift_rlfactory.jsonl.read_text`).
+    (:func:`swift_rlfactory.data.jsonl.read_text`).
     """
     path = Path(path).expanduser()
     rows = []
@@ -172,7 +172,7 @@ def read_records(path: Path, skipped: list[SkippedRecord] | None = None) -> list
     ``datasets``' ``to_json`` writes) is read as JSON Lines, and a ``.jsonl`` file holding one JSON list
     as that list. A text file may be
     compressed by gzip, bzip2 or xz (``.jsonl.gz``, ``.json.bz2``, ``.tsv.xz``; a zstd file is refused,
-    named: :func:`swift_rlfactory.jsonl.read_bytes`).
+    named: :func:`swift_rlfactory.data.jsonl.read_bytes`).
 
     Text files are UTF-8, with or without a byte order mark; ``ValueError`` names the file (and line) of
     one that is not, or is not JSON, or of a ``.json`` file that is neither a list nor SQuAD-style, or of
@@ -419,7 +419,7 @@ def _answers(record: Mapping[str, Any]) -> list[str]:
     verl's math sets keep it: ``"72"``), what verl scores such a row by, before any other column (a raw
     ``answer`` beside it may be the worked solution, ``"... #### 72"``); else the first answer column
     holding an answer, with its ``_aliases`` column (an empty one is read past, as the trajectory does).
-    The columns and their order are :data:`~swift_rlfactory.answers.REFERENCE_COLUMNS`, the trajectory's
+    The columns and their order are :data:`~swift_rlfactory.data.answers.REFERENCE_COLUMNS`, the trajectory's
     own, so a record converted here and the same record kept as a ``messages`` row are scored against the
     same answers."""
     truth = record.get("reward_model")

@@ -15,7 +15,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from swift_rlfactory.loading import import_target
+from swift_rlfactory.runtime.user_code import import_target
 from swift_rlfactory.tools import ToolError as LocalToolError
 
 HERE = Path(__file__).resolve().parent

@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+# Module paths that moved inside the package, so an environment file written for an older release loads as is.
+MOVED = {"swift_rlfactory.envs.": "swift_rlfactory.bundled."}
+
 
 def import_target(target: str, base_dir: Path) -> ModuleType:
     """Import ``target`` (a dotted module or a ``.py`` path, ``~`` expanded) and return the module.
@@ -41,6 +44,9 @@ def import_target(target: str, base_dir: Path) -> ModuleType:
             del sys.modules[module_name]
             raise
         return module
+    for old, new in MOVED.items():
+        if target.startswith(old):
+            target = new + target[len(old) :]
     if str(base_dir) not in sys.path:
         sys.path.insert(0, str(base_dir))
     try:

@@ -1,7 +1,7 @@
 """The trajectory log: every finished trajectory as one JSON line, for inspection after a run.
 
 Each line is :meth:`Trajectory.to_dict` plus ``step`` and ``time``, with every recorded secret in it
-replaced (:func:`~swift_rlfactory.secrets.redact_data`: a tool's output or error may echo a credential
+replaced (:func:`~swift_rlfactory.redaction.redact_data`: a tool's output or error may echo a credential
 it was given); a row column JSON cannot hold (a tuple key, a cycle) is written as its ``str``. Nothing
 else is changed: a URL the model wrote or read is data, and ``rewards`` rescores it.
 Lines are written with one ``write`` call on a file opened in append mode, so several processes (ranks of
@@ -25,10 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import jsonl
-from ..resume import latest_lines, trajectory_step
-from ..secrets import redact_data
-from ..trajectory import Trajectory
+from swift_rlfactory.data import jsonl
+from swift_rlfactory.redaction import redact_data
+from swift_rlfactory.runs.resume import latest_lines, trajectory_step
+from swift_rlfactory.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -120,9 +120,9 @@ def append_lines(path: Path, text: str) -> None:
 
 def read_trajectories(path: str | Path) -> list[dict]:
     """Every line of a trajectory log that counts, parsed; a ``.gz`` log (as the GPU benchmarks return
-    them) is decompressed (:func:`swift_rlfactory.jsonl.read_text`). A line that is not JSON (torn by a
+    them) is decompressed (:func:`swift_rlfactory.data.jsonl.read_text`). A line that is not JSON (torn by a
     writer killed mid-line, then appended to by a resumed run) is skipped with one warning naming it, and
-    the lines of steps a resumed run logged again are left out (:mod:`swift_rlfactory.resume`)."""
+    the lines of steps a resumed run logged again are left out (:mod:`swift_rlfactory.runs.resume`)."""
     path = Path(path)
     skipped: list[tuple[int, str]] = []
     found = [record for _, record in jsonl.records(path, skipped)]

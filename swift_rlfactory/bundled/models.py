@@ -199,7 +199,7 @@ def fetch_model(model: GGUFModel, say: Callable[[str], None] = print) -> Path:
         _join(model, work, gguf)
     say(f"converting the GGUF to a Hugging Face folder at {out} (once; 1-2 minutes on a small CPU)")
     proc = subprocess.run(
-        [sys.executable, "-m", "swift_rlfactory.models", str(gguf), str(out)],
+        [sys.executable, "-m", "swift_rlfactory.bundled.models", str(gguf), str(out)],
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     if proc.returncode != 0 or not (out / "config.json").is_file():
@@ -320,7 +320,7 @@ def convert_gguf(gguf_path: str | Path, out: str | Path, dtype_name: str = "bflo
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m swift_rlfactory.models GGUF OUT``: the conversion step, run in its own process."""
+    """``python -m swift_rlfactory.bundled.models GGUF OUT``: the conversion step, run in its own process."""
     parser = argparse.ArgumentParser(description="Convert a GGUF file into a Hugging Face model folder.")
     parser.add_argument("gguf")
     parser.add_argument("out")

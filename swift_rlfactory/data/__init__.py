@@ -1,0 +1,1 @@
+"""Data files and QA datasets: JSON Lines reading, QA record readers, reference answers."""

@@ -1,0 +1,1 @@
+"""The run folder: what a run writes (trajectories, step logs), how it is read back and resumed."""
