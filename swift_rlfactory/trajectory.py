@@ -1,15 +1,7 @@
 """A finished trajectory: the conversation, what the tools did, and the dataset row it came from.
 
-This is the one object rewards, metrics, the trajectory log and evaluation all read. It is built from
-whatever the rollout engine hands over (ms-swift passes earlier assistant turns as token ids; the adapter
-decodes them before a :class:`Trajectory` exists), so nothing downstream ever sees token ids.
-
-A reward can also *use* the environment's tools on a trajectory, through the same executor (limits, cache,
-sandbox) the rollout used::
-
-    async def passes_tests(trajectory, **_) -> float:
-        record = await trajectory.call_tool("run_python", {"code": solution + hidden_tests})
-        return 1.0 if record.ok else 0.0
+The one object rewards, metrics, the trajectory log and evaluation read; it holds text, never token
+ids. Its fields and how a reward calls tools through it: docs/environments.md#the-trajectory.
 """
 
 from __future__ import annotations
@@ -30,26 +22,19 @@ class ToolEnv(Protocol):
 
 @dataclass
 class Trajectory:
-    """One sampled episode.
+    """One sampled episode (each field: docs/environments.md#the-trajectory).
 
     Attributes:
-        messages: the whole conversation as ``{"role", "content"}`` dicts with text content, system and
-            user prompt first, then assistant turns and ``tool`` observations.
+        messages: the whole conversation as ``{"role", "content"}`` dicts with text content.
         tool_calls: one dict per executed tool call (``ToolRecord.to_dict()``) plus its ``turn`` index.
         turns: assistant turns generated.
-        stop_reason: why the episode ended: ``answer``, ``max_turns``, ``context``, ``length``,
-            ``no_tool_call``, or ``error`` (something failed inside the plugin; the reward is 0).
+        stop_reason: why the episode ended (``answer``, ``max_turns``, ``context``, ``length``, ``error``, ...).
         row: the dataset row's other fields (``golden_answers``, ``solution``, ...), for rewards.
-        rewards: reward components and the weighted total, filled in by the reward registry (a per-turn
-            component's value here is the mean over its turns).
-        turn_rewards: for every per-turn reward component, one score per assistant turn
-            (``len == len(assistant_turns)``), and ``"total"``: per turn, the weighted sum over the per-turn
-            components; empty without per-turn rewards. The contract is spelled out in
-            :mod:`swift_rlfactory.rewards.registry`.
+        rewards: reward components and the weighted total (a per-turn component: its mean over turns).
+        turn_rewards: per-turn component -> one score per assistant turn, and ``"total"``.
         reward_errors: component name -> why it scored its fallback (``timeout``, ``non_finite``, ...).
-        tool_env: the environment whose tools :meth:`call_tool` reaches; attached by the training reward
-            and by ``swift-rlfactory eval``, never serialised.
-        error: with stop reason ``error``, where and why (``"on_turn_end: TimeoutError: ..."``).
+        tool_env: the environment whose tools :meth:`call_tool` reaches; never serialised.
+        error: with stop reason ``error``, where and why.
     """
 
     messages: list[dict[str, Any]]
@@ -75,20 +60,14 @@ class Trajectory:
     def assistant_turns(self) -> list[str]:
         """Text of every assistant turn the rollout generated, in order: what per-turn rewards score.
 
-        Index ``i`` is turn ``i + 1``, the ``turn`` the tool calls of that turn are recorded under and the
-        ``i``-th of ms-swift's ``response_token_ids``. Assistant messages the dataset row brought as chat
-        history are part of the prompt, not turns (see :func:`history_turns`).
+        Index ``i`` is turn ``i + 1``; assistant messages the row brought as chat history are not turns.
         """
         texts = [m.get("content") or "" for m in self.messages if m.get("role") == "assistant"]
         return texts[history_turns(self.messages, self.turns) :]
 
     @property
     def golden_answers(self) -> list[str]:
-        """Reference answers from the row: ``golden_answers`` (a list, or one value), else ``answers``/
-        ``answer``/``solution`` (:data:`~swift_rlfactory.data.answers.REFERENCE_COLUMNS`). A column holding no
-        answer (``[]``, ``""``, ``None``) does not hide the next one; nested lists are flattened and
-        SQuAD-style ``{"text": ...}`` dicts read, by the rule of :mod:`swift_rlfactory.data.answers`. Numbers
-        count as their text (``2`` is ``"2"``)."""
+        """Reference answers from the row, by the rule of :mod:`swift_rlfactory.data.answers`."""
         return reference_answers(self.row)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
@@ -118,9 +97,7 @@ class Trajectory:
 def history_turns(messages: list[dict[str, Any]], turns: int) -> int:
     """How many leading assistant messages of ``messages`` are the dataset row's chat history.
 
-    A rollout appends its ``turns`` generated turns after the row's messages, so they are the *last*
-    ``turns`` assistant messages and any before them came with the row. ``turns`` 0 (a hand-made
-    trajectory, a record without the count) means unknown: every assistant message counts as a turn.
+    The rollout's ``turns`` generated turns are the last ones; ``turns`` 0 means unknown: none is history.
     """
     assistant = sum(1 for m in messages if m.get("role") == "assistant")
     return max(assistant - turns, 0) if turns > 0 else 0

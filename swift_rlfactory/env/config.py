@@ -1,50 +1,7 @@
-"""The environment file: one YAML document describing an agent environment, validated at load time.
+"""The environment file: one YAML document (tools, limits, cache, reward, credit) validated at load time.
 
-An environment is everything a training run needs besides the model and the data::
-
-    name: calculator
-    system_prompt: You are a careful assistant. Use the tools, then answer in <answer></answer>.
-    tools:
-      python: [tools.py]                 # every @tool in tools.py; or "module:function"
-      mcp:                               # the standard mcpServers object, inline ...
-        mcpServers:
-          units: {command: python, args: [server.py], sessions: 2}
-      mcp_config: servers.json           # ... or in a client's file: JSON, YAML, TOML (both may be given)
-      builtin: [run_python]              # built-in tools; or [{run_python: {timeout_s: 5}}]
-    limits:
-      max_turns: 4
-      call_timeout_s: 30
-      max_concurrency: 256
-      per_tool_concurrency: {convert: 8}
-      max_output_tokens: 512
-      max_description_chars: 4096        # tool and parameter descriptions past this are cut (null: never)
-    cache:
-      tools: [convert]                   # opt-in per tool; ["*"] caches every tool
-      max_entries: 10000
-      max_bytes: 268435456
-      ttl_s: 86400
-      sqlite_path: .cache/tools.sqlite   # omit for memory only
-    reward:                              # rewards/terms.py documents every field
-      - {name: em, weight: 1.0}
-      - {name: tool_use, weight: 0.2, args: {max_calls: 3}}
-      - {name: turn_tool_success, weight: 0.5}     # per turn
-      - {name: my_rewards:brevity, weight: 0.1, timeout_s: 10}
-    credit:                              # how rewards become advantages (default: mode trajectory)
-      mode: turn                         # per-turn advantages; see rewards/credit.py
-      gamma: 0.95
-      turn_weight: 1.0
-
-Every relative path (tool files, ``mcp_config``, ``sqlite_path``, an inline stdio server's working
-directory) resolves against the YAML file's folder, so an environment can be run from anywhere; those
-inside an ``mcp_config`` file start from that file's workspace, as its client reads them
-(:func:`~swift_rlfactory.tools.mcp_config.workspace_folder`). A bad field stops
-the run before any model is loaded, with a message naming the field, e.g.
-``env.yaml: limits.max_turns: Input should be greater than 0``. Numbers must be finite everywhere
-(``.inf`` and ``.nan`` are YAML floats, and one ``weight: .nan`` would make every reward total NaN), and a
-file that is empty or declares neither tools nor a reward is an error, not an environment that does
-nothing. Names in ``cache.tools`` and ``limits.per_tool_concurrency`` are checked against the real tool
-list once the tools have started (:meth:`EnvConfig.check_tool_names`), since MCP servers name their tools
-only then.
+Every field and default is declared below; the file format, path rules and checks are in
+docs/environments.md.
 """
 
 from __future__ import annotations
@@ -164,8 +121,8 @@ class CacheConfig(_Strict):
 class CreditConfig(_Strict):
     """How rewards become advantages: one per trajectory (ms-swift's GRPO) or one per assistant turn.
 
-    ``mode: turn`` adds ``turn_weight`` x the group-normalised discounted return of the per-turn rewards
-    to ms-swift's outcome advantage, token by token (formula and references in ``rewards/credit.py``).
+    ``mode: turn`` adds ``turn_weight`` x the group-normalised discounted return of the per-turn rewards to
+    ms-swift's outcome advantage (docs/rewards-and-credit.md#per-turn-credit).
     """
 
     mode: Literal["trajectory", "turn"] = Field(
@@ -195,14 +152,10 @@ class EnvConfig(_Strict):
         return p if p.is_absolute() else (self.base_dir / p).resolve()
 
     def mcp_servers(self) -> McpConfig:
-        """Inline servers merged with those of ``mcp_config``; a name given twice is an error.
+        """Inline servers merged with those of ``mcp_config``, resolved and checked startable; read once.
 
-        Relative paths and ``${workspaceFolder}`` of an inline server start from the environment's folder,
-        those of a server in ``mcp_config`` from that file's workspace (:func:`workspace_folder`). A server
-        that cannot start as written (a ``command`` that is no program, a ``cwd`` that is no folder) fails
-        here, naming the server and the field, before any model is loaded. Read once: the loader reads
-        them, and the environment (its servers, its cache digest) uses what it read, so each problem of
-        the file is warned about once."""
+        Rules (which folder paths start from, a name given twice): docs/environments.md#paths.
+        """
         return self._mcp_servers()[1]
 
     def mcp_servers_written(self) -> dict[str, McpServerConfig]:
@@ -245,11 +198,7 @@ class EnvConfig(_Strict):
         return servers, McpConfig(mcpServers=resolved)
 
     def check_tool_names(self, known: Collection[str]) -> None:
-        """Fail, naming the field and the tools that exist, if a limit or the cache names another tool.
-
-        ``cache.tools: ["*"]`` means every tool; a misspelt name would otherwise silently cache nothing or
-        leave a rate-limited tool unlimited.
-        """
+        """Fail, naming the field and the tools that exist, if a limit or the cache names another tool."""
         fields = {
             "cache.tools": [name for name in self.cache.tools if name != "*"],
             "limits.per_tool_concurrency": list(self.limits.per_tool_concurrency),

@@ -1,14 +1,6 @@
 """An :class:`Environment` is a loaded environment file, ready to run: tools, executor, reward spec.
 
-    with Environment.load("examples/calculator/env.yaml") as env:
-        records = env.executor.execute(parse_tool_calls(model_text))
-        totals = env.reward.score(trajectories)
-
-Loading checks everything it can before any model is touched: the YAML's fields, that every Python tool
-imports, that every reward name resolves. Starting (``start()``/``with``) launches MCP servers and fails
-naming the server that would not start, or the ``cache.tools`` / ``limits.per_tool_concurrency`` entry
-that names no tool. :func:`validate_env_files` runs the same checks over many files (the per-row ``env``
-column of a dataset) and returns every problem instead of stopping at the first.
+What is checked at load and at start, and the tool cache's namespace: docs/environments.md.
 """
 
 from __future__ import annotations
@@ -123,10 +115,8 @@ class Environment:
         return self
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolRecord:
-        """Run one tool call by name from inside any event loop (what ``Trajectory.call_tool`` reaches).
-
-        The first call in a process that has not started the tools (a trainer whose rollouts run in
-        ``swift rollout``) starts them; concurrent first calls start them once.
+        """Run one tool call by name from inside any event loop (what ``Trajectory.call_tool`` reaches);
+        the first call in a process starts the tools, once.
         """
         await asyncio.to_thread(self.start)
         return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)]))[0]
@@ -151,9 +141,7 @@ class Environment:
 def validate_env_files(paths: Iterable[str | Path], start: bool = False) -> list[str]:
     """Every problem of every environment file in ``paths``, one message per bad file (empty if all load).
 
-    Each distinct file is loaded once: fields, Python tool imports and reward names. With ``start`` the tools
-    are also started and the tool names of ``cache`` and ``limits`` checked, then everything is closed
-    again; that spawns each file's MCP servers, so it is slower.
+    ``start`` also starts each file's tools (its MCP servers: slower) to check the tool names it uses.
     """
     errors = []
     seen: set[Path] = set()
@@ -176,18 +164,8 @@ def validate_env_files(paths: Iterable[str | Path], start: bool = False) -> list
 
 
 def _tools_digest(config: EnvConfig) -> str:
-    """A digest of what an environment's tools are, for the cache's keys: its ``tools`` section and its MCP
-    servers as written (an ``mcp_config`` file's servers included), and the content of every file that the
-    section names - a tool module, a server script, a corpus given as an argument.
-
-    Two environments sharing one cache file, whose ``search`` tools differ (or read different corpora
-    named in their configs), must not replay each other's results; ranks of one run share theirs. A
-    server's paths are read as the loader resolved them (:meth:`EnvConfig.mcp_servers`: ``${VAR}`` and
-    ``${workspaceFolder}`` expanded, relative to the server's ``cwd``), so ``server.py`` in
-    ``tools/mcp.json`` is ``tools/server.py``, the file the server runs. Files enter by their path relative
-    to the environment's folder (or, outside it, to the server's ``cwd``), so a project folder that is moved
-    or copied elsewhere keeps its cache, while an edit of a tool changes the digest. What the section does
-    not name (a file a tool opens by a path in its own code, a module it imports) is not looked at.
+    """A digest of what an environment's tools are, for the cache's keys: its ``tools`` section, its MCP servers
+    as written and the content of every file the section names (docs/environments.md#the-tool-caches-namespace).
     """
     base = config.base_dir.resolve()
     written = {

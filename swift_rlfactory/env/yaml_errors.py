@@ -1,10 +1,6 @@
-"""What is wrong with a YAML file, told without quoting it.
+"""What is wrong with a YAML file, told without quoting it (the line may hold an API key).
 
-PyYAML's message for a syntax error prints the offending line with a caret under the column. Our YAML
-files hold API keys (a judge's ``api_key``, an MCP server's ``env``), and a key is registered as a secret
-only once the file has been read, so a missing closing quote after ``api_key: "sk-...`` would print the
-key in the error, the log and the web UI. :func:`describe` keeps PyYAML's words and positions, which
-say enough to find the mistake, and drops the quoted line.
+Why: docs/environments.md#yaml-syntax-errors-do-not-quote-the-file.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """The agent loop, as pure decisions plus one short coroutine.
 
-Each assistant turn ends in one of three ways: it asked for tools (run them, append the observations as
-``tool`` messages, generate again), it answered (stop), or a limit was hit (stop, saying which). Keeping
-the decision in :func:`plan_turn`, a pure function, lets the ms-swift scheduler (which owns generation and
-calls us between turns), the server-mode coroutine and the evaluation CLI share one behaviour::
-
-    generate ─▶ plan_turn ─▶ tools ─▶ tool messages ─▶ generate ... ─▶ Trajectory
-
-Stop reasons: ``answer`` (a turn without tool calls), ``max_turns``, ``context`` (the next prompt would
-not fit ``max_length``), ``length`` (the turn was cut by the completion limit), ``error`` (something broke
-inside the loop; ``Trajectory.error`` says what, and the trajectory scores 0).
+:func:`plan_turn` decides after each assistant turn (run the calls, or stop and say why); the ms-swift
+scheduler, :func:`run_episode` (server mode) and the evaluation CLI share it. Stop reasons and the order
+of the decisions: docs/environments.md#the-episode-loop.
 """
 
 from __future__ import annotations
@@ -49,10 +42,8 @@ def plan_turn(
 ) -> TurnPlan:
     """Decide the next step from the assistant's text. ``turn`` counts from 1.
 
-    ``parse`` reads the calls in the format the prompt asked for (:func:`~..tools.call_formats.call_parser`;
-    hermes by default). More than ``max_calls_per_turn`` calls: the extra ones are kept as error calls of
-    kind ``"limit"``, so the model learns the limit from the observation instead of silently losing them,
-    and rewards can tell them from calls it wrote wrong.
+    ``parse`` reads the calls in the format the prompt asked for (hermes by default). Calls past
+    ``max_calls_per_turn`` are kept as error calls of kind ``"limit"``, so the model sees the limit.
     """
     if finish_reason == "length":  # cut mid-turn: a half-written call must not run
         return TurnPlan(stop_reason="length")

@@ -1,12 +1,5 @@
-"""Training metrics about tool use, computed from a batch of finished trajectories.
-
-Logged next to ms-swift's own ``reward`` and ``num_turns`` so a run shows whether the model is learning
-to use its tools (calls per trajectory), using them well (error rate) and what they cost (latency, cache).
-
-``tools/max_tool_turns`` is the most turns with tool calls that any one trajectory of the batch took. Calls
-of one turn run together, but a trajectory's next turn waits for this turn's results, so that many tool
-latencies add up in sequence however the scheduler overlaps the rest: a floor under the rollout's time
-(``benchmarks/summarize_colocate.py`` reports it). ms-swift averages it over the reward batches of a log step.
+"""Training metrics about tool use (calls, errors, latency, cache, turns, stop reasons) of a batch of
+finished trajectories; each metric is described in docs/environments.md#tool-metrics-of-a-batch.
 """
 
 from __future__ import annotations
@@ -19,11 +12,8 @@ from ..trajectory import Trajectory
 
 
 def tool_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
-    """Batch metrics: ``tools/calls_per_trajectory``, ``tools/max_tool_turns``, ``tools/error_rate``,
-    ``tools/latency_p50_s``, ``tools/latency_p95_s``, ``tools/cache_hit_rate``, ``turns`` and the share of
-    each stop reason.
-
-    Rates over calls are omitted when the batch made no calls, rather than reported as zero.
+    """Batch metrics ``tools/*``, ``turns`` and ``stop/<reason>``; rates over calls are omitted when the batch
+    made no calls, rather than reported as zero.
     """
     if not trajectories:
         return {}

@@ -1,7 +1,5 @@
-"""Calculator tool: a typed, docstringed Python function is the whole tool.
-
-The expression is evaluated by walking its syntax tree, allowing numbers and arithmetic operators only,
-so a model can never reach ``eval``'s full power.
+"""Calculator tool: a typed, docstringed Python function is the whole tool; the expression is evaluated by
+walking its syntax tree (numbers and arithmetic only), never by ``eval``.
 """
 
 from __future__ import annotations
