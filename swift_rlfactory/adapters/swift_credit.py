@@ -1,48 +1,9 @@
 """Turn-level credit inside ms-swift 4.6's GRPO trainer: a subclass that rewrites per-token advantages.
 
-``register()`` in ``swift.py`` points ``TrainerFactory.TRAINER_MAPPING["grpo"]`` (the class ``swift rlhf
---rlhf_type grpo`` instantiates, ``swift/trainers/trainer_factory.py``) at :class:`CreditGRPOTrainer`. It
-is stock ms-swift GRPO until an environment sets ``credit: {mode: turn}``; then, after ms-swift has
-computed its advantages, it replaces the per-token advantage of each such trajectory with
-``A_out + turn_weight * A_turn[t]`` on the trained tokens of turn ``t`` (math in ``rewards/credit.py``).
-
-Where it hooks in. ``GRPOTrainer._postprocess_batch`` computes the scalar group-normalised advantage of
-every sample from the gathered rewards (``_compute_advantages``), stores it on ``sample.advantages`` and
-broadcasts it to ``grpo_batch.advantages`` ``[B, T]`` over the completion frame, which every token-level
-loss reads as is. This subclass runs right after it:
-
-1. the reward (``RLFactoryReward``) has left each turn-credit trajectory's per-turn reward totals in
-   ``RUN.turn_rewards`` under its request id; the batch's are taken (the rest, scored for groups
-   ``--dynamic_sample`` dropped, are discarded), turned into discounted returns and gathered from every
-   process (groups may span processes, as ms-swift's own reward gather assumes);
-2. returns are normalised per (group, turn index) - groups are ms-swift's: ``num_generations``
-   consecutive samples of the global batch - and this process's slice is taken the way ms-swift slices
-   its advantages (``get_even_process_data``);
-3. each sample's encoded sequence (``sample.encoded``: ``input_ids`` and ``labels`` from ms-swift's own
-   ``encode_sample``) is searched for its turns' token ids (``response_token_ids``); the k-th trained
-   label of the sequence is the k-th ``True`` of its ``completion_mask`` row, so each turn's advantage
-   lands on exactly its tokens. Tool observations and the prompt have label -100, are no completion
-   tokens, and get advantage 0.
-
-What it covers (checked when the trainer starts, naming the flag; a turn-credit environment without a
-per-turn reward is refused there too):
-
-* ``--loss_type grpo | bnpo | dr_grpo | dapo | cispo | sapo | fipo``: they all weight each token's
-  log-ratio by its own advantage. ``real`` ranks whole sequences by their mean advantage: refused.
-* ``--use_vllm false`` (transformers), ``--use_vllm true --vllm_mode colocate | server``: the advantage is
-  computed in the trainer in every case; in server mode ``swift rollout`` runs the scheduler and the
-  trainer process runs the reward, which is where the turn rewards are kept.
-* any ``--advantage_estimator`` (it only makes ``A_out``), ``--scale_rewards group | batch | none``
-  (``gdpo`` normalises the turn part per group), ``--kl_in_reward``, ``--dynamic_sample``,
-  ``--num_iterations``, ``--steps_per_generation``, ``--padding_free``.
-* refused: ``--use_liger_kernel`` (the fused loss takes one advantage per sequence), a teacher
-  (``--teacher_model`` / ``--teacher_model_server``, or a ``teacher_prompt`` dataset column, refused when
-  its first batch arrives: OPD-RL, RLSD and SDAR rewrite per-token advantages themselves), ``--off_policy_sequence_mask_delta`` (masks whole sequences by one advantage's sign) and
-  ``--sequence_parallel_size`` > 1 (samples are regrouped across ranks). A scheduler that splits one
-  trajectory into several samples (ms-swift's ``dynamic_num_samples``) is refused when it happens; ours
-  never does. Megatron GRPO (``megatron rlhf``) is a different trainer and is not covered.
-
-``mode: trajectory`` (the default) leaves every advantage exactly as ms-swift computed it.
+Stock ms-swift GRPO until an environment sets ``credit: {mode: turn}``; then, right after ms-swift's
+``_postprocess_batch``, each turn's ``A_out + turn_weight * A_turn[t]`` lands on its trained tokens. Where it
+hooks in and which ms-swift options it covers or refuses:
+docs/rewards-and-credit.md#inside-ms-swifts-grpo-trainer.
 """
 
 from __future__ import annotations

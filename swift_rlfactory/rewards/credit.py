@@ -1,45 +1,9 @@
-"""Turn-level credit: from per-turn rewards to one advantage per trained token.
+"""Turn-level credit: from per-turn rewards to one advantage per trained token (pure: lists in, lists out).
 
-GRPO gives every token of a trajectory the same advantage, so a good first search and a bad final answer
-are credited alike. With ``credit: {mode: turn}`` each assistant turn ``t`` of trajectory ``i`` gets
-
-    G[i,t] = sum_{k >= t} gamma^(k-t) * r[i,k]                      discounted return of the turn rewards
-    A_turn[i,t] = (G[i,t] - mean_j G[j,t]) / (std_j G[j,t] + eps)    j: trajectories of i's GRPO group
-                                                                    that have a turn t
-    A[token in turn t of i] = A_out[i] + turn_weight * A_turn[i,t]
-
-where ``r[i,k]`` is the trajectory's per-turn reward total (``Trajectory.turn_rewards["total"]``) and
-``A_out[i]`` is ms-swift's own group-normalised advantage of the scalar reward, left exactly as ms-swift
-computes it (any ``--advantage_estimator``). Tokens that carry no loss (prompt, tool observations, the
-masked thinking prefix) get no advantage at all.
-
-Why this shape, against the references:
-
-* **MT-GRPO** (Zeng et al. 2025) adds a group-normalised turn advantage to the outcome advantage on the
-  tool-call turn: ``A = A_out + lambda * A_turn``. That is this formula with ``gamma = 0``; a turn that has
-  no per-turn reward (``r = 0`` for the whole group) keeps only ``A_out``, as MT-GRPO's answer turn does.
-* **GiGPO** (Feng et al. 2025) normalises discounted step returns within *step groups*: the steps of one
-  prompt's trajectories that reached the same environment state, and adds them as
-  ``A_episode + omega * A_step`` (omega = 1, gamma = 0.95). Text agents rarely revisit identical states,
-  except at turn 0, where every trajectory of a group sees the same prompt. So the group here is "same
-  prompt, same turn index": exact GiGPO anchor states at turn 0, the nearest equivalent after it.
-* **ROLL**'s agentic pipeline turns step rewards into discounted returns (``step_reward_gamma``, default
-  0.95) and normalises them per trajectory group. Pooling all turns of a group into one mean instead
-  would credit early turns for merely being early (their returns sum more rewards); normalising per turn
-  index removes that horizon bias and handles trajectories of different lengths: a turn index that only
-  one trajectory of the group reached has no baseline and gets ``A_turn = 0``, like a GRPO group with a
-  single distinct reward.
-
-``scale`` follows ms-swift's ``--scale_rewards``: ``group`` divides by the standard deviation of the
-(group, turn) set, ``batch`` by that of every turn return in the batch, ``none`` only centres (GiGPO's
-``mean_norm``). ``eps = 1e-4`` as in ms-swift, so equal returns give 0, not a division by zero.
-
-A return that is not finite (finite turn rewards can still discount past float's range), and every return
-of a (group, turn) set whose statistics overflow, gets ``A_turn = 0`` with a warning: one such trajectory
-keeps its outcome advantage instead of ending the training run inside the batch postprocess.
-
-Everything here is pure: lists in, lists out. The ms-swift trainer subclass that feeds it and writes the
-result into the loss's advantage tensor is ``adapters/swift_credit.py``.
+With ``credit: {mode: turn}`` a token of turn ``t`` gets ``A_out + turn_weight * A_turn[t]``, ``A_turn``
+being the discounted return of the turn rewards normalised per (GRPO group, turn index). The formula, why
+this shape against MT-GRPO, GiGPO and ROLL, and the overflow rule: docs/rewards-and-credit.md#per-turn-credit.
+The ms-swift trainer that applies it is ``adapters/swift_credit.py``.
 """
 
 from __future__ import annotations
@@ -82,8 +46,7 @@ def turn_advantages(
         scale: ``group``, ``batch`` or ``none``, as ms-swift's ``--scale_rewards``.
 
     Returns:
-        per trajectory, one advantage per turn (``[]`` where ``returns`` was ``None``); 0 for a return
-        that is not finite and for every return of a set whose statistics overflow.
+        per trajectory, one advantage per turn; 0 where the return or its set's statistics are not finite.
     """
     out: list[list[float]] = [[0.0] * len(r) if r is not None else [] for r in returns]
     skipped = 0
@@ -143,16 +106,8 @@ def trained_token_turns(
 ) -> list[int | None]:
     """Which assistant turn each trained token of an encoded trajectory belongs to, in sequence order.
 
-    ``turns`` are the assistant turns' token ids as the rollout produced them (ms-swift's
-    ``response_token_ids``) and ``turn_masks`` their loss masks. Each turn is found in ``input_ids`` after
-    the previous one, at a place where every token its mask trains really carries a label (so a copy of
-    the same text inside the prompt never matches). A turn owns its own trained tokens plus the trained
-    tokens the template appends right after it (the ``<|im_end|>\\n`` that closes a tool-calling turn).
-    Trained tokens that belong to no turn found (a turn cut by left truncation, or an assistant message
-    of the dataset's own history) map to ``None``: they keep the outcome advantage only.
-
-    Returns:
-        one entry per position with ``label != -100``, in order: the turn index or ``None``.
+    One entry per position with ``label != -100``: the turn index, or ``None`` for a token of no turn found
+    (the matching rule: docs/rewards-and-credit.md#which-tokens-a-turn-owns).
     """
     n = len(input_ids)
     owner: list[int | None] = [None] * n

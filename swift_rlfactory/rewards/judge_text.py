@@ -1,22 +1,7 @@
 """What a model judge reads and how its reply becomes a score: pure functions, no I/O.
 
-A pointwise judgment shows the judge one trajectory; a group judgment shows it the trajectories of one GRPO
-group side by side (RULER-style), the shared prompt once and each distinct continuation once, and asks for
-scores relative to each other. The rubric is the environment author's text with placeholders filled in:
-
-=====================  ========================================================================
-``{question}``         the last user message before the first assistant turn
-``{response}``         the final assistant message, whole
-``{answer}``           the content of its last ``<answer>`` block (the whole message when absent)
-``{golden_answers}``   the row's reference answers, ``" | "``-joined (``none`` when absent)
-``{trajectory}``       every assistant turn and tool observation, as a transcript
-``{row.FIELD}``        any other field of the dataset row
-=====================  ========================================================================
-
-Other braces stay as they are, so a rubric may show the judge JSON examples. Replies are read leniently:
-``<think>`` blocks are dropped, then the last ``<score>X</score>``, the last JSON object with a ``score``
-(or, for groups, ``scores``), or a reply that is only a number. Scores are divided by ``max_score`` and
-clamped to [0, 1]; a reply with no readable score is ``None`` (the caller counts it as a judge error).
+The rubric's placeholders and the reply formats read (pointwise and group):
+docs/rewards-and-credit.md#what-a-judge-reads-and-how-its-reply-is-scored.
 """
 
 from __future__ import annotations
@@ -156,12 +141,9 @@ def _visible(reply: str) -> str:
 
 
 def _json_objects(text: str) -> list[Any]:
-    """Every JSON object embedded in the last :data:`JSON_TAIL_CHARS` characters of ``text``, in order
-    (nested ones only as part of their parent).
-
-    Only the tail: each ``{`` that starts no object costs a failed decode whose error message counts the
-    lines before it, so a long reply full of braces (``{"a": "{"a": "...``) took quadratic time, minutes
-    of the judge's loop for one megabyte. Objects nested past Python's recursion limit are skipped too.
+    """Every JSON object embedded in the last :data:`JSON_TAIL_CHARS` characters of ``text``, in order (nested
+    ones only as part of their parent; past the recursion limit skipped). Only the tail: a reply full of
+    braces would take quadratic time.
     """
     text = text[-JSON_TAIL_CHARS:]
     decoder = json.JSONDecoder()
@@ -216,10 +198,7 @@ def parse_score(reply: str, max_score: float = 1.0) -> float | None:
 
 def parse_group_scores(reply: str, n: int, max_score: float = 1.0) -> list[float] | None:
     """The ``n`` scores of a group reply, in response-id order, clamped, or ``None`` unless every response
-    got exactly one readable score.
-
-    Accepted: ``{"scores": [x1, x2, ...]}``, ``{"scores": [{"id": 1, "score": x1}, ...]}`` (ids from 1, any
-    order; ``trajectory_id`` is read as ``id``), ``{"scores": {"1": x1, ...}}``, or ``n`` ``<score>`` tags.
+    got exactly one readable score (the formats read: docs/rewards-and-credit.md).
     """
     text = _visible(reply)
     for obj in reversed(_json_objects(text)):

@@ -1,12 +1,5 @@
-"""Training metrics about rewards, computed from a batch of scored trajectories.
-
-* ``rlfactory/<name>``: a component's mean over the batch's trajectories (for a per-turn component, the
-  mean of the per-trajectory means), ``rlfactory/turn/<name>``: a per-turn component's mean over every
-  assistant turn of the batch, and ``rlfactory/turn/total`` for the weighted per-turn total;
-* ``rewards/errors``: component scores of the batch that fell back, and by cause ``rewards/timeouts``,
-  ``rewards/non_finite``, ``rewards/wrong_length``, ``rewards/missing_field`` (rows lacking a field a
-  reward needs, e.g. ``em`` without golden answers), so a broken reward is a number on the dashboard, not a
-  silent 0.
+"""Training metrics about rewards (``rlfactory/*``, ``rewards/errors`` and its causes) of a batch of scored
+trajectories; each is described in docs/rewards-and-credit.md#reward-metrics.
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ _BY_CAUSE = {
 
 
 def reward_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
-    """The metrics above for one batch (empty for an empty batch)."""
+    """The reward metrics of one batch (empty for an empty batch)."""
     if not trajectories:
         return {}
     metrics: dict[str, float] = {}

@@ -1,14 +1,8 @@
 """Re-score recorded trajectories with an environment's reward spec: try a reward before training on it.
 
-Both logs this project writes hold one :meth:`Trajectory.to_dict` per line (plus bookkeeping such as
-``step``, ``time``, ``metrics``): training's ``<output_dir>/trajectories.jsonl`` and the ``eval`` command's
-``OUTPUT/trajectories.jsonl``. :func:`read_recorded` reads either (or the folder holding it) and says
-exactly what is wrong with a bad file, by line number; :func:`rescore` scores the lot in one batch, so a
-group judge sees each prompt's trajectories together, and returns a :class:`Rescored` report that the CLI
-(``swift-rlfactory rewards``) prints and the web UI shows::
-
-    report = rescore(load_recorded("run/trajectories.jsonl"), env.reward)
-    report.summary["total"], report.rows[0].turn_rewards
+Reads a training or ``eval`` ``trajectories.jsonl`` (or its folder) and scores it in one batch for the CLI
+(``swift-rlfactory rewards``) and the web UI; the reading rules are in docs/rewards-and-credit.md
+("Re-scoring recorded trajectories").
 """
 
 from __future__ import annotations
@@ -104,15 +98,9 @@ def load_run(path: str | Path, limit: int | None = None) -> list[Recorded]:
 
 
 def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
-    """Read a trajectories log (or a folder holding one, :func:`trajectories_file`): the first ``limit`` lines that
-    count, the lines of steps a resumed run logged again left out (:mod:`swift_rlfactory.runs.resume`).
-
-    A line of an ``eval`` episode that failed on every attempt (``"failed": true``, an ``error`` and no
-    trajectory) is skipped: there is nothing to score. So, with a warning, is a last line torn by a run
-    killed while writing it (no newline, not JSON), which ``eval`` cuts when it resumes; the file is left
-    as it is, since the run that owns it may be writing that line now. Raises :class:`TrajectoryFileError`
-    for a missing or empty file, a line that is not JSON (any line but a torn last one), or a line that is
-    not a trajectory (no ``messages`` list of ``{role, content}`` objects, fields of the wrong type).
+    """Read a trajectories log (or a folder holding one): the first ``limit`` lines that count, lines of
+    steps a resumed run logged again left out, failed ``eval`` episodes and a torn last line skipped;
+    raises :class:`TrajectoryFileError` naming the line for anything else that is not a trajectory.
     """
     path = trajectories_file(path)
     try:

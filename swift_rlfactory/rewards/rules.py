@@ -1,32 +1,8 @@
 """Built-in rule rewards: exact match, token F1, answer format and tool use.
 
-Answers are read from the last assistant message, inside ``<answer>...</answer>`` when present, and only
-from its visible reply (:func:`visible_reply`): the text the tool-call parser acts on, with reasoning and
-tool-call blocks removed by the parser's own rules. An answer the model only considered in its reasoning
-(``<think>Maybe <answer>Paris</answer>?</think> I don't know.``) earns nothing, as a call written there
-does not run, and a reply whose ``<think>`` is never closed has no visible answer at all. Nor does an
-answer tag inside the argument of a call written without tags (``{"name": "run", "arguments": {"code":
-"print('<answer>4</answer>')"}}``, after prose as Llama writes it, or in an XML value): it is argument
-text, by the parser's rule for any tag there (:func:`~swift_rlfactory.tools.parsing.call_arguments`),
-whatever the call's name, while an answer that holds call JSON is an answer.
-Normalisation follows SQuAD (lower case, no punctuation, no articles, single spaces), made to hold for every
-script: NFKC first (full-width "ＢＢＣ" is "bbc"), case folding ("Straße" is "strasse"), and every Unicode
-punctuation mark dropped with ASCII's ("。", "–", "’": "O’Brien" is "O'Brien"). Token F1 counts each
-Chinese or Japanese character as a token, as CMRC and DuReader score Chinese answers (those scripts have no
-spaces between words). A trajectory is scored against every golden answer, keeping the best, as in
-Search-R1 and FlashRAG.
-
-Numbers are the one place this departs from SQuAD, whose normalisation drops the minus sign, the decimal
-point and every separator, so that "-227" matched "227", "12.5%" matched "125%", "1.5 million" matched
-"15 million" and "3/4" matched "34": it paid a policy for a subtraction written backwards. Every number
-in an answer keeps its value instead (:func:`normalize_answer`): its sign (``-`` or ``−``, not a hyphen
-after a letter or digit, as in "F-16" or "1914-1918") and its decimal point stay, thousands separators go
-("1,000" is "1000"; "1.000" is 1, "." being the decimal point), trailing decimal zeros go ("0.50" is
-"0.5"), and punctuation between two numbers separates them ("1914–1918" is "1914 1918", not "19141918").
-Commas that are not thousands separators ("1,5", "1,2,3") separate numbers the same way, so no reading
-of them is guessed. When the prediction and a golden answer are both plain numbers (:func:`as_number`:
-"1 000", "+7", "28080.") they are compared as numbers. Words stay words: "2nd" is not "2", "1990s" is not
-"1990", as in SQuAD.
+The answer is read from the last assistant message's visible reply (reasoning and calls removed by the
+parser's own rules), normalised as SQuAD does for every script, except that numbers keep their value.
+The rules, with examples: docs/rewards-and-credit.md#rule-rewards.
 """
 
 from __future__ import annotations
@@ -64,13 +40,7 @@ _OVER_LIMIT = "could not parse tool call: too many tool calls in one turn"
 
 def visible_reply(text: str) -> str:
     """``text`` as the tool-call parser reads it: without reasoning and without ``<tool_call>`` blocks
-    (each read as its format's parser reads it: :func:`~swift_rlfactory.tools.call_formats.read_reply`).
-
-    The rules are :mod:`~swift_rlfactory.tools.parsing`'s, taken from the parser itself so the two cannot
-    drift apart: every ``<think>...</think>`` block is reasoning, so is everything after a ``<think>``
-    that is never closed (even one written inside an answer), and a first ``</think>`` with no ``<think>``
-    before it closes a think block the chat template opened in the prompt. A reply without tags is all
-    visible; Qwen3's empty ``<think>\\n\\n</think>`` leaves only the white space it wrapped.
+    (:func:`~swift_rlfactory.tools.call_formats.read_reply`; docs/rewards-and-credit.md).
 
     >>> visible_reply("<think>Maybe <answer>Paris</answer>?</think> I don't know.")
     " I don't know."
@@ -81,8 +51,7 @@ def visible_reply(text: str) -> str:
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD normalisation for every script: NFKC, case folding, no punctuation (ASCII's and Unicode's), no
-    English articles, single spaces; numbers keep their value (the module docstring says how).
+    """SQuAD normalisation for every script; numbers keep their value (docs/rewards-and-credit.md#numbers).
 
     >>> normalize_answer("The  O’Brien–Smith Act.")
     'obriensmith act'
@@ -128,14 +97,9 @@ def _number_text(sign: str, digits: str) -> str:
 
 
 def answer_blocks(text: str, arguments: Sequence[tuple[int, int]] = ()) -> list[str]:
-    """The contents of ``text``'s ``<answer>...</answer>`` blocks, in order: each from an opening tag to the
-    first closing tag after it, as ``re.findall(r"<answer>(.*?)</answer>", text, re.DOTALL)`` reads them.
-    ``arguments``: spans of ``text`` (in order, none inside another) whose tags are no tags, the calls'
-    arguments of :func:`~swift_rlfactory.tools.parsing.call_arguments`.
-
-    In linear time: once an opening tag has no closing tag after it, no later one has either. The regex
-    looked for one after every later opening tag again, so a model repeating ``<answer>`` took seconds
-    per reward (3.6 s for 64k characters, in each of em, f1 and format, on the reward's event loop).
+    """The contents of ``text``'s ``<answer>...</answer>`` blocks, in order, as
+    ``re.findall(r"<answer>(.*?)</answer>", text, re.DOTALL)`` reads them but in linear time; ``arguments``:
+    spans of ``text`` (in order, none inside another) whose tags are no tags, the calls' arguments.
     """
     starts = [start for start, _ in arguments]
     blocks, pos = [], 0
@@ -177,11 +141,9 @@ def extract_answer(text: str) -> str | None:
 
 
 def as_number(text: str) -> Decimal | None:
-    """The value of a plain number ("-1,234.50", "+7", "12.", "１９８４", "1 000 000"), else ``None``.
-
-    Thousands may be grouped by commas, spaces or underscores, in groups of three (or India's 12,34,567
-    with commas); other separators are no number ("1 2", "1,5": is that 1.5, or the list 1, 5?). Words
-    and units are not numbers ("41 apples", "2nd")."""
+    """The value of a plain number ("-1,234.50", "+7", "12.", "１９８４", "1 000 000"), else ``None``
+    (what counts: docs/rewards-and-credit.md#numbers).
+    """
     found = _PLAIN_NUMBER.fullmatch(unicodedata.normalize("NFKC", text).strip())
     if found is None:
         return None
@@ -240,11 +202,8 @@ def f1(trajectory: Trajectory, require_tag: bool = True) -> float:
 
 
 def parse_failed(call: dict[str, Any]) -> bool:
-    """Whether a tool-call record is a call the parser could not read.
-
-    A call past ``max_calls_per_turn`` parsed fine and is not one: it was only not run (``tool_use`` and
-    ``turn_tool_success`` still count it as a call that did not succeed). The record's ``error_kind``
-    (``"parse"``, ``"limit"``) says which; a record written before that field existed is told by its error.
+    """Whether a tool-call record is a call the parser could not read (a call past ``max_calls_per_turn``
+    is not: it parsed and was only not run); by ``error_kind``, or by the error text of an older record.
     """
     if call.get("error_kind") is not None:
         return call["error_kind"] == "parse"
@@ -262,12 +221,7 @@ def answers_once(text: str) -> bool:
 
 
 def format_reward(trajectory: Trajectory) -> float:
-    """1.0 when the episode ends in exactly one non-empty ``<answer>`` block and no tool call was malformed.
-
-    Shaping for small models: it pays for the protocol (call tools in well-formed blocks, then answer in
-    the tag) before they can earn exact-match reward. Only the visible reply counts (see
-    :func:`visible_reply`), and only calls the parser could not read are malformed (:func:`parse_failed`).
-    """
+    """1.0 when the episode ends in one non-empty ``<answer>`` block and no tool call was malformed."""
     if not answers_once(trajectory.final_response):
         return 0.0
     return 0.0 if any(parse_failed(c) for c in trajectory.tool_calls) else 1.0
@@ -276,10 +230,8 @@ def format_reward(trajectory: Trajectory) -> float:
 def tool_use(
     trajectory: Trajectory, max_calls: int = 3, min_calls: int = 1, over_budget_penalty: float = 0.5
 ) -> float:
-    """Reward using tools well: share of calls that succeeded, minus a penalty per call past the budget.
-
-    Returns 0 with fewer than ``min_calls`` calls; otherwise ``ok / total`` minus ``over_budget_penalty``
-    for each call beyond ``max_calls``, clipped to [-1, 1].
+    """Share of calls that succeeded, minus ``over_budget_penalty`` per call past ``max_calls``, clipped to
+    [-1, 1]; 0 with fewer than ``min_calls`` calls.
     """
     calls = trajectory.tool_calls
     if len(calls) < min_calls or not calls:

@@ -1,15 +1,7 @@
 """One ``reward:`` entry of an environment file, validated at load time.
 
-This is the config type that both the environment file (``env/config.py``, which lists terms) and the reward
-registry (which resolves and scores them) read, so it lives below both::
-
-    reward:
-      - {name: em, weight: 1.0}
-      - {name: turn_tool_success, weight: 0.5}          # a built-in per-turn reward
-      - {name: my_rewards:steps, per_turn: true}        # a user reward returning one score per turn
-      - {name: judge, weight: 0.5, timeout_s: 120, fallback: 0.0, args: {...}}
-
-Numbers must be finite: ``weight: .nan`` would make every total NaN, so it fails at load naming the field.
+The config type that both the environment file and the reward registry read, so it lives below both;
+the fields are tabled in docs/rewards-and-credit.md#reward-terms.
 """
 
 from __future__ import annotations
@@ -28,12 +20,9 @@ class RewardTerm(BaseModel):
         name: what to score with (resolved when the environment loads, so a typo fails at start-up).
         weight: factor of this component in the total (finite).
         args: keyword arguments passed to the reward function.
-        per_turn: the function returns one score per assistant turn (built-in per-turn rewards set it
-            themselves); see :mod:`swift_rlfactory.rewards.registry` for what is stored.
-        timeout_s: seconds one score may take before it counts as failed, so a hung judge cannot block a
-            training step forever.
-        fallback: the score given when the reward fails, times out, returns a non-finite value or a list of
-            the wrong length (per turn: this value for every turn).
+        per_turn: the function returns one score per assistant turn.
+        timeout_s: seconds one score may take before it counts as failed.
+        fallback: the score given when the reward fails, times out or returns a bad value.
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
