@@ -1,18 +1,8 @@
 """How a conversation is put to an ms-swift template, shared by training rollouts and evaluation.
 
-Evaluation must show the model the prompt it was trained on, so the two decisions that shape that prompt
-live here once, used by the scheduler (:mod:`.swift`) and the inference adapter (:mod:`.swift_infer`):
-
-* :func:`set_system_prompt` - the environment's system prompt and tool schemas, rendered into the system
-  message by the template's own agent template (the text a dataset ``tools`` column would give);
-* :func:`turn_end_id` - the end-of-turn token to drop from a tool-calling turn's ids before they go back
-  into the history, because ChatML templates render it again before the tool block;
-* :func:`call_format` - which tool-call format the agent template's prompt asks the model to write, so
-  the turn is parsed in that format (:func:`~swift_rlfactory.tools.call_formats.call_parser`).
-
-``template`` is any object with ms-swift's ``template_meta`` and ``agent_template``: a
-:class:`swift.template.Template`, or :func:`template_by_name`'s stand-in for a model served elsewhere (no
-tokenizer needed). ms-swift is imported only inside :func:`template_by_name`.
+The system prompt and tool schemas (:func:`set_system_prompt`), the end-of-turn token dropped before a
+tool block (:func:`turn_end_id`) and the tool-call format the prompt asks for (:func:`call_format`) are
+decided here once, so evaluation shows the prompt training used (docs/ms-swift.md).
 """
 
 from __future__ import annotations
@@ -32,13 +22,8 @@ CALL_FORMAT_OF = {
     "qwen3_coder": QWEN3_CODER,
     "qwen3_5": QWEN3_CODER,
 }
-"""The ms-swift agent templates whose prompt asks for a format we read, and that format.
-
-Every other agent template asks for a format of its own (DeepSeek's and Kimi's special tokens, GLM's
-``<arg_key>``, Mistral's ``[TOOL_CALLS]``, ReAct's ``Action:``, ...) and is refused at start-up by
-:func:`call_format`: parsed as hermes, its calls would silently end the episode as answers. Even
-``hunyuan_hermes``, whose prompt asks for a name and a fenced JSON block inside ``<tool_call>``.
-"""
+"""The ms-swift agent templates whose prompt asks for a format we read, and that format; any other
+is refused at start-up by :func:`call_format` (why: docs/ms-swift.md)."""
 
 
 def with_system_prompt(
@@ -55,15 +40,7 @@ def set_system_prompt(
 ) -> None:
     """Merge ``prompt`` into the conversation's system message and render ``tools`` into it, in place.
 
-    A system message already in ``messages`` is kept after the environment's prompt; the template's
-    default system prompt is used only when neither exists. With ``tools`` the system text becomes the
-    agent template's ``# Tools`` block, exactly as the template renders a request's ``tools``.
-
-    Applying it twice changes nothing for templates that render tools into the system message (hermes:
-    Qwen2.5, Qwen3; GLM-4): a row whose system message already holds these tools' block (a row that went
-    through :func:`with_system_prompt` before, such as DeepSearch's SFT episodes) keeps it, where the block
-    used to be rendered around it a second time. Llama 3's agent template writes the tools into the first
-    user message instead, and does so again on a second pass.
+    Which system message wins and why a second pass is harmless (except Llama 3's): docs/ms-swift.md.
     """
     default = getattr(getattr(template, "template_meta", None), "default_system", None)
     first_user = next((m for m in messages if m.get("role") == "user"), None)
@@ -109,10 +86,8 @@ class TemplateByName:
 
 
 def template_by_name(template_type: str | None) -> TemplateByName:
-    """The system-prompt rules of ms-swift template ``template_type`` (e.g. ``qwen3``).
-
-    ``None`` means hermes tool rendering (Qwen2.5, Qwen3) and no default system prompt. Meant for models
-    served elsewhere, whose own chat template renders everything but the system text we send.
+    """The system-prompt rules of ms-swift template ``template_type`` (e.g. ``qwen3``; ``None``: hermes
+    tools, no default system prompt), for models served elsewhere.
     """
     from swift.agent_template import agent_template_map
     from swift.template import TEMPLATE_MAPPING
@@ -145,8 +120,7 @@ def agent_template_name(template: Any) -> str:
 def call_format(template: Any) -> str:
     """The tool-call format ``template``'s agent template tells the model to write (``None``: hermes).
 
-    Raises ``ValueError`` naming the agent template and the supported ones when none of our parsers reads
-    what its prompt asks for: a run that cannot read its model's calls must stop before it starts.
+    Raises ``ValueError`` naming the agent template and the supported ones when no parser of ours reads it.
     """
     if template is None:
         return HERMES

@@ -1,25 +1,7 @@
 """Where a GRPO step's time goes: per-phase seconds logged to ``logging.jsonl`` next to ms-swift's metrics.
 
-ms-swift 4.6 times some stages with ``profiling_context`` but sends those numbers only to wandb/swanlab.
-:class:`StepTimeline` wraps the bound methods of one trainer instance (never its class, so a trainer
-subclass elsewhere is untouched) and measures, per optimizer step:
-
-* ``timeline/generation_s`` - the model generating (``_generate_completions``), less the tool time inside it;
-* ``timeline/tools_s`` - wall time while at least one tool turn ran (the scheduler's ``on_turn_end``; all
-  calls of a turn overlap, so this is the union of their intervals, not their sum);
-* ``timeline/tool_chain_s`` - the longest chain of one trajectory's tool turns: the part of ``tools_s``
-  no scheduler can overlap (compare ``tools/max_tool_turns``);
-* ``timeline/reward_s`` - reward scoring (``_score_completions``), judge calls included; a judgment the
-  scheduler prefetched (``RewardSpec.prefetch``) ran during generation, and only the wait for it is here;
-* ``timeline/weight_sync_s`` - moving weights to the vLLM engine (``_move_model_to_vllm``; 0 without vLLM);
-* ``timeline/train_s`` - forward and backward (``training_step`` less the rollout inside it);
-* ``timeline/other_s`` - the rest of the step: optimizer, batch preparation, logging;
-* ``timeline/step_s`` and ``timeline/share/<phase>`` (each phase over the step).
-
-Phases nest (generation runs inside ``training_step``); each is charged only its own time, so the phases
-sum to the step. In server mode the tools run in the ``swift rollout`` process, so ``tools_s`` is 0 here
-and the tool time is part of ``generation_s``; with ``--async_generate`` generation overlaps training and
-the shares can sum above 1.
+:class:`StepTimeline` wraps one trainer instance's phase methods (never its class); each phase is charged
+only its own time, so the phases sum to the step. The ``timeline/*`` metrics: docs/ms-swift.md.
 """
 
 from __future__ import annotations
