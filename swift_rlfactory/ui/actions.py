@@ -1,7 +1,5 @@
-"""What the Agent RL tab's buttons do, as plain functions of plain values (no gradio here).
-
-Each returns what the page shows, so the same code answers the browser and a unit test. Environments stay
-loaded between clicks (MCP servers keep running, the tool cache stays warm) until their file changes.
+"""What the Agent RL tab's buttons do, as plain functions of plain values (no gradio here), so the same code
+answers the browser and a unit test; environments stay loaded between clicks (docs/ui-viewer.md).
 """
 
 from __future__ import annotations
@@ -115,10 +113,8 @@ def call_tool(envs: Environments, path: str, name: str, arguments: str) -> ToolR
 
 
 def score(envs: Environments, path: str, record: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """Rescore one trajectory exactly as ``swift-rlfactory rewards`` does (``rewards/rescore.py``).
-
-    Returns the record with ``rewards``, ``turn_rewards`` and ``reward_errors`` replaced by what the
-    environment's reward spec gives now, so it renders like a logged trajectory, and the seconds it took.
+    """Rescore one trajectory exactly as ``swift-rlfactory rewards`` does: the record with its rewards replaced
+    by what the reward spec gives now, and the seconds it took.
     """
     if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
         raise ValueError("a trajectory is a JSON object with 'messages': a list of {role, content}")

@@ -1,15 +1,7 @@
 """The Live metrics charts as Vega-Lite specs: one pure function from metric points to a chart.
 
-gradio's ``LinePlot`` draws a line mark only, and a line through one point has no length: a run that has
-logged one step (or a metric logged at one step only) showed an empty chart, its lone value on a
-zero-width y axis. Each chart here is a line *and* a dot per logged value, on a numeric axis padded around
-a single value, so the first logged step is a visible point. gradio's ``Plot`` renders the spec with its
-bundled vega-embed (nothing fetched from another host) and themes it like its own plots.
-
-Values that are not finite numbers (``NaN``, ``inf``, ``None``, text, booleans) are left out of a series
-(:func:`finite`); a metric that some rows lack simply has fewer points. A long run's series is thinned to
-:data:`MAX_POINTS` points per metric (every *n*-th step, always the last one), so a refresh every few
-seconds stays small.
+A line and a dot per value (so a lone first step is visible), non-finite values left out, long series
+thinned to :data:`MAX_POINTS`; why each: docs/ui-viewer.md#live-metrics-charts.
 """
 
 from __future__ import annotations
@@ -52,9 +44,9 @@ def _padded(low: float, high: float, pad: float) -> list[float] | None:
 
 
 def line_chart(title: str, points: list[dict[str, Any]], height: int = 200) -> dict[str, Any]:
-    """A Vega-Lite spec drawing ``points`` (``{"step", "metric", "value"}``, finite numbers: see
-    :meth:`~swift_rlfactory.ui.runs.MetricLog.series`) as one line with dots per metric; without points,
-    the chart's title over "no values logged yet"."""
+    """A Vega-Lite spec drawing ``points`` (``{"step", "metric", "value"}``, finite numbers) as one line with
+    dots per metric; without points, the chart's title over "no values logged yet".
+    """
     if not points:
         return {
             "title": title,

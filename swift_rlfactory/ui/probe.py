@@ -1,12 +1,5 @@
-"""Gradio's check that its own server answers, given the time a busy machine needs.
-
-``Blocks.launch`` starts its server, then asks it for the page on localhost (``gradio.networking.url_ok``)
-and, if no answer comes, stops with "When localhost is not accessible, a shareable link must be created".
-That check gives up at the first request taking over 3 s, and the first page of a large app (ms-swift's
-UI with our tab: thousands of components) can take longer on a loaded machine: it was seen on a 2-core
-machine running tests beside the server, and the server was fine. :func:`patient_probe` replaces the check
-for the duration of a launch with one that asks again until ``timeout_s`` has passed, without proxies
-(the address is this machine's own; a proxy set for the internet does not reach it).
+"""Gradio's check that its own server answers, given the time a busy machine needs (gradio gives up after
+3 s; why that is too short: docs/ui-viewer.md#the-launch-probe).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """One trajectory as HTML, turn by turn: what the model wrote, what it called, what it saw, what it scored.
 
-Pure functions over the plain dicts of ``trajectories.jsonl`` (``Trajectory.to_dict`` plus ``step``), so
-the viewer shows a log exactly as written. All text is escaped: a trajectory is model output and tool
-output, never markup. A field of the wrong type (a hand-edited or foreign line) is shown as missing.
-
-An episode's own error is shown above its turns: an eval episode that failed on every attempt (its line
-holds the question and the redacted error, no trajectory) and a training trajectory that stopped with
-``error``. Text longer than :data:`SHOWN_CHARS` is cut for the page; the log keeps all of it.
+Pure functions over the plain dicts of ``trajectories.jsonl``; all text is escaped. What is shown, and
+when: docs/ui-viewer.md#the-trajectory-viewer.
 """
 
 from __future__ import annotations
@@ -130,9 +125,9 @@ def episode_error_html(record: dict[str, Any]) -> str:
 
 
 def attempts_html(entry: Entry, latest: Entry, earlier: list[Entry]) -> str:
-    """Where a line stands among the attempts of its eval episode: replaced by a later line (which is the
-    one that counts, in the table and in ``metrics.json``), or the latest of several, with how the earlier
-    ones ended. Empty for an episode tried once and for a training line."""
+    """Where a line stands among the attempts of its eval episode (replaced by a later line, or the latest of
+    several); empty for an episode tried once and for a training line.
+    """
     if entry.episode is None:
         return ""
     index, sample = entry.episode
@@ -151,9 +146,9 @@ def attempts_html(entry: Entry, latest: Entry, earlier: list[Entry]) -> str:
 
 
 def resumed_html(resumed: Entry | None) -> str:
-    """For a training line of a run that stopped, ``resumed`` being the first line of the run resumed
-    after it (which logs its step and every later one again): that this line no longer counts. Empty for
-    any other line (``resumed`` is ``None``)."""
+    """For a training line of a run that stopped, ``resumed`` being the first line of the run resumed after it:
+    that this line no longer counts. Empty when ``resumed`` is ``None``.
+    """
     if resumed is None:
         return ""
     return (
@@ -164,9 +159,9 @@ def resumed_html(resumed: Entry | None) -> str:
 
 
 def trajectory_html(record: dict[str, Any], title: str = "", attempts: str = "") -> str:
-    """The whole trajectory: where it stands among its episode's attempts (``attempts``, from
-    :func:`attempts_html`), its error if it has one, prompt, each assistant turn with its calls, the
-    rewards."""
+    """The whole trajectory: its place among its episode's ``attempts``, its error, prompt, each assistant turn
+    with its calls, the rewards.
+    """
     calls_by_turn: dict[int, list[dict[str, Any]]] = {}
     for call in items(record, "tool_calls"):
         turn = call.get("turn")
