@@ -113,8 +113,8 @@ def call_tool(envs: Environments, path: str, name: str, arguments: str) -> ToolR
 
 
 def score(envs: Environments, path: str, record: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """Rescore one trajectory exactly as ``swift-rlfactory rewards`` does: the record with its rewards replaced
-    by what the reward spec gives now, and the seconds it took.
+    """Rescore one trajectory exactly as ``swift-rlfactory rewards`` does: the record with its rewards
+    replaced by what the reward spec gives now, and the seconds it took.
     """
     if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
         raise ValueError("a trajectory is a JSON object with 'messages': a list of {role, content}")

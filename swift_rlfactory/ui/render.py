@@ -146,8 +146,8 @@ def attempts_html(entry: Entry, latest: Entry, earlier: list[Entry]) -> str:
 
 
 def resumed_html(resumed: Entry | None) -> str:
-    """For a training line of a run that stopped, ``resumed`` being the first line of the run resumed after it:
-    that this line no longer counts. Empty when ``resumed`` is ``None``.
+    """For a training line of a run that stopped, ``resumed`` being the first line of the run resumed
+    after it: that this line no longer counts. Empty when ``resumed`` is ``None``.
     """
     if resumed is None:
         return ""
@@ -159,8 +159,8 @@ def resumed_html(resumed: Entry | None) -> str:
 
 
 def trajectory_html(record: dict[str, Any], title: str = "", attempts: str = "") -> str:
-    """The whole trajectory: its place among its episode's ``attempts``, its error, prompt, each assistant turn
-    with its calls, the rewards.
+    """The whole trajectory: its place among its episode's ``attempts``, its error, prompt, each
+    assistant turn with its calls, the rewards.
     """
     calls_by_turn: dict[int, list[dict[str, Any]]] = {}
     for call in items(record, "tool_calls"):
