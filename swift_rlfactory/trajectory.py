@@ -28,7 +28,7 @@ class Trajectory:
         messages: the whole conversation as ``{"role", "content"}`` dicts with text content.
         tool_calls: one dict per executed tool call (``ToolRecord.to_dict()``) plus its ``turn`` index.
         turns: assistant turns generated.
-        stop_reason: why the episode ended (``answer``, ``max_turns``, ``context``, ``length``, ``error``, ...).
+        stop_reason: why the episode ended (``answer``, ``max_turns``, ``context``, ``length``, ``error``).
         row: the dataset row's other fields (``golden_answers``, ``solution``, ...), for rewards.
         rewards: reward components and the weighted total (a per-turn component: its mean over turns).
         turn_rewards: per-turn component -> one score per assistant turn, and ``"total"``.

@@ -164,8 +164,8 @@ def validate_env_files(paths: Iterable[str | Path], start: bool = False) -> list
 
 
 def _tools_digest(config: EnvConfig) -> str:
-    """A digest of what an environment's tools are, for the cache's keys: its ``tools`` section, its MCP servers
-    as written and the content of every file the section names (docs/environments.md#the-tool-caches-namespace).
+    """A digest of what an environment's tools are, for the cache's keys: its ``tools`` section, its MCP
+    servers as written and the content of every file the section names (docs/environments.md).
     """
     base = config.base_dir.resolve()
     written = {
