@@ -1,30 +1,7 @@
 """Reference answers: how a dataset row's answer columns become the list of answers a reward accepts.
 
-Two readers use this one rule: :attr:`swift_rlfactory.trajectory.Trajectory.golden_answers` (what the
-``em``/``f1`` rewards and the judge read, in training and in eval) and the FlashRAG / Search-R1 converter
-in :mod:`swift_rlfactory.data.qa`. Answer sets come in many shapes; all of these are read:
-
-* one value or a list: ``"Paris"``, ``["Paris", "City of Light"]``; a number is its text (``2`` is ``"2"``);
-* a boolean (BoolQ's ``"answer": true``, StrategyQA's) is the answers ``"yes"`` and ``"true"`` (``false``:
-  ``"no"``, ``"false"``): a model answers a yes/no question in words, as HotpotQA's yes/no answers are
-  written, and EM lower-cases, so ``True`` (its ``str()``) matched only a model that wrote "true";
-* nested lists, flattened at any depth: ``[["Paris", "City of Light"]]``;
-* SQuAD-style dicts, by their ``text`` (else ``answer``) field: ``[{"text": "x", "answer_start": 3}]``,
-  ``{"text": ["x", "y"], "answer_start": [3, 9]}``;
-* TriviaQA's answer dict, by its value and every alias: ``{"Value": "Mars", "Aliases": ["The Red Planet"],
-  "NormalizedAliases": ["mars", "red planet"]}`` (the official scorer matches the normalised aliases), or
-  as the Hugging Face copy spells it, ``{"value": ..., "aliases": [...], "normalized_aliases": [...]}``;
-* aliases kept in a column of their own, named after the answer column with ``_aliases`` (MuSiQue's
-  ``answer`` + ``answer_aliases``): :func:`first_answers` adds them to the column they belong to;
-* numpy arrays and scalars (how pandas hands back a parquet cell), through ``tolist()``;
-* a column holding the JSON text of a list of strings, as a table exported to JSON Lines writes one:
-  ``'["Paris", "paris, france"]'`` is those two answers (:func:`answers_of`). Other text that
-  starts with ``[`` is the answer it spells: ``"[citation needed]"``, and ``"[-2, 7]"``, an interval.
-
-``None``, NaN, empty and all-blank strings are no answer, and a column holding no answer is as good as
-absent: the next column is read. A container is never turned into an answer's text (``str()`` of a list
-is an answer nothing matches, so the episode silently scored 0); one this cannot read is refused by
-:func:`answers_of` with ``strict=True`` and skipped otherwise.
+The one rule both ``Trajectory.golden_answers`` and the QA converter (:mod:`swift_rlfactory.data.qa`)
+use; the columns, their order and every answer shape read: docs/data.md ("Reference answers").
 """
 
 from __future__ import annotations
@@ -50,13 +27,9 @@ and ``answer`` the final one that exact match can meet."""
 def answers_of(value: Any, *, strict: bool = False) -> list[str]:
     """The answers in one column's ``value``, stripped, in order, flattened; ``[]`` when there is none.
 
-    ``strict``: raise ``ValueError`` naming an entry that is neither text, a number, a list nor a dict
-    with a ``text``/``answer`` field (what a loader does, to refuse the row); without it such an entry
-    is skipped (what a reward does, so one odd row never crashes a batch).
-
-    A ``value`` that is the JSON text of a list of strings is that list (``'["Paris"]'``, and ``'[]'``,
-    no answer); an entry of a list is always its own text. A JSON list holding a number stays text,
-    because MATH writes an interval answer so: ``"[-2, 7]"`` is one answer, not -2 and 7."""
+    ``strict``: raise ``ValueError`` naming an entry of no answer shape (what a loader does); without it
+    such an entry is skipped (what a reward does). A JSON list of strings in text is that list.
+    """
     return list(_walk(_json_list(value), strict))
 
 

@@ -1,27 +1,8 @@
 """Question-answering datasets converted to ms-swift rows.
 
-Open-domain QA sets circulate in these shapes, all read here:
-
-* FlashRAG JSONL (what Search-R1 downloads): ``{"id": "train_0", "question": "who got the first nobel
-  prize in physics", "golden_answers": ["Wilhelm Conrad Röntgen"]}``, and its kin (TriviaQA, NQ, HotpotQA,
-  MuSiQue, BoolQ: the answer columns of :data:`~swift_rlfactory.data.answers.REFERENCE_COLUMNS`);
-* Search-R1 parquet (``nq_search.py`` output), which keeps those columns and adds ``prompt`` and
-  ``reward_model: {"ground_truth": {"target": [...]}}``;
-* SQuAD's ``.json`` (v1 and v2, whose unanswerable questions are left out), TriviaQA's (``{"Data": [...]}``)
-  and JSON lists;
-* DPR's ``.csv``/``.tsv`` (``question<TAB>['answer', ...]``) and other tables with a question column;
-* retrieval sets that name the question ``query`` (BEIR, MS MARCO: ``{"_id": ..., "query": ...}``).
-
-Each becomes the row our GRPO runs train on::
-
-    {"messages": [{"role": "user", "content": "who got the first nobel prize in physics?"}],
-     "golden_answers": ["Wilhelm Conrad Röntgen"], "solution": "Wilhelm Conrad Röntgen"}
-
-``golden_answers`` feeds the ``em``/``f1`` rewards (best match over all answers); ``solution`` is the
-first answer, for tools that expect a single reference. The question gets a trailing ``?`` when it ends
-no sentence, as Search-R1 does, because NQ questions are lower-case fragments without one
-(:func:`as_question`: a question mark of any script, ``？`` or ``؟``, is one, and so is a full stop).
-The environment's system prompt is not baked in: it comes from ``env.yaml`` at training time.
+Reads FlashRAG, Search-R1, verl, SQuAD, TriviaQA, DPR and BEIR-style files (JSONL, JSON, CSV/TSV,
+parquet, compressed or not) into ``{"messages", "golden_answers", "solution", ...}`` rows; the formats
+and the conversion rules are in docs/data.md ("QA files").
 """
 
 from __future__ import annotations
@@ -44,11 +25,9 @@ logger = logging.getLogger(__name__)
 
 
 def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
-    """One ms-swift row from a question and its accepted answers (the first is the ``solution``).
-
-    ``None`` and NaN entries are dropped, not written as the answers 'None' and 'nan'; nested lists and
-    ``{"text": ...}`` dicts are read as :func:`swift_rlfactory.data.answers.answers_of` says, and any other
-    container is refused (``ValueError``), never written as its ``str()``."""
+    """One ms-swift row from a question and its accepted answers (the first is the ``solution``); ``None``
+    and NaN answers are dropped, an unreadable container refused (``ValueError``).
+    """
     golden = answers_of(list(answers), strict=True)
     if not golden:
         raise ValueError(f"question without an answer: {question!r}")
@@ -61,14 +40,7 @@ def qa_row(question: str, answers: Iterable[str]) -> dict[str, Any]:
 
 
 def as_question(text: str) -> str:
-    """``text`` stripped, with a ``?`` after it unless it already ends a sentence.
-
-    NQ's questions are lower-case fragments with no mark at all, which get one. A question mark of any
-    script ends a sentence (every character Unicode names one: ``?``, the full-width ``？`` of Chinese and
-    Japanese, the Arabic ``؟``, ``⁇`` ...; and ``‽``), as do a full stop and an exclamation mark (``.``,
-    ``。``, ``！``): GSM8K-style problems end in an instruction, "... calculate the total number of insects
-    in the plot.", which became "plot.?". A mark before closing quotes or brackets counts (``Who said
-    "why?"``), so no question ends in two of them.
+    """``text`` stripped, with a ``?`` after it unless it already ends a sentence (docs/data.md).
 
     >>> as_question("who got the first nobel prize in physics")
     'who got the first nobel prize in physics?'
@@ -92,15 +64,9 @@ _SENTENCE_ENDS = ("QUESTION MARK", "FULL STOP", "EXCLAMATION MARK")
 def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """A QA record as an ms-swift row; ``ValueError`` when it has no question or no answer.
 
-    The question is the record's ``question`` (TriviaQA: ``Question``; BEIR and MS MARCO: ``query``), the
-    first of them it holds, so a ``query`` beside a ``question`` is not read; a record without one that has a
-    ``prompt`` chat list (verl and Search-R1 parquet rows, whose question is inside the rendered prompt)
-    keeps that list as its ``messages``. The answers are those :func:`_answers` finds.
-
-    The record's other scalar columns (``id``, ``hops``, ``family``, ...: text, numbers, booleans) stay on
-    the row, after the ones written here, which they never replace: ``id`` joins results back to the
-    source and ``--group-by hops`` groups by them. Containers (``metadata``) and the question and answer
-    columns themselves are not copied."""
+    Which column is the question, which the answers, and which other columns stay: docs/data.md
+    ("From record to row").
+    """
     if not isinstance(record, Mapping):
         raise ValueError(f"a record is a JSON object, got {type(record).__name__}")
     key = next((k for k in _QUESTION_KEYS if k in record), _QUESTION_KEYS[0])
@@ -130,12 +96,8 @@ def convert_qa_record(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_qa(path: str | Path) -> list[dict[str, Any]]:
-    """Read ``.jsonl``, ``.json`` (a list), ``.csv``/``.tsv`` or ``.parquet`` QA records and convert every
-    one (SQuAD v2's unanswerable questions are left out, said once: :func:`read_records`).
-
-    Parquet needs pandas with pyarrow. A bad record raises ``ValueError`` naming the file and its line
-    (``.jsonl``) or record (``.json``, ``.parquet``); so does a file that is not UTF-8 JSON
-    (:func:`swift_rlfactory.data.jsonl.read_text`).
+    """Read a QA file (``.jsonl``, ``.json``, ``.csv``/``.tsv``, ``.parquet``) and convert every record;
+    ``ValueError`` names the file and the line or record of a bad one.
     """
     path = Path(path).expanduser()
     rows = []
@@ -164,30 +126,12 @@ class SkippedRecord(NamedTuple):
 
 
 def read_records(path: Path, skipped: list[SkippedRecord] | None = None) -> list[DatasetRecord]:
-    """The records of a dataset file, each with where it is: ``"line N"`` of a ``.jsonl`` file (blank
-    lines skipped) or a ``.csv``/``.tsv`` table, ``"record N"`` of a ``.json`` list or a ``.parquet``
-    table, ``"data[i].paragraphs[j].qas[k]"`` of a SQuAD-style ``.json`` (``{"data": [{"paragraphs":
-    [{"qas": [...]}]}]}``), whose records are its questions, and ``"Data[i]"`` of TriviaQA's own ``.json``
-    (``{"Data": [...], "Domain": ...}``). A ``.json`` file holding JSON Lines (what Hugging Face
-    ``datasets``' ``to_json`` writes) is read as JSON Lines, and a ``.jsonl`` file holding one JSON list
-    as that list. A text file may be
-    compressed by gzip, bzip2 or xz (``.jsonl.gz``, ``.json.bz2``, ``.tsv.xz``; a zstd file is refused,
-    named: :func:`swift_rlfactory.data.jsonl.read_bytes`).
+    """The records of a dataset file, each with where it is (``"line N"``, ``"record N"``,
+    ``"data[i].paragraphs[j].qas[k]"``, ``"Data[i]"``) and its position among all the file's records.
 
-    Text files are UTF-8, with or without a byte order mark; ``ValueError`` names the file (and line) of
-    one that is not, or is not JSON, or of a ``.json`` file that is neither a list nor SQuAD-style, or of
-    a ``.parquet`` file pandas cannot read. ``OSError`` is the caller's to word.
-
-    What no one can score is left out and said once, by :data:`logger` or into ``skipped`` as a
-    :class:`SkippedRecord`: SQuAD v2's unanswerable questions (``"is_impossible": true``, no ``answers``; their
-    ``plausible_answers`` are wrong on purpose). Given ``skipped``, so is a JSON Lines line that is not
-    JSON (a line cut short, a stray log line) or a table row of the wrong number of cells, rather than
-    stopping the whole file.
-
-    Each record's :attr:`~DatasetRecord.position` is where it stands among all the file's records, the
-    skipped ones included (a line that is not JSON is a record, a blank line is none): an eval keys its
-    results by it, so fixing a bad line, or a record becoming unanswerable, moves no other record's
-    results onto another question."""
+    Unscorable records (SQuAD v2's unanswerable ones) are left out and said once; given ``skipped``, so are
+    lines that are not JSON and table rows of the wrong width. The rules: docs/data.md ("File formats").
+    """
     suffix = jsonl.format_suffix(path)
     bad: list[tuple[int, str]] = []  # (line number, why): lines skipped as no record at all
     lines = None if skipped is None else bad  # without `skipped`, such a line raises ValueError
@@ -227,10 +171,7 @@ _Found = list[tuple[int, str, Any]]
 
 
 def _json_lines_records(path: Path, lines: list[tuple[int, str]] | None) -> _Found:
-    """The records of a JSON Lines file, or of one JSON list saved under that name (``json.dump(rows, f,
-    indent=2)`` into ``dev.jsonl``), whose lines are no JSON each and would all be skipped as torn. A
-    list whose first line is ``[`` alone (pretty-printed: no JSON Lines record is) that is not valid JSON
-    raises ``ValueError`` saying where, as a ``.json`` file does."""
+    """The records of a JSON Lines file, or of one JSON list saved under that name (docs/data.md)."""
     text = jsonl.read_text(path)
     if text.lstrip().startswith("["):
         try:
@@ -298,9 +239,7 @@ def _parquet_records(path: Path) -> _Found:
 
 
 def _plain(value: Any) -> Any:
-    """A parquet cell as JSON's own types: pandas hands back numpy arrays (of dicts of arrays) and numpy
-    scalars, which a ``messages`` check refuses as no list and a log line writes as their ``str()``
-    (``"['a' 'b']"``, an answer nothing matches when the line is scored again)."""
+    """A parquet cell as JSON's own types (numpy arrays and scalars would be written as their ``str()``)."""
     if hasattr(value, "tolist") and not isinstance(value, str):
         value = value.tolist()
     if isinstance(value, Mapping):
@@ -314,15 +253,9 @@ _TABLES = {".csv", ".tsv"}
 
 
 def _table_records(path: Path, skipped: list[tuple[int, str]] | None) -> _Found:
-    """The rows of a ``.csv``/``.tsv`` file as records, by the csv module (quoting as spreadsheets write it).
-
-    DPR's QA files (``nq-test.qa.csv``, ``trivia-test.qa.csv``) are tab-separated whatever their name,
-    without a header: ``question<TAB>['answer 1', 'answer 2']``, the answers a Python list's repr. So the
-    delimiter is a tab when the first line holds one, else a comma; a first row naming a question column
-    (``question``, ``Question``, ``query``) is the header, else the columns are DPR's ``question``,
-    ``answers``. A cell holding a list's repr or JSON (``['a', 'b']``, ``["a"]``) is that list. A row with
-    another number of cells than the header is skipped, said as its line number and why (or
-    ``ValueError`` without ``skipped``)."""
+    """The rows of a ``.csv``/``.tsv`` file as records, by the csv module; DPR's headerless tab-separated
+    files included (the delimiter and header rules: docs/data.md).
+    """
     text = jsonl.read_text(path)
     first = text.split("\n", 1)[0]
     table = list(csv.reader(io.StringIO(text), delimiter="\t" if "\t" in first else ","))
@@ -377,10 +310,9 @@ def _squad_questions(articles: list[Any], path: Path) -> _Found:
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> None:
-    """Write rows as UTF-8 JSONL, one row a line, keys in insertion order (so the files diff cleanly).
-
-    Written to a temporary file beside ``path`` and moved into place, so a crash or an error halfway never
-    leaves ``path`` half-written."""
+    """Write rows as UTF-8 JSONL, one row a line, keys in insertion order; via a temporary file moved into
+    place, so ``path`` is never left half-written.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
@@ -415,13 +347,9 @@ def _prompt(record: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def _answers(record: Mapping[str, Any]) -> list[str]:
-    """verl's ``reward_model.ground_truth`` (Search-R1's ``{"target": [...]}``, or the answer itself, as
-    verl's math sets keep it: ``"72"``), what verl scores such a row by, before any other column (a raw
-    ``answer`` beside it may be the worked solution, ``"... #### 72"``); else the first answer column
-    holding an answer, with its ``_aliases`` column (an empty one is read past, as the trajectory does).
-    The columns and their order are :data:`~swift_rlfactory.data.answers.REFERENCE_COLUMNS`, the trajectory's
-    own, so a record converted here and the same record kept as a ``messages`` row are scored against the
-    same answers."""
+    """verl's ``reward_model.ground_truth`` first, else the first answer column holding an answer, with its
+    ``_aliases`` column: the trajectory's own rule (docs/data.md, "From record to row").
+    """
     truth = record.get("reward_model")
     truth = truth.get("ground_truth") if isinstance(truth, Mapping) else None
     if isinstance(truth, Mapping) and "target" in truth:

