@@ -1,33 +1,7 @@
 """Secrets stay secret: ``${VAR}`` (and ``${file:PATH}``) expansion that remembers what it expanded, and
 redaction of every message and log record we write.
 
-Config files name secrets indirectly (``"Authorization": "Bearer ${API_TOKEN}"``, ``?key=${KEY}`` in a URL,
-``--token ${TOKEN}`` in a stdio server's args). :func:`expand` substitutes them and records the values that
-are secrets with the name they came from (a ``${VAR:-default}`` default that is used, too: it stands in for
-the value); :func:`redact` turns any text back into its ``${VAR}`` form and blanks the values of URL query
-parameters (``?key=***``). An unset variable in braces with no default is an error naming it: a training
-run should stop at start-up, not send the text ``${TOKEN}`` and read 401s from step 300 on.
-
-Which values are secrets (:func:`expand`): a ``${file:PATH}``'s content; a variable whose name looks like a
-credential (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSW*``, ``*AUTH*``, ...: :func:`looks_secret`); a value
-shaped like a key (:func:`looks_like_key`: 16 or more characters, letters and digits, no space, no path;
-on the safe side, a long versioned model name counts too); and every value in a field that carries
-credentials, which the caller marks (headers and URLs, an ``env:`` entry or an argument after a flag whose
-name looks like a credential, a judge's ``api_key``). Other values - a data folder, a mode - are not
-secrets: recording them replaced every mention of,
-say, the corpus path in every observation with ``${DATA_DIR}``, and a model that copied the path it read
-into its next call sent that text. Header values, and ``env:`` values whose name looks like a credential
-or that are shaped like keys, are recorded when written literally too, since literal keys in a Claude
-Desktop file are as secret as expanded ones.
-
-Redaction is applied where text leaves us: start-up and config errors, and - through a log-record factory
-installed the first time a secret is recorded - every log record of every logger, the HTTP client's
-included. Tool-error observations and every line of the trajectory and eval logs get the recorded secrets
-only (:func:`redact_recorded`, :func:`redact_data`): their URLs are the model's data. The HTTP client
-loggers (``httpx``, ``httpx2``) are also raised to WARNING, because at INFO they print every request URL.
-
-Values shorter than :data:`MIN_SECRET_LEN` are not recorded (a port or a flag is no secret, and replacing
-every ``80`` in every log line would make the logs unreadable).
+Which values count as secrets, the expansion syntaxes read and where redaction applies: docs/secrets.md.
 """
 
 from __future__ import annotations
@@ -104,18 +78,10 @@ def expand(
     """``text`` with environment variables and files substituted; raises ``ValueError`` naming an unset
     variable or a file that cannot be read.
 
-    ``${VAR}`` and ``${env:VAR}`` (VS Code, Cursor, Windsurf), ``{env:VAR}`` (opencode): the variable's
-    value, an error if it is unset. ``${VAR:-default}`` (Claude Code, like the shell): the value, or
-    ``default`` when it is unset or empty. A bare ``$VAR`` (Gemini CLI): the value, or left as written
-    when unset, since a ``$`` in a literal password is no reference. A substituted value (a used default
-    included) is recorded as a secret shown as ``${VAR}`` when ``secret`` (the field carries credentials),
-    when the variable's name looks like a credential (:func:`looks_secret`) or when the value looks like a
-    key (:func:`looks_like_key`); other values (a path, a mode) are shown as they are. ``plain`` answers
-    ``${NAME}`` for names that are not secrets (a config's ``${workspaceFolder}``): not recorded, and ahead
-    of the environment except in the ``${env:NAME}`` form. ``${file:PATH}`` (Windsurf): the content of that
-    file, stripped of surrounding whitespace (a key file's trailing newline), recorded as a secret shown as
-    ``${file:PATH}``; ``~`` is the home folder and a relative path is taken from ``base_dir`` (the
-    config's folder). One pass: a value's own ``${...}`` stays as it is, and a path may not hold one.
+    Reads ``${VAR}``, ``${env:VAR}``, ``{env:VAR}``, ``${VAR:-default}``, a bare ``$VAR`` and ``${file:PATH}``
+    (relative to ``base_dir``), in one pass. Substituted values are recorded as secrets when ``secret`` is
+    set, the name looks like a credential or the value like a key; ``plain`` answers names that are not
+    secrets (``${workspaceFolder}``). The rules: docs/secrets.md.
     """
 
     def substitute(match: re.Match[str]) -> str:
@@ -186,9 +152,9 @@ def _base64(value: str) -> str:
 
 
 def remember_url(url: str, shown_as: str = "***") -> None:
-    """Record the credentials a URL carries: the password of ``user:password@host`` (and the Basic auth
-    header an HTTP client makes of it) and every query value (``?key=...``), which :func:`redact` would
-    blank in a URL but not once a server echoes them alone."""
+    """Record the credentials a URL carries: the password of ``user:password@host`` (and its Basic auth
+    header) and every query value, which a server may echo alone.
+    """
     parts = urlsplit(url)
     if parts.password:  # as written (``p%40ss``, how the URL itself shows it) and decoded (``p@ss``)
         remember(parts.password, shown_as)
@@ -212,10 +178,8 @@ def redact(text: str) -> str:
 
 
 def excerpt(text: str, limit: int = 200) -> str:
-    """The first ``limit`` characters of ``text``, redacted (:func:`redact`), for an error message.
-
-    The whole text is redacted, then cut: cutting first can split a secret (a server that echoes the API
-    key at character 190 of its error body), and the part left is no longer one redaction recognises.
+    """The first ``limit`` characters of ``text``, redacted, for an error message (redacted whole, then cut,
+    so no secret is split).
     """
     return redact(text)[:limit]
 
@@ -228,10 +192,9 @@ def redact_recorded(text: str) -> str:
 
 
 def safe_cut_before(text: str, at: int) -> int:
-    """The last place at or before ``at`` where ``text`` can be cut into two pieces redacted apart: no
-    recorded secret spans it, neither one whole in ``text`` nor one that ``text`` ends inside of. For a
-    stream redacted piece by piece (a server's stderr): a read can end inside a key, or at a line end inside
-    one (a PEM file), and the piece before the cut would hold a part that no redaction recognises."""
+    """The last place at or before ``at`` where ``text`` can be cut into two pieces redacted apart (no
+    recorded secret spans it), for a stream redacted piece by piece (a server's stderr).
+    """
     with _lock:
         values = list(_secrets)
     cut = None
@@ -247,9 +210,9 @@ def safe_cut_before(text: str, at: int) -> int:
 
 
 def redact_data(value: Any) -> Any:
-    """``value`` with :func:`redact_recorded` applied to every string in it, dict keys included; other
-    values as they are. For records about to be serialized (a trajectory): their JSON text would hold a
-    secret with a quote or a backslash in it escaped, where the recorded value would not be found."""
+    """``value`` with :func:`redact_recorded` applied to every string in it, dict keys included, before it is
+    serialized (in JSON text an escaped secret would not be found).
+    """
     if isinstance(value, str):
         return redact_recorded(value)
     if isinstance(value, dict):
@@ -260,10 +223,8 @@ def redact_data(value: Any) -> Any:
 
 
 def install_log_redaction() -> None:
-    """Redact every log record at creation, whichever logger or handler it goes to; idempotent.
-
-    Also raises the HTTP client loggers to WARNING (at INFO they log every request URL) unless the user
-    set them to WARNING or above already.
+    """Redact every log record at creation, whichever logger or handler it goes to; idempotent. Also raises
+    the HTTP client loggers to WARNING (at INFO they log every request URL) unless set higher already.
     """
     global _factory_installed
     with _lock:
