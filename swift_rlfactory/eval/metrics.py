@@ -1,26 +1,7 @@
 """Evaluation metrics from the records of ``trajectories.jsonl``: pure functions, easy to check by hand.
 
-* ``em`` / ``f1``: exact match and token F1 of the final ``<answer>`` against the golden answers
-  (:func:`swift_rlfactory.rewards.rules.em` / ``f1``), averaged over episodes;
-* ``reward``: the environment's weighted total, averaged; ``reward/<name>`` per component;
-* ``pass@k`` with k = samples per question: the share of questions with at least one exact-match sample;
-  with k > 1 also ``pass@1``, the mean over questions of their samples' mean EM (the unbiased estimate
-  from k samples);
-* ``episodes`` (every one, failed ones included) and ``failed_episodes``: an episode that failed on every
-  attempt (:func:`~.runner.is_failed`) is a wrong answer, 0 in each score above, so a model whose
-  prompts overflow the server's context is not scored on the questions it happened to fit;
-* ``skipped_rows`` (written by the eval command): dataset rows left out at load, each named in a warning
-  (:func:`~.runner.load_rows`): not questions, so in no score;
-* ``questions_without_reference``: questions whose row holds no reference answer (a task scored by its
-  rewards alone, such as examples/code's hidden tests; :func:`~.runner.load_rows` refuses such rows
-  when a reward needs the answer). EM, F1 and pass@k are over the other questions, ``None`` when there
-  are none: a question nothing can match is not a wrong answer;
-* ``tool_calls``: calls per finished episode; ``tool_error_rate``: failed calls / calls (``None`` without
-  calls); the training run's tool metrics (:func:`swift_rlfactory.rollout.metrics.tool_metrics`): turns,
-  stop reasons, tool latency and cache hits. These describe trajectories, which a failed episode has none
-  of, so they are over finished episodes only;
-* with a dataset column to group by (:func:`summarize_groups`, e.g. DeepSearch's ``hops``), the headline
-  metrics per value of that column, so a gain or a loss can be placed (single-hop vs two-hop questions).
+Each metric, and why a failed episode counts as wrong while a question without a reference answer is not
+scored: docs/eval.md.
 """
 
 from __future__ import annotations
@@ -61,8 +42,9 @@ def _score(record: dict[str, Any], metric: str) -> float:
 
 
 def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]:
-    """Metrics over episodes (records of :class:`~.runner.EvalLog`, failed ones included, see the module
-    docstring); ``samples`` is k of pass@k."""
+    """Metrics over episodes (records of :class:`~.runner.EvalLog`, failed ones included: docs/eval.md);
+    ``samples`` is k of pass@k.
+    """
     if not records:
         return {"questions": 0, "episodes": 0, "failed_episodes": 0}
     scored = [r for r in records if has_reference(r)]  # the one place it is decided, per record
@@ -129,9 +111,9 @@ def groups_table(groups: dict[str, dict[str, Any]], column: str) -> Table:
 
 
 def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """The metrics as ``(label, value, headline)`` rows, headline numbers first, values formatted: what
-    :func:`metrics_table` prints and the web UI shows for an eval folder. Nested values (``metrics.json``'s
-    ``config`` and per-group tables) are not rows."""
+    """The metrics as ``(label, value, headline)`` rows, headline numbers first, values formatted (what
+    :func:`metrics_table` prints and the web UI shows); nested values are not rows.
+    """
     k = metrics.get("samples", 1)
     headline = [
         ("questions", "questions"),

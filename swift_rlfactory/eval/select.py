@@ -1,26 +1,7 @@
 """Keep the questions a policy sometimes solves: the rows GRPO can learn from.
 
-GRPO's advantage is a reward minus its group's mean, so a question whose k samples all succeed, or all fail,
-contributes no gradient (ms-swift logs the share of such groups as ``frac_reward_zero_std``). After a warm
-start most training questions are always solved, and GRPO spends its steps on them for nothing. Scoring the
-pool once with ``swift-rlfactory eval --samples K --temperature 1`` and keeping the rows whose solve rate
-lies strictly between ``low`` and ``high`` gives a dataset of mixed groups (the offline form of DAPO's
-dynamic sampling, without resampling inside every step)::
-
-    swift-rlfactory eval --env env.yaml --model M --dataset pool.jsonl --output runs/pool --samples 4 --temperature 1
-    swift-rlfactory select --eval runs/pool --dataset pool.jsonl --out grpo.jsonl
-
-The rate is the mean of one episode metric (``em`` by default) over a question's finished samples: an
-episode that failed (the endpoint refused it) says nothing about the policy and is not a sample, and a
-question none of whose samples finished is unscored and left out. So is a row changed since the eval (its
-golden answers, say: :func:`~.runner.current_records`), whose scores were of another question.
-
-Mixed questions are rarely a balanced sample: after a DeepSearch warm start most are two-hop, so GRPO on
-them alone learns the two-hop habit and applies it everywhere. ``--stratify hops,family --per-stratum N``
-keeps at most N mixed rows of each combination of those columns' values (a seeded random choice), so every
-kind of question the pool holds is trained on and none dominates::
-
-    swift-rlfactory select --eval runs/pool --dataset pool.jsonl --out grpo.jsonl --stratify hops,family --per-stratum 40
+From an eval of the pool with several samples, keeps the rows whose solve rate lies strictly between
+``low`` and ``high``, optionally at most N per stratum; why and how: docs/eval.md.
 """
 
 from __future__ import annotations
@@ -80,9 +61,6 @@ def select(
     seed: int = 0,
 ) -> tuple[int, int]:
     """Write the selected rows of ``dataset`` to ``out``; returns (kept, scored questions).
-
-    With ``stratify`` and ``per_stratum``, at most ``per_stratum`` of the kept rows per stratum (see
-    :func:`stratified`).
 
     Raises:
         ValueError: the evaluation log is missing, is of another dataset, or lacks ``metric``; a
