@@ -1,15 +1,11 @@
-"""benchmarks/issue15/report.py: the side-by-side tables say when runs did not score the same questions."""
+"""swift_rlfactory.eval.compare: the side-by-side tables say when runs did not score the same questions."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from .conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks" / "issue15"))
-import report  # noqa: E402
+from swift_rlfactory.eval import compare
 
 
 def metrics(splits: dict[str, int], failed: int = 0) -> dict:
@@ -22,7 +18,7 @@ def test_counts_that_differ_and_failed_episodes_are_shown(tmp_path: Path, capsys
     base.write_text(json.dumps(metrics({"test": 4, "fr": 5})))
     # new counted fr twice (an extra file merged again), has a split the baseline lacks, lost 3 episodes
     new.write_text(json.dumps(metrics({"test": 4, "fr": 10, "nq": 7}, failed=3)))
-    report.main([f"base={base}", f"new={new}", "--out", str(tmp_path)])
+    compare.main([f"base={base}", f"new={new}", "--out", str(tmp_path)])
     rows = {
         line.split(" | ")[0].strip("| "): line.split(" | ")[1]
         for line in capsys.readouterr().out.splitlines()

@@ -4,8 +4,8 @@ Reads the ``trajectories-*.jsonl.gz`` files the h200.sh evaluations keep beside 
 (``swift-rlfactory eval``'s episodes: the row, the tool calls with their observations, the messages and the
 rewards) and prints one markdown table row per file::
 
-    python benchmarks/issue15/failures.py deepsearch sft=ds/trajectories-sft.jsonl.gz grpo=ds/trajectories-trained.jsonl.gz
-    python benchmarks/issue15/failures.py arithmetic step-0=ar/trajectories-step-0.jsonl.gz step-75=ar/trajectories-step-75.jsonl.gz
+    python -m swift_rlfactory.eval.failures deepsearch sft=ds/trajectories-sft.jsonl.gz grpo=ds/trajectories-trained.jsonl.gz
+    python -m swift_rlfactory.eval.failures arithmetic step-0=ar/trajectories-step-0.jsonl.gz step-75=ar/trajectories-step-75.jsonl.gz
 
 ``deepsearch`` looks at the two-hop questions of test and holdout and asks, for each miss, which search
 went wrong: the first (the bridge passage, with the answer's name in it, did not come back), the choice of
@@ -19,18 +19,14 @@ expression no story of whole things gives), or a wrong expression.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from swift_rlfactory.retrieval.format import parse_hits  # noqa: E402
-from swift_rlfactory.rewards.rules import extract_answer  # noqa: E402
-from swift_rlfactory.runs.log import read_trajectories  # noqa: E402
+from swift_rlfactory.retrieval.format import parse_hits
+from swift_rlfactory.rewards.rules import extract_answer
+from swift_rlfactory.runs.log import read_trajectories
 
 Episode = dict[str, Any]
 

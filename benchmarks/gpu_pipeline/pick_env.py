@@ -1,6 +1,6 @@
 """Rank the environments the base model was probed in, best first, for GRPO from base to train in.
 
-    python benchmarks/issue15/pick_env.py ENV=EVAL.json [ENV=EVAL.json ...] [--min-calls 0.5]
+    python benchmarks/gpu_pipeline/pick_env.py ENV=EVAL.json [ENV=EVAL.json ...] [--min-calls 0.5]
 
 Each EVAL.json is the eval CLI's ``metrics.json`` of the base model in ENV (``rl_from_base/h200.sh probe``:
 greedy, on training problems, never on a held-out or OOD one, so the choice spends none of them). GRPO from

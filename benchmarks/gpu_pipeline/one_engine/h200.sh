@@ -4,7 +4,7 @@
 # No GPU run had needed the one-engine path before (each validation found one new checkpoint).
 #
 # On the GPU machine, from the repository root, after the kit of ../../../../shared/gpu/README.md:
-#   bash benchmarks/issue15/one_engine/h200.sh OUT      # ~4 min: 2 adapters, 3 engine start-ups
+#   bash benchmarks/gpu_pipeline/one_engine/h200.sh OUT      # ~4 min: 2 adapters, 3 engine start-ups
 # Writes OUT/compare.json (python compare.py) and each evaluation's metrics and log.
 # LIMIT (100): validation questions; SCALES ("0.005 0.02"): the adapters' B noise (make_adapters.py).
 set -euo pipefail
@@ -12,7 +12,7 @@ OUT=${1:?usage: h200.sh OUT}
 mkdir -p "$OUT"
 source /tmp/device_env.sh >/dev/null  # as benchmarks/deepsearch/h200.sh: each device call is a new shell
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"  # the search tool's MCP server imports swift_rlfactory
-here=benchmarks/issue15/one_engine
+here=benchmarks/gpu_pipeline/one_engine
 python3 -m swift_rlfactory.retrieval.server build --backend bm25 > "$OUT/index.log" 2>&1
 # shellcheck disable=SC2086
 python3 "$here/make_adapters.py" /tmp/qwen05 /tmp/oe-lora ${SCALES:-0.005 0.02} > "$OUT/adapters.log" 2>&1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU run of issue 15 in one background pipeline on one H200: the DeepSearch recipe (SFT, stratified
+# The DeepSearch and RL-from-base GPU runs in one background pipeline on one H200: the DeepSearch recipe (SFT, stratified
 # select, GRPO with validation, the trajectory- vs turn-credit arms) and GRPO from the base model on
 # arithmetic, side by side on the one GPU. A 0.5B model leaves most of an H200 idle, and a session has 30
 # minutes of device time, so the two tracks and the phases that do not depend on each other share the GPU
@@ -12,9 +12,9 @@
 # start-up (seen on 2026-12-01).
 #
 # On the GPU machine, from the repository root, after the kit of ../shared/gpu/README.md is installed:
-#   cp -a . /tmp/repo && cd /tmp/repo && setsid nohup bash benchmarks/issue15/pipeline.sh /tmp/i15 \
-#     > /tmp/i15.log 2>&1 < /dev/null &
-#   bash benchmarks/issue15/pipeline.sh --status /tmp/i15       # phases, GPU memory, last log lines
+#   cp -a . /tmp/repo && cd /tmp/repo && setsid nohup bash benchmarks/gpu_pipeline/pipeline.sh /tmp/pipeline \
+#     > /tmp/pipeline.log 2>&1 < /dev/null &
+#   bash benchmarks/gpu_pipeline/pipeline.sh --status /tmp/pipeline       # phases, GPU memory, last log lines
 # (setsid: a device command's processes end with it, a new session's do not; the copy in /tmp keeps the
 # runs away from the working tree, which the next command re-syncs.)
 #
@@ -211,7 +211,7 @@ probe_envs() {  # the AR_PROBE environments, best first (pick_env.py), one a lin
     sleep "$(( STAGGER / 4 ))"
   done
   wait
-  python3 benchmarks/issue15/pick_env.py "${picks[@]}" 2>> "$R/probe.out"
+  python3 benchmarks/gpu_pipeline/pick_env.py "${picks[@]}" 2>> "$R/probe.out"
 }
 arithmetic_arms() {  # AR_ENV in R/ar and, unless AR_ENV2 is empty, AR_ENV2 beside it (vLLM start-ups apart)
   local env1=$AR_ENV env2=$AR_ENV2 name1=ar tokens1=$AR_MAX_TOKENS ranked=()
@@ -231,6 +231,13 @@ arithmetic_arms() {  # AR_ENV in R/ar and, unless AR_ENV2 is empty, AR_ENV2 besi
   wait "${arms[@]}"
 }
 
+# The arithmetic mix and chain splits are built, not committed (build_data.py, seed 0: the same bytes), once
+# here before the arms that read them start side by side.
+case " $TRACKS " in *" arithmetic "*)
+  for f in train_mix heldout_mix train_chain heldout_chain; do
+    [ -f "examples/arithmetic/data/$f.jsonl" ] || python3 examples/arithmetic/build_data.py --ood 0 > /dev/null
+  done ;;
+esac
 tracks=()
 case " $TRACKS " in *" deepsearch "*) deepsearch & tracks+=($!) ;; esac
 sleep "$(( STAGGER < 5 ? STAGGER : 5 ))"

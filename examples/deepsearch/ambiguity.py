@@ -9,7 +9,7 @@ candidate, or a guess. This script splits the two-hop test and holdout questions
 count, so a two-hop score can be read as "questions one reading of the bridge passage answers" and
 "questions that need checking candidates"::
 
-    python benchmarks/issue15/ambiguity.py sft=ds/trajectories-sft.jsonl.gz grpo=ds/trajectories-trained.jsonl.gz
+    python examples/deepsearch/ambiguity.py sft=ds/trajectories-sft.jsonl.gz grpo=ds/trajectories-trained.jsonl.gz
 
 The kind of a description is its head noun, the last word before its first preposition, comma or
 parenthesis ("country in Eastern Europe" -> country, "French painter (1832–1883)" -> painter). Only the
@@ -21,18 +21,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples" / "deepsearch"))
+import build_data
 
-import build_data  # noqa: E402
-from failures import named_runs, two_hop_scored  # noqa: E402
-
-from swift_rlfactory.runs.log import read_trajectories  # noqa: E402
+from swift_rlfactory.eval.failures import named_runs, two_hop_scored
+from swift_rlfactory.runs.log import read_trajectories
 
 _HEAD_END = re.compile(
     r"\s+(?:in|of|from|for|on|at|by|with|based|who|that|and|which)\s+|\s*[(,;]\s*", re.IGNORECASE

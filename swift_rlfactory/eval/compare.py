@@ -1,6 +1,6 @@
-"""Side-by-side tables of DeepSearch evaluations: EM and searches per question, per split, cell and family.
+"""Side-by-side tables of evaluations: EM and searches per question, per split, cell and family.
 
-    python benchmarks/issue15/report.py NAME=eval-a.json NAME=eval-b.json ... [--validation [NAME=]validation.json ...]
+    python -m swift_rlfactory.eval.compare NAME=eval-a.json NAME=eval-b.json ... [--validation [NAME=]validation.json ...]
         [--out DIR]
 
 Each file is the ``metrics.json`` of one ``swift-rlfactory eval`` run grouped by ``split``, ``cell`` and
@@ -10,7 +10,7 @@ reads off one table. With ``--validation`` (the ``validation.json`` of h200.sh's
 also draws ``validation.png``: validation EM and searches per question at every scored checkpoint.
 
 Writes ``report.md`` (and the PNG) into ``--out`` (default: the current folder) and prints the tables.
-How much two columns may differ by chance is in ``benchmarks/deepsearch/README.md`` ("How much noise").
+How much two columns may differ by chance is in ``benchmarks/deepsearch/RESULTS.md`` ("How much noise").
 """
 
 from __future__ import annotations
