@@ -24,7 +24,7 @@
 #                  seed and steps from the SFT model with env_grpo.yaml's `credit:` set to MODE; the
 #                  trajectory arm is the train phase's own run (/tmp/ds), credit-eval scores each arm's
 #                  last checkpoint                                                                    ~9 / ~3 min
-# Knobs for sharing the GPU between phases (benchmarks/issue15/pipeline.sh runs several at once):
+# Knobs for sharing the GPU between phases (benchmarks/gpu_pipeline/pipeline.sh runs several at once):
 # VLLM_UTIL, MICRO_BATCH, GRAD_ACC (train.sh, sft.sh) and GPU_UTIL (eval.sh), passed through the environment.
 # The recipe is base -> warm-start SFT (sft.sh, merged into /tmp/qwen05-sft) -> GRPO from the SFT model.
 # SFT demonstrations come from the first 1,000 train questions; GRPO trains on the questions of the pool

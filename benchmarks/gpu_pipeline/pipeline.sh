@@ -11,7 +11,7 @@
 # colocated trainer binds torch.distributed's store there, and two on the default 29500 kill the second at
 # start-up (seen on 2026-12-01).
 #
-# On the GPU machine, from the repository root, after the kit of ../shared/gpu/README.md is installed:
+# On the GPU machine, from the repository root, after the kit of benchmarks/README.md ("The kit in 10 calls") is installed:
 #   cp -a . /tmp/repo && cd /tmp/repo && setsid nohup bash benchmarks/gpu_pipeline/pipeline.sh /tmp/pipeline \
 #     > /tmp/pipeline.log 2>&1 < /dev/null &
 #   bash benchmarks/gpu_pipeline/pipeline.sh --status /tmp/pipeline       # phases, GPU memory, last log lines

@@ -14,7 +14,7 @@
 #
 #   eval-base         base model, greedy, 300 held-out + 200 OOD + 300 mix + 100 chains  ~2.5 min
 #   probe             base model, greedy, on the first PROBE_ROWS (200) problems of TRAIN_DATA:
-#                     does it follow ENV_FILE's protocol? (issue15 pipeline's AR_PROBE picks an
+#                     does it follow ENV_FILE's protocol? (the GPU pipeline's AR_PROBE picks an
 #                     environment on it; training problems, so the choice spends no held-out one) ~1 min
 #   train             GRPO up to STEPS (200), checkpoint every 25 steps; stops itself
 #                     at TRAIN_TIMEOUT (540 s) - run it again to resume                  ~9 min a call, 2 calls

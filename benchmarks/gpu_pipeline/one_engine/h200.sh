@@ -3,7 +3,7 @@
 # every checkpoint saved since its last call) against one engine per checkpoint: the same greedy answers?
 # No GPU run had needed the one-engine path before (each validation found one new checkpoint).
 #
-# On the GPU machine, from the repository root, after the kit of ../../../../shared/gpu/README.md:
+# On the GPU machine, from the repository root, after the kit of benchmarks/README.md ("The kit in 10 calls"):
 #   bash benchmarks/gpu_pipeline/one_engine/h200.sh OUT      # ~4 min: 2 adapters, 3 engine start-ups
 # Writes OUT/compare.json (python compare.py) and each evaluation's metrics and log.
 # LIMIT (100): validation questions; SCALES ("0.005 0.02"): the adapters' B noise (make_adapters.py).
