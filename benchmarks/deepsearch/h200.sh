@@ -65,7 +65,7 @@ train_grpo() {  # RUN ENV_FILE: train.sh from the SFT model on the selected ques
   local run=$1 env_file=$2
   # Resuming restores the LoRA weights and the step count but not the optimizer: on the H200, loading the
   # saved fused-AdamW state crashed the first step after a resume ("params, grads, exp_avgs, and
-  # exp_avg_sqs must have same dtype, device, and layout", results/2026-12-01-select-grpo/train-resume.log).
+  # exp_avg_sqs must have same dtype, device, and layout", RESULTS.md, "Why checkpoint 80").
   local last; last=$(last_checkpoint "$run" 2>/dev/null || true)
   local resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
   copy_logs() { for d in "$run"/v*; do cp "$d/logging.jsonl" "$out/logging-${run##*/}-${d##*/}.jsonl" 2>/dev/null || true; done; }
