@@ -16,7 +16,7 @@ same seed, for every (latency, batch, max turns) of the grid. Step times are ms-
 scheduler's hooks). The first ``--warmup-steps`` steps of every run are left out of the medians. The limit
 of a step is the median step time at zero latency plus (turns with tool calls) x latency.
 
-    python benchmarks/rollout.py --device cpu --out benchmarks/results/cpu            # < 10 min, 2 cores
+    python benchmarks/rollout.py --device cpu --out /tmp/rollout-cpu                 # < 10 min, 2 cores
     python benchmarks/rollout.py --device gpu --model /tmp/qwen05 --model-type qwen2 --template qwen2_5 \\
         --out /tmp/rollout-gpu --budget-s 540                                          # resumable
     python benchmarks/rollout.py ... --dry-run                                         # print the commands

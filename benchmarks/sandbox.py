@@ -13,7 +13,7 @@ Each is run ``--n`` times one after another (latency per call) and ``--concurren
 call when a GRPO turn sends many calls at once, and calls per second). Modes alternate in rounds so drift
 in machine load hits all three alike. Target: sandbox − plain < 0.2 s at p50.
 
-    python benchmarks/sandbox.py --n 50 --concurrency 16 --out benchmarks/results/sandbox
+    python benchmarks/sandbox.py --n 50 --concurrency 16 --out /tmp/sandbox
 """
 
 from __future__ import annotations

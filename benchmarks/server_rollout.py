@@ -18,12 +18,12 @@ every call's latency was added to the batch's time.
 
 CPU (the tiny test model, ms-swift's transformers engine batching up to ``--max-batch`` requests)::
 
-    python benchmarks/server_rollout.py --device cpu --out benchmarks/results/server-cpu
+    python benchmarks/server_rollout.py --device cpu --out /tmp/server-cpu
 
 GPU (the vLLM async engine that ``swift rollout`` uses; /tmp/qwen05 from ../shared/gpu/README.md)::
 
     python benchmarks/server_rollout.py --device gpu --model /tmp/qwen05 --model-type qwen2 \\
-        --template qwen2_5 --trajectories 256 --out benchmarks/results/server-h200
+        --template qwen2_5 --trajectories 256 --out $OUT
 
 This measures the rollout side only; ``swift rollout`` + ``swift rlhf --vllm_mode server`` on two GPUs adds
 weight sync and the HTTP hop, not tool scheduling.

@@ -1,6 +1,6 @@
 """Median step time per run from ms-swift logging.jsonl files, and the rlfactory/baseline ratio.
 
-    python benchmarks/summarize_colocate.py benchmarks/results/h200-colocate/*.jsonl
+    python benchmarks/summarize_colocate.py OUT/*.jsonl
 
 File names are ``<scheduler>-<latency>.jsonl``, or ``<mode>-<scheduler>-<latency>.jsonl`` for the server-mode
 runs (``colocate_h200.sh ... server|server-async``). The first step (vLLM warm-up, compilation) is skipped.

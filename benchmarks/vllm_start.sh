@@ -4,7 +4,7 @@
 # process sharing the GPU frees memory in between, the second reading is the larger and vLLM refuses to
 # start ("Error in memory profiling. Initial free memory 124.4 GiB, current free memory 137.75 GiB. This
 # happens when other processes sharing the same container release GPU memory while vLLM is profiling").
-# benchmarks/issue15/pipeline.sh runs several evaluations and trainers on one H200, so one finishing while
+# benchmarks/gpu_pipeline/pipeline.sh runs several evaluations and trainers on one H200, so one finishing while
 # the next starts is routine: on 2026-12-01 it failed select once and the last evaluation of the
 # second DeepSearch arm (too late for the pipeline's own retry). The same race has a second face: when
 # another process takes memory while vLLM profiles, vLLM counts it as its own and finds "No available

@@ -1,4 +1,4 @@
-"""benchmarks/issue15/ambiguity.py: two-hop questions split by how many names of the answer's kind the
+"""examples/deepsearch/ambiguity.py: two-hop questions split by how many names of the answer's kind the
 bridge summary prints, read off the corpus the questions were built from."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "issue15" / "ambiguity.py"
+SCRIPT = ROOT / "examples" / "deepsearch" / "ambiguity.py"
 sys.path.insert(0, str(SCRIPT.parent))
 
 import ambiguity  # noqa: E402

@@ -1,4 +1,4 @@
-"""benchmarks/issue15/failures.py: every episode lands in the kind of failure its tool calls show."""
+"""swift_rlfactory.eval.failures: every episode lands in the kind of failure its tool calls show."""
 
 from __future__ import annotations
 
@@ -7,9 +7,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "issue15" / "failures.py"
 
 BRIDGE = (
     'Doc 1(Title: "Stonehenge") A monument built in the Bronze Age near Amesbury, not far from Salisbury.'
@@ -42,7 +39,10 @@ def run(tmp_path: Path, task: str, episodes: list[dict]) -> dict[str, int]:
     with gzip.open(path, "wt") as f:
         f.writelines(json.dumps(e) + "\n" for e in episodes)
     out = subprocess.run(
-        [sys.executable, str(SCRIPT), task, f"m={path}"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "swift_rlfactory.eval.failures", task, f"m={path}"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     header, _, row = out.stdout.strip().splitlines()
     keys = [c.strip() for c in header.strip("|").split("|")]

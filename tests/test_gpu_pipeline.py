@@ -1,4 +1,4 @@
-"""The issue-15 GPU pipeline's orchestration (benchmarks/issue15/pipeline.sh), run with stub phases.
+"""The GPU pipeline's orchestration (benchmarks/gpu_pipeline/pipeline.sh), run with stub phases.
 
 The phases themselves need an H200; what runs here is everything around them: the order of the phases,
 which of them share the GPU, the knobs each one gets, the retry after a failure and the choice of the
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PIPELINE = ROOT / "benchmarks" / "issue15" / "pipeline.sh"
+PIPELINE = ROOT / "benchmarks" / "gpu_pipeline" / "pipeline.sh"
 
 STUB = r"""#!/usr/bin/env bash
 # stub of benchmarks/*/h200.sh: PHASE OUT [MODE]; records each call as one JSON line

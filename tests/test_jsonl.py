@@ -20,7 +20,7 @@ from swift_rlfactory.rewards.rescore import load_recorded
 
 from .conftest import ROOT
 
-RECORDED = ROOT / "benchmarks" / "deepsearch" / "results" / "cpu-diagnosis" / "trajectories.jsonl"
+RECORDED = ROOT / "tests" / "fixtures" / "deepsearch_cpu_eval" / "trajectories.jsonl"
 SEPARATORS = ["\u2028", "\u2029", "\u0085"]  # json.dumps escapes the ASCII ones (\f, \x1c, ...)
 
 

@@ -1,6 +1,6 @@
 """``swift-rlfactory rewards``: re-score a recorded trajectories file with an environment's reward spec.
 
-The recorded file is a real one: the DeepSearch CPU-diagnosis eval run committed under ``benchmarks/``.
+The recorded file is a real one: the DeepSearch CPU-diagnosis eval run in ``tests/fixtures/deepsearch_cpu_eval/``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from swift_rlfactory.trajectory import Trajectory
 from .test_judge import judge_url, server  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDED = ROOT / "benchmarks" / "deepsearch" / "results" / "cpu-diagnosis" / "trajectories.jsonl"
+RECORDED = ROOT / "tests" / "fixtures" / "deepsearch_cpu_eval" / "trajectories.jsonl"
 SAME_REWARDS = """\
 reward:
   - {name: em, weight: 1.0}

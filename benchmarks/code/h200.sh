@@ -3,7 +3,7 @@
 #
 # Once, on the CPU machine, in the repository root (the sandbox's bubblewrap, in case the GPU image lacks it):
 #   mkdir -p .bwrap && (cd .bwrap && apt-get download bubblewrap libcap2 libselinux1)
-# On the GPU machine, after the GPU kit of ../shared/gpu/README.md is installed (/tmp/site, /tmp/qwen05),
+# On the GPU machine, after the GPU kit of benchmarks/README.md ("The kit in 10 calls") is installed (/tmp/site, /tmp/qwen05),
 # as one device command with carry [".bwrap"]:
 #   bash benchmarks/code/h200.sh "$OUT"
 # STEPS (default 15) and TRAIN_TIMEOUT (default 540 s) bound the run inside one 10-minute command.

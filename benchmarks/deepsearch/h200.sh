@@ -24,7 +24,7 @@
 #                  seed and steps from the SFT model with env_grpo.yaml's `credit:` set to MODE; the
 #                  trajectory arm is the train phase's own run (/tmp/ds), credit-eval scores each arm's
 #                  last checkpoint                                                                    ~9 / ~3 min
-# Knobs for sharing the GPU between phases (benchmarks/issue15/pipeline.sh runs several at once):
+# Knobs for sharing the GPU between phases (benchmarks/gpu_pipeline/pipeline.sh runs several at once):
 # VLLM_UTIL, MICRO_BATCH, GRAD_ACC (train.sh, sft.sh) and GPU_UTIL (eval.sh), passed through the environment.
 # The recipe is base -> warm-start SFT (sft.sh, merged into /tmp/qwen05-sft) -> GRPO from the SFT model.
 # SFT demonstrations come from the first 1,000 train questions; GRPO trains on the questions of the pool
@@ -65,7 +65,7 @@ train_grpo() {  # RUN ENV_FILE: train.sh from the SFT model on the selected ques
   local run=$1 env_file=$2
   # Resuming restores the LoRA weights and the step count but not the optimizer: on the H200, loading the
   # saved fused-AdamW state crashed the first step after a resume ("params, grads, exp_avgs, and
-  # exp_avg_sqs must have same dtype, device, and layout", results/2026-12-01-select-grpo/train-resume.log).
+  # exp_avg_sqs must have same dtype, device, and layout", RESULTS.md, "Why checkpoint 80").
   local last; last=$(last_checkpoint "$run" 2>/dev/null || true)
   local resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
   copy_logs() { for d in "$run"/v*; do cp "$d/logging.jsonl" "$out/logging-${run##*/}-${d##*/}.jsonl" 2>/dev/null || true; done; }

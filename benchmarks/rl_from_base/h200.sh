@@ -14,7 +14,7 @@
 #
 #   eval-base         base model, greedy, 300 held-out + 200 OOD + 300 mix + 100 chains  ~2.5 min
 #   probe             base model, greedy, on the first PROBE_ROWS (200) problems of TRAIN_DATA:
-#                     does it follow ENV_FILE's protocol? (issue15 pipeline's AR_PROBE picks an
+#                     does it follow ENV_FILE's protocol? (the GPU pipeline's AR_PROBE picks an
 #                     environment on it; training problems, so the choice spends no held-out one) ~1 min
 #   train             GRPO up to STEPS (200), checkpoint every 25 steps; stops itself
 #                     at TRAIN_TIMEOUT (540 s) - run it again to resume                  ~9 min a call, 2 calls
@@ -38,6 +38,9 @@ export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
 # OOD problems (data/ood.jsonl: GSM-Symbolic word problems, phrased unlike any template, never trained on)
 # the 300 held-out problems of the mix (data/heldout_mix.jsonl: its 16 new families) and the 100 held-out
 # chains (data/heldout_chain.jsonl: stories of derived quantities), `split` naming each.
+for f in train_mix heldout_mix train_chain heldout_chain; do  # built, not committed (seed 0: the same bytes)
+  [ -f "examples/arithmetic/data/$f.jsonl" ] || python3 examples/arithmetic/build_data.py --ood 0 > /dev/null
+done
 EVAL_SET=/tmp/arith-eval-set.jsonl
 extra=(); for f in ood heldout_mix heldout_chain; do
   [ -f "examples/arithmetic/data/$f.jsonl" ] && extra+=("examples/arithmetic/data/$f.jsonl"); done

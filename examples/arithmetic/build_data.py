@@ -16,7 +16,9 @@ reward compares digits and nothing else::
 Rows are ms-swift rows (``messages``, ``golden_answers``, ``solution``) plus ``family``, ``steps`` (number
 of operations) and ``expression`` (the reference expression; no reward reads it). The splits use disjoint
 random streams and no question text is shared between them (checked here): ``data/train.jsonl`` (2000
-rows) and ``data/heldout.jsonl`` (300 rows), both committed.
+rows) and ``data/heldout.jsonl`` (300 rows), both committed. The mix and chain splits below are not
+committed: ``python examples/arithmetic/build_data.py --ood 0`` writes them byte for byte (seed 0, a few
+seconds, every other file unchanged), and ``benchmarks/rl_from_base/h200.sh`` does so when they are missing.
 
 **The mix: translation, not templates.** A GRPO run on ``data/train.jsonl`` learned its eight templates
 (held-out EM 0.73 -> 1.00) but hardly the translation of a word problem (GSM-Symbolic OOD 0.13 -> 0.165):
@@ -55,7 +57,7 @@ share no question text with any split. GSM-Symbolic stays out of every training 
 test of translation that no generator here resembles.
 
 **Chains: stories whose answer needs every step.** After GRPO on the mix, most GSM-Symbolic misses are one
-step of a multi-step story answered at once (benchmarks/issue15/results/2026-12-01c): the mix's stories have
+step of a multi-step story answered at once (benchmarks/gpu_pipeline/RESULTS.md, 2026-12-01c): the mix's stories have
 2-4 operations, each sentence adding one. Two more families (``CHAIN_FAMILIES``) are built as chains of
 derived quantities, with random structure rather than a template:
 
@@ -74,7 +76,7 @@ shuffled order) trains with them; ``data/heldout_chain.jsonl`` (100 rows, the tw
 them. ``tests/test_rl_from_base.py`` solves every chain story from its text alone, with a reader of its own,
 and checks the committed answer. They turned out too deep for GRPO from base: the base model solves 1 of the
 100 held-out chains, so their groups carry no reward signal, and after 100 steps it solved 3
-(benchmarks/issue15/results/2026-12-01d).
+(benchmarks/gpu_pipeline/RESULTS.md, 2026-12-01d).
 
 ``data/ood.jsonl`` (200 rows, committed) is the out-of-distribution split, never trained on: GSM8K-style
 grade-school word problems from ``reasoning_gym``'s ``gsm_symbolic`` dataset (the GSM-Symbolic templates,

@@ -5,7 +5,7 @@ The program runs in the sandbox of the built-in ``run_python`` (bubblewrap: no n
 its own /tmp), one fresh sandbox per call. What it printed comes back followed by the protocol's last
 step, "If this is the final result, reply with <answer>N</answer>", N being the last line printed: base
 Qwen2.5-Coder-0.5B-Instruct, given a bare result, calls the tool again instead of answering (the
-calculator's CPU probe in benchmarks/rl_from_base/README.md). It gives nothing away: the model still has
+calculator's CPU probe in benchmarks/rl_from_base/RESULTS.md). It gives nothing away: the model still has
 to write the program, and to judge whether its result answers the question. A program that fails comes
 back as the failed call's observation (its traceback), with no hint.
 """

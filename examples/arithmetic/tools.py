@@ -2,7 +2,7 @@
 
 Base Qwen2.5-Coder-0.5B-Instruct usually writes the right expression but, given a bare number back, calls
 the calculator again with the same expression until it runs out of turns (12 of 16 held-out problems
-had the right result in an observation, none was answered: CPU probe in benchmarks/rl_from_base/README.md).
+had the right result in an observation, none was answered: CPU probe in benchmarks/rl_from_base/RESULTS.md).
 The observation therefore repeats the protocol's last step. It gives nothing away: the model still has
 to choose the expression, and whether this result is the final one.
 """

@@ -1,7 +1,7 @@
 """Warm-start data for DeepSearch: scripted search trajectories, written as ms-swift SFT rows.
 
 Why: a 0.5B model given only the system prompt almost never calls ``search`` (1 malformed call in 12
-episodes, see benchmarks/deepsearch/README.md), so GRPO's groups hold no trajectory that searched and
+episodes, see benchmarks/deepsearch/RESULTS.md), so GRPO's groups hold no trajectory that searched and
 answered right, and there is nothing to reinforce. A short SFT on demonstrations of the protocol fixes the
 format; GRPO then learns the part demonstrations cannot teach well (which query, which passage).
 
@@ -20,7 +20,7 @@ demonstration picks the right name (the teacher knows the answer) but only a nam
 passage the model has just read. An earlier script searched the description plus the *bridge's* title,
 which never needs the choice and which BM25 answers with the answer's article only about half the time
 (47 % of test's two-hop questions, 50 % of train's); the SFT model copied it and sat at 0.29-0.43 two-hop
-EM, a ceiling GRPO could not lift (benchmarks/issue15/results/2026-12-01). Searching the right name with
+EM, a ceiling GRPO could not lift (benchmarks/gpu_pipeline/RESULTS.md, run 2026-12-01). Searching the right name with
 the description finds the article 98-100 % of the time, so what is left is the choice of name, which the
 SFT model makes sometimes right and sometimes wrong: the mixed groups GRPO learns from.
 

@@ -15,7 +15,7 @@ normalisation as ``em``.) On a two-hop question the first search finds the bridg
 answer, and scores 0: with ``credit: {mode: turn}`` it still gets credit through the discounted return
 of the second search, which is the point of turn-level credit.
 
-Why only the first hit (measured, ``benchmarks/issue15/results/2026-12-01/``): when every hit
+Why only the first hit (measured, ``benchmarks/gpu_pipeline/RESULTS.md``, run 2026-12-01): when every hit
 scored 1, turn credit paid a second search that found the answer's article again as much as the first,
 while the answer turn it replaced scores 0 - so the turn advantage pushed towards searching again. After
 40 steps the policy searched 1.99 times per OOD question (1.00 before) and then often answered with

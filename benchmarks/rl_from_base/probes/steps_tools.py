@@ -2,7 +2,7 @@
 
 ``env_hint.yaml``'s result ends "If this is the final result, reply with <answer>N</answer>", and the
 policy answers after one call: on GSM-Symbolic it often answers one step of a multi-step story. This
-variant leaves the choice open. A CPU probe only (``env_steps.yaml``, README.md beside this file): the
+variant leaves the choice open. A CPU probe only (``env_steps.yaml``, benchmarks/rl_from_base/RESULTS.md, "CPU probes"): the
 base model called again and again instead of answering, so it is not a training environment.
 """
 
