@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from swift_rlfactory.eval.metrics import summarize, summarize_groups
-from swift_rlfactory.eval.runner import EvalLog, context_check, load_rows, pending_tasks
+from swift_rlfactory.eval.runner import context_check, load_rows, pending_tasks
 from swift_rlfactory.rewards.rules import extract_answer, token_f1
 from swift_rlfactory.rollout.episode import Generation
+from swift_rlfactory.runs.eval_log import EvalLog
 from swift_rlfactory.runs.log import read_trajectories
 
 from .conftest import AGENT_ENV, AGENT_PAIRS, ROOT, ScriptedChat

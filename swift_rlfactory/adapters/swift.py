@@ -48,6 +48,7 @@ from swift.rollout import MultiTurnScheduler, multi_turns
 from swift.trainers import TrainerFactory
 
 from swift_rlfactory.redaction import excerpt
+from swift_rlfactory.runs.folder import TRAJECTORIES
 from swift_rlfactory.runs.log import TrajectoryLog
 from swift_rlfactory.runtime.json_api import content_text
 
@@ -493,7 +494,7 @@ class RLFactoryReward(AsyncORM):
         path = os.environ.get(TRAJECTORIES_VAR)
         if path is None:
             output_dir = getattr(args, "output_dir", None) or "."
-            path = os.path.join(output_dir, "trajectories.jsonl")
+            path = os.path.join(output_dir, TRAJECTORIES)
         self.log = TrajectoryLog(path)
 
     async def __call__(self, completions: list[str], **kwargs) -> list[float]:

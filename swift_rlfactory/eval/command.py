@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import time
 from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
@@ -36,12 +35,13 @@ from rich.progress import (
 
 from swift_rlfactory.bundled.models import ModelChoice, choose_model
 from swift_rlfactory.data.qa import SkippedRecord
+from swift_rlfactory.runs.eval_log import EvalLog
+from swift_rlfactory.runs.folder import EVAL_CONFIG, METRICS, write_json
 from swift_rlfactory.runtime import blocking
 
 from ..env.environment import Environment
 from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
 from .runner import (
-    EvalLog,
     EvalRun,
     EvalTask,
     check_same_dataset,
@@ -51,7 +51,6 @@ from .runner import (
     pending_tasks,
 )
 
-CONFIG_FILE = "eval_config.json"
 # Settings that change results: a resumed run must use the same ones.
 _RESULT_KEYS = (
     "env", "dataset", "model", "adapters", "model_type", "template", "base_url", "served_model",
@@ -207,9 +206,9 @@ def _run_loaded(
     out.mkdir(parents=True, exist_ok=True)
     with _lock_output(out):  # one eval writes a folder at a time, until this run ends
         settings = options.result_settings()
-        _check_settings(out / CONFIG_FILE, settings)
+        _check_settings(out / EVAL_CONFIG, settings)
 
-        log = EvalLog(out / "trajectories.jsonl")
+        log = EvalLog.in_folder(out)
         logged = log.load()
         check_same_dataset(logged, rows, log.path)
         done = current_records(logged, rows)
@@ -241,12 +240,12 @@ def _run_loaded(
             column: summarize_groups(records, rows, column, options.samples) for column in options.group_by
         }
         by = {f"by_{column}": by_value for column, by_value in groups.items()}
-        _write_json(out / "metrics.json", {**metrics, **by, "config": settings, "time": time.time()})
+        write_json(out / METRICS, {**metrics, **by, "config": settings, "time": time.time()})
         title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
         console.print(metrics_table(metrics, title=title))
         for column, by_value in groups.items():
             console.print(groups_table(by_value, column))
-        console.print(f"trajectories: {log.path}\nmetrics: {out / 'metrics.json'}")
+        console.print(f"trajectories: {log.path}\nmetrics: {out / METRICS}")
         if failures:
             first = failures[0]
             console.print(
@@ -256,14 +255,6 @@ def _run_loaded(
             )
             return 1
         return 0
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """``data`` as indented JSON at ``path``, written beside it and moved into place: a run killed while
-    writing leaves the file as it was, never half a JSON document every later resume would stop at."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    os.replace(partial, path)
 
 
 def _check_settings(path: Path, settings: dict[str, Any]) -> None:
@@ -284,7 +275,7 @@ def _check_settings(path: Path, settings: dict[str, Any]) -> None:
                 f"{path.parent} holds results of other settings ({detail}): use another --output"
             )
         return
-    _write_json(path, settings)
+    write_json(path, settings)
 
 
 def _policy(

@@ -7,7 +7,7 @@
   with k > 1 also ``pass@1``, the mean over questions of their samples' mean EM (the unbiased estimate
   from k samples);
 * ``episodes`` (every one, failed ones included) and ``failed_episodes``: an episode that failed on every
-  attempt (:func:`~.runner.is_failed`) is a wrong answer, 0 in each score above, so a model whose
+  attempt (:func:`~swift_rlfactory.runs.eval_log.is_failed`) is a wrong answer, 0 in each score above, so a model whose
   prompts overflow the server's context is not scored on the questions it happened to fit;
 * ``skipped_rows`` (written by the eval command): dataset rows left out at load, each named in a warning
   (:func:`~.runner.load_rows`): not questions, so in no score;
@@ -32,9 +32,9 @@ from typing import Any
 from rich.table import Table
 
 from swift_rlfactory.data.answers import reference_answers
+from swift_rlfactory.runs.eval_log import is_failed, trajectory_from_record
 
 from ..rollout.metrics import tool_metrics
-from .runner import is_failed, trajectory_from_record
 
 # tool_metrics keys that the headline metrics already report under their own names.
 _HEADLINE_DUPLICATES = {"tools/calls_per_trajectory", "tools/error_rate"}
@@ -61,7 +61,7 @@ def _score(record: dict[str, Any], metric: str) -> float:
 
 
 def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]:
-    """Metrics over episodes (records of :class:`~.runner.EvalLog`, failed ones included, see the module
+    """Metrics over episodes (records of :class:`~swift_rlfactory.runs.eval_log.EvalLog`, failed ones included, see the module
     docstring); ``samples`` is k of pass@k."""
     if not records:
         return {"questions": 0, "episodes": 0, "failed_episodes": 0}

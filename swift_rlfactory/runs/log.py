@@ -27,7 +27,7 @@ from typing import Any
 
 from swift_rlfactory.data import jsonl
 from swift_rlfactory.redaction import redact_data
-from swift_rlfactory.runs.resume import latest_lines, trajectory_step
+from swift_rlfactory.runs.resume import latest_lines, logged_step, trajectory_step
 from swift_rlfactory.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -132,3 +132,19 @@ def read_trajectories(path: str | Path) -> list[dict]:
             path, len(skipped), "; ".join(f"line {n}: {why}" for n, why in skipped[:3]),
         )  # fmt: skip
     return latest_lines(found, trajectory_step)
+
+
+def read_steps(logging_jsonl: Path) -> list[dict]:
+    """The per-step training records of an ms-swift ``logging.jsonl`` (the lines that carry ``reward``),
+    each step once: a step logged again by a resumed run counts by its latest line (:mod:`swift_rlfactory.runs.resume`)."""
+    if not logging_jsonl.is_file():
+        return []
+    steps = []
+    for line in jsonl.lines(logging_jsonl.read_text()):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line being written right now
+            continue
+        if "reward" in record:
+            steps.append(record)
+    return latest_lines(steps, logged_step, one_per_step=True)

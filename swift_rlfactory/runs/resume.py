@@ -34,39 +34,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from swift_rlfactory.runs.folder import ARGS, checkpoint_step
+
 T = TypeVar("T")
-
-TRAJECTORIES = "trajectories.jsonl"
-LOGGING = "logging.jsonl"
-
-
-def resolve_run(folder: str | Path, logs: Sequence[str] = (TRAJECTORIES, LOGGING)) -> Path:
-    """The folder that holds a run's ``logs`` (any of them): ``folder`` itself, or its newest subfolder
-    (by modification time) that has one; ``folder`` when none does."""
-    folder = Path(folder).expanduser()
-    if any((folder / name).exists() for name in logs):
-        return folder
-    candidates = [p for p in folder.glob("*/") if any((p / name).exists() for name in logs)]
-    if candidates:
-        return max(candidates, key=lambda p: p.stat().st_mtime)
-    return folder
 
 
 def resumed_from(folder: str | Path) -> tuple[Path, int] | None:
     """The run folder and checkpoint step that the run in ``folder`` resumed from, read off its
     ``args.json``; ``None`` for a run that did not resume (or whose checkpoint's folder is gone)."""
     try:
-        args = json.loads((Path(folder) / "args.json").read_text(encoding="utf-8"))
+        args = json.loads((Path(folder) / ARGS).read_text(encoding="utf-8"))
     except (OSError, ValueError):  # no args.json (not an ms-swift run, or not written yet)
         return None
     checkpoint = args.get("resume_from_checkpoint") if isinstance(args, dict) else None
     if not isinstance(checkpoint, str) or not checkpoint:
         return None
     checkpoint_dir = Path(checkpoint)
-    step = checkpoint_dir.name.removeprefix("checkpoint-")
-    if not step.isdigit() or not checkpoint_dir.parent.is_dir():
+    step = checkpoint_step(checkpoint_dir)
+    if step is None or not checkpoint_dir.parent.is_dir():
         return None
-    return checkpoint_dir.parent, int(step)
+    return checkpoint_dir.parent, step
 
 
 def run_chain(folder: str | Path) -> list[tuple[Path, int]]:
