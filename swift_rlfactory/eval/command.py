@@ -241,8 +241,7 @@ def _run_loaded(
         }
         by = {f"by_{column}": by_value for column, by_value in groups.items()}
         write_json(out / METRICS, {**metrics, **by, "config": settings, "time": time.time()})
-        title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
-        console.print(metrics_table(metrics, title=title))
+        console.print(metrics_table(metrics, title=results_title(options)))
         for column, by_value in groups.items():
             console.print(groups_table(by_value, column))
         console.print(f"trajectories: {log.path}\nmetrics: {out / METRICS}")
@@ -255,6 +254,16 @@ def _run_loaded(
             )
             return 1
         return 0
+
+
+def results_title(options: EvalOptions) -> str:
+    """The results table's title: the dataset, the model and the LoRA checkpoint scored, if any
+    (``test.jsonl · Qwen3-4B + v0-20261206-101500/checkpoint-100``)."""
+    title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
+    if options.adapters:
+        adapter = Path(options.adapters)
+        title += f" + {adapter.parent.name}/{adapter.name}" if adapter.parent.name else f" + {adapter.name}"
+    return title
 
 
 def _check_settings(path: Path, settings: dict[str, Any]) -> None:
@@ -350,6 +359,7 @@ def _run_with_progress(
         console=console,
     )
     scores: list[float] = []
+    lines = ProgressLines(len(tasks), console)  # where no live bar shows (a file, a pipe): plain lines
     with progress:
         bar = progress.add_task("episodes", total=len(tasks), em="-")  # "-" until a row with a reference ends
 
@@ -357,7 +367,34 @@ def _run_with_progress(
             score = episode_score(record, "em")  # as metrics.json counts it
             if score is not None:
                 scores.append(score)
-            progress.update(bar, advance=1, em=f"{sum(scores) / len(scores):.3f}" if scores else "-")
+            em = f"{sum(scores) / len(scores):.3f}" if scores else "-"
+            progress.update(bar, advance=1, em=em)
+            lines.done(em)
 
         run = evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)
         return runner.run(run) if runner else blocking.run(run)
+
+
+class ProgressLines:
+    """The progress of an eval as plain lines, for a console that is no terminal (output to a file or a pipe,
+    where the live bar shows only at the end): a line when another twentieth of the episodes has finished
+    or a minute has passed since the last line, and at the last episode, as ``train`` prints its phases."""
+
+    def __init__(self, total: int, console: Console, every_s: float = 60.0):
+        self.total, self.console, self.every_s = total, console, every_s
+        self.finished = 0
+        self.started = self.last = time.monotonic()
+        self._next = 0  # print when finished reaches it
+
+    def done(self, em: str) -> None:
+        """One more episode finished; ``em``: the running EM as the bar shows it."""
+        self.finished += 1
+        if self.console.is_terminal:
+            return
+        now = time.monotonic()
+        if self.finished >= self._next or now - self.last >= self.every_s or self.finished == self.total:
+            self.last, self._next = now, self.finished + max(1, self.total // 20)
+            self.console.print(
+                f"  episodes {self.finished}/{self.total} · EM {em} · {now - self.started:.0f} s",
+                markup=False,
+            )
