@@ -1,14 +1,9 @@
 """``swift-rlfactory eval``: options, the run, and what it prints and writes.
 
-Writes ``OUTPUT/trajectories.jsonl`` (one line per episode, appended as each ends; a failed one holds its
-error and is retried by the next run), ``OUTPUT/metrics.json`` (see :mod:`.metrics`) and
-``OUTPUT/eval_config.json`` (the settings that shape results; a resumed run must match them, so one folder
-never mixes two models).
-
-With several LoRA checkpoints (``--adapters A B ...``, :func:`run_evals`) one engine serves them all, and
-each is scored into ``OUTPUT/<its folder name>/`` exactly as a run of its own would be. A validation split
-of a few hundred questions takes vLLM seconds to answer and about a minute to start (issue 15's H200 runs:
-65 s a checkpoint, 9 s of it the episodes), so scoring a run's checkpoints in one start is most of the gain.
+What it writes to ``OUTPUT`` (and to ``OUTPUT/<checkpoint>/`` for each of ``--adapters A B ...``) is in
+``docs/run-folder.md``. Several LoRA checkpoints (:func:`run_evals`) share one engine: a validation split of
+a few hundred questions takes vLLM seconds to answer and about a minute to start (issue 15's H200 runs: 65 s
+a checkpoint, 9 s of it the episodes), so scoring a run's checkpoints in one start is most of the gain.
 """
 
 from __future__ import annotations

@@ -21,14 +21,8 @@ logger = logging.getLogger(__name__)
 
 
 class EvalLog:
-    """``trajectories.jsonl`` of an evaluation: one line per (question index, sample), in finishing order.
-
-    Each line is :meth:`Trajectory.to_dict` plus ``index``, ``sample``, ``question``, ``metrics``
-    (``em``, ``f1``, ``tool_calls``, ``tool_errors``) and ``time``; an episode that failed is ``index``,
-    ``sample``, ``question``, ``row``, ``failed: true``, ``error`` and ``time`` (:func:`is_failed`). A
-    resumed run appends its retries and re-runs, so the last line of an ``(index, sample)`` is the one that
-    counts.
-    """
+    """``trajectories.jsonl`` of an evaluation: one line per (question index, sample), in finishing order;
+    the last line of an ``(index, sample)`` counts. Its records: ``docs/run-folder.md``."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)

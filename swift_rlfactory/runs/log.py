@@ -1,15 +1,6 @@
-"""The trajectory log: every finished trajectory as one JSON line, for inspection after a run.
+"""The trajectory log (every finished trajectory as one JSON line) and the step log's reader.
 
-Each line is :meth:`Trajectory.to_dict` plus ``step`` and ``time``, with every recorded secret in it
-replaced (:func:`~swift_rlfactory.redaction.redact_data`: a tool's output or error may echo a credential
-it was given); a row column JSON cannot hold (a tuple key, a cycle) is written as its ``str``. Nothing
-else is changed: a URL the model wrote or read is data, and ``rewards`` rescores it.
-Lines are written with one ``write`` call on a file opened in append mode, so several processes (ranks of
-a multi-GPU run) can share a file without interleaving inside a line.
-
-The log is for looking at a run, not part of training: a write that fails (disk full, a read-only folder,
-the path taken by a folder) loses that batch's lines, is counted (the training metric ``log/write_errors``)
-and warned about once per kind of failure, and the run goes on.
+Records, write rules and failure handling: ``docs/run-folder.md``.
 """
 
 from __future__ import annotations

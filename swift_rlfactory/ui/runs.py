@@ -1,10 +1,7 @@
 """A run or eval folder as the viewer reads it: its metric history and its trajectory log.
 
-A training run (``swift rlhf --output_dir``) leaves ``logging.jsonl`` (one line of ms-swift's averaged
-metrics per log step, ours among them: ``tools/*``, ``rlfactory/*``, ``stop/*``, ``timeline/*``) and
-``trajectories.jsonl``. An ``eval`` output folder has ``trajectories.jsonl`` and ``metrics.json``. A folder
-holding one run under a version folder (``v0-2026...``) is opened at its newest run; a run resumed from
-another one's checkpoint (in a version folder of its own) is shown whole, the runs it continues first.
+A folder holding runs under version folders is opened at its newest run; a run resumed from another one's
+checkpoint is shown whole, the runs it continues first (``docs/run-folder.md``).
 """
 
 from __future__ import annotations
