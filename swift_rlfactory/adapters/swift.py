@@ -54,6 +54,7 @@ from swift_rlfactory.runtime.json_api import content_text
 
 from ..env.config import EnvConfigError
 from ..env.environment import Environment
+from ..env.prompt_size import check_prompt_room
 from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.metrics import tool_metrics
@@ -617,6 +618,7 @@ class RLFactoryCallback(TrainerCallback):
         scheduler = getattr(trainer, "multi_turn_scheduler", None)
         if isinstance(scheduler, RLFactoryScheduler):
             scheduler.reserve_tokens = getattr(args, "max_completion_length", 0) or 0
+            check_prompt_room(RUN.env().prompt_size(), scheduler.max_context, scheduler.reserve_tokens)
 
 
 def register() -> None:

@@ -52,7 +52,9 @@ def plan_turn(
     ``parse`` reads the calls in the format the prompt asked for (:func:`~..tools.call_formats.call_parser`;
     hermes by default). More than ``max_calls_per_turn`` calls: the extra ones are kept as error calls of
     kind ``"limit"``, so the model learns the limit from the observation instead of silently losing them,
-    and rewards can tell them from calls it wrote wrong.
+    and rewards can tell them from calls it wrote wrong. At most ``max_calls_per_turn`` of them are kept,
+    the last one's error counting the calls after it, which are dropped: a turn adds at most twice
+    ``max_calls_per_turn`` tool messages to the next prompt, however many calls the model wrote.
     """
     if finish_reason == "length":  # cut mid-turn: a half-written call must not run
         return TurnPlan(stop_reason="length")
@@ -61,10 +63,14 @@ def plan_turn(
         return TurnPlan(stop_reason="answer")
     if turn >= max_turns:
         return TurnPlan(stop_reason="max_turns")
-    for extra in calls[max_calls_per_turn:]:
+    refused = calls[max_calls_per_turn : 2 * max_calls_per_turn]
+    for extra in refused:
         extra.error = f"too many tool calls in one turn (limit {max_calls_per_turn})"
         extra.error_kind = "limit"
-    return TurnPlan(calls=calls)
+    dropped = len(calls) - 2 * max_calls_per_turn
+    if dropped > 0:
+        refused[-1].error += f"; the {dropped} calls after this one were not run either, and are not shown"
+    return TurnPlan(calls=calls[: 2 * max_calls_per_turn])
 
 
 def tool_messages(records: Sequence[ToolRecord]) -> Messages:
