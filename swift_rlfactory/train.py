@@ -37,7 +37,16 @@ from rich.text import Text
 
 from swift_rlfactory.bundled.models import ModelChoice, choose_model
 from swift_rlfactory.data import jsonl
-from swift_rlfactory.runs.resume import latest_lines, logged_step
+from swift_rlfactory.runs.folder import (
+    COMMAND,
+    LOGGING,
+    SWIFT_LOG,
+    TRAINING_DATA,
+    TRAJECTORIES,
+    last_checkpoint,
+    new_run_dir,
+)
+from swift_rlfactory.runs.log import read_steps
 
 from .env.config import EnvConfigError
 from .env.environment import Environment, validate_env_files
@@ -349,14 +358,14 @@ def train(options: TrainOptions, console: Console | None = None) -> int:
         env_name, env_max_turns, tool_names = env.name, env.max_turns, list(env.executor.tools)
 
     use_vllm = gpu_available() if options.use_vllm is None else options.use_vllm
-    run_dir = Path(options.output_dir) / time.strftime("%Y%m%d-%H%M%S")
+    run_dir = new_run_dir(options.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
 
     if model.bundled is not None and not options.dry_run:
         console.print(f"[bold]model[/] {escape(model.bundled.description)}", soft_wrap=True)
         model.fetch(say=lambda msg: console.print(f"  [dim]{escape(msg)}", soft_wrap=True))
     if options.dataset is None:
-        dataset = build_dataset(run_dir / "train.jsonl", seed=options.seed)
+        dataset = build_dataset(run_dir / TRAINING_DATA, seed=options.seed)
         data_note = f"{dataset} (256 generated arithmetic problems)"
     else:
         dataset, data_note = Path(options.dataset).resolve(), str(options.dataset)
@@ -364,7 +373,7 @@ def train(options: TrainOptions, console: Console | None = None) -> int:
     plan = plan_run(options, model, dataset, run_dir, use_vllm, env_max_turns)
     command_text = " ".join(f"{k}={shlex.quote(v)}" for k, v in plan.env_vars.items())
     command_text += " \\\n  " + shlex.join(plan.command)
-    (run_dir / "command.sh").write_text("#!/usr/bin/env bash\n" + command_text + "\n")
+    (run_dir / COMMAND).write_text("#!/usr/bin/env bash\n" + command_text + "\n")
     if options.dry_run:
         console.print(command_text, markup=False, highlight=False, soft_wrap=True)
         return 0
@@ -379,18 +388,18 @@ def train(options: TrainOptions, console: Console | None = None) -> int:
     console.print(f"  model    {escape(plan.command[plan.command.index('--model') + 1])}", soft_wrap=True)
     console.print(f"  dataset  {escape(data_note)}", soft_wrap=True)
     console.print(
-        f"  run      {escape(str(plan.run_dir))}  (command.sh, swift.log, logging.jsonl, trajectories.jsonl)",
+        f"  run      {escape(str(plan.run_dir))}  ({COMMAND}, {SWIFT_LOG}, {LOGGING}, {TRAJECTORIES})",
         soft_wrap=True,
     )
 
     returncode, elapsed = _run(plan, options.verbose, console)
     if returncode != 0:
-        log = plan.run_dir / "swift.log"
+        log = plan.run_dir / SWIFT_LOG
         if log.is_file():
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
             console.print(Panel(Text(tail), title=f"last lines of {log}", border_style="red"))
         console.print(
-            f"[red]swift rlhf exited with {returncode}[/] after {elapsed:.0f} s; rerun with {run_dir}/command.sh"
+            f"[red]swift rlhf exited with {returncode}[/] after {elapsed:.0f} s; rerun with {run_dir / COMMAND}"
         )
         return 1
     _print_summary(plan.run_dir, elapsed, console)
@@ -429,7 +438,7 @@ def _run(plan: Plan, verbose: bool, console: Console) -> tuple[int, float]:
     start = time.monotonic()
     printed = 0
     phase, phase_start = "starting ms-swift (imports take a while)", start
-    log_path = plan.run_dir / "swift.log"
+    log_path = plan.run_dir / SWIFT_LOG
     with open(log_path, "w") as log, open(log_path, errors="replace") as follow:
         proc = subprocess.Popen(
             plan.command, env=env, stdout=subprocess.PIPE if verbose else log, stderr=subprocess.STDOUT
@@ -442,7 +451,7 @@ def _run(plan: Plan, verbose: bool, console: Console) -> tuple[int, float]:
         try:
             while proc.poll() is None:
                 time.sleep(1.0)
-                printed = _print_new_steps(plan.run_dir / "logging.jsonl", printed, console)
+                printed = _print_new_steps(plan.run_dir / LOGGING, printed, console)
                 seen = phase_of(follow.read())  # only what ms-swift wrote since the last look
                 if printed >= plan.profile.steps:  # the last step is logged: ms-swift saves and exits
                     seen = "saving the LoRA adapter"
@@ -463,7 +472,7 @@ def _run(plan: Plan, verbose: bool, console: Console) -> tuple[int, float]:
             raise
         finally:
             status.stop()
-    _print_new_steps(plan.run_dir / "logging.jsonl", printed, console)
+    _print_new_steps(plan.run_dir / LOGGING, printed, console)
     return proc.returncode, time.monotonic() - start
 
 
@@ -473,22 +482,6 @@ def _tee(stream, log) -> None:
         sys.stdout.flush()
         log.write(line.decode(errors="replace"))
         log.flush()
-
-
-def read_steps(logging_jsonl: Path) -> list[dict]:
-    """The per-step training records of an ms-swift ``logging.jsonl`` (the lines that carry ``reward``),
-    each step once: a step logged again by a resumed run counts by its latest line (:mod:`.resume`)."""
-    if not logging_jsonl.is_file():
-        return []
-    steps = []
-    for line in jsonl.lines(logging_jsonl.read_text()):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:  # a line being written right now
-            continue
-        if "reward" in record:
-            steps.append(record)
-    return latest_lines(steps, logged_step, one_per_step=True)
 
 
 def format_step(record: dict) -> str:
@@ -564,24 +557,14 @@ def render_trajectory(trajectory: dict) -> Panel:
     return Panel(lines, title=title, title_align="left")
 
 
-def last_checkpoint(run_dir: Path) -> Path | None:
-    """The run's latest LoRA checkpoint folder, by step number (``checkpoint-100`` after ``checkpoint-80``)."""
-    steps: dict[int, Path] = {}
-    for adapter in run_dir.glob("checkpoint-*/adapter_model.safetensors"):
-        step = adapter.parent.name.removeprefix("checkpoint-")
-        if step.isdigit():
-            steps[int(step)] = adapter.parent
-    return steps[max(steps)] if steps else None
-
-
 def _print_summary(run_dir: Path, elapsed: float, console: Console) -> None:
-    steps = read_steps(run_dir / "logging.jsonl")
+    steps = read_steps(run_dir / LOGGING)
     if len(steps) > 1:
         rewards = [record["reward"] for record in steps]
         console.print(
             f"reward {rewards[0]:.3f} → {rewards[-1]:.3f} over {len(steps)} steps (best {max(rewards):.3f})"
         )
-    trajectories_path = run_dir / "trajectories.jsonl"
+    trajectories_path = run_dir / TRAJECTORIES
     if trajectories_path.is_file():
         from swift_rlfactory.runs.log import read_trajectories
 

@@ -210,7 +210,7 @@ def test_a_bad_row_of_an_extra_file_keeps_every_later_rows_position_in_the_merge
     carried through as a row the eval skips and names (file and line), so fixing it later and merging
     again moves no other row, and a resumed eval runs only the fixed row."""
     from swift_rlfactory.cli import main
-    from swift_rlfactory.eval.runner import EvalLog
+    from swift_rlfactory.runs.eval_log import EvalLog
 
     from .test_eval import served_eval
 

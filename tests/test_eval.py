@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from swift_rlfactory.eval.metrics import summarize, summarize_groups
-from swift_rlfactory.eval.runner import EvalLog, context_check, load_rows, pending_tasks
+from swift_rlfactory.eval.runner import context_check, load_rows, pending_tasks
 from swift_rlfactory.rewards.rules import extract_answer, token_f1
 from swift_rlfactory.rollout.episode import Generation
+from swift_rlfactory.runs.eval_log import EvalLog
 from swift_rlfactory.runs.log import read_trajectories
 
 from .conftest import AGENT_ENV, AGENT_PAIRS, ROOT, ScriptedChat
@@ -1406,3 +1407,46 @@ def test_a_rows_own_tools_column_is_cut_to_the_description_cap_with_one_warning(
     assert len(warned) == 1 and "'add'" in warned[0] and "tools column" in warned[0], warned
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["em"] == 1.0  # the tool still runs: only the prose was cut
+
+
+def test_eval_into_a_file_prints_its_progress_as_lines(tmp_path: Path, capsys):
+    """Output to a file or a pipe shows no live bar until the end: one plain line per finished episode
+    here (every twentieth of a longer run), as ``train`` prints its phases."""
+    from swift_rlfactory.cli import main
+
+    dataset = write_dataset(tmp_path / "q.jsonl", AGENT_PAIRS[:3])
+    with scripted_server() as server:
+        code = main(served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out"))
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    lines = re.findall(r"^ +episodes (\d+)/3 · EM (\S+) · \d+ s$", printed, re.MULTILINE)
+    assert [done for done, _ in lines] == ["1", "2", "3"], printed
+    assert lines[-1][1] == "1.000"
+
+
+def test_the_results_table_names_the_adapter_scored(tmp_path: Path):
+    from swift_rlfactory.eval.command import EvalOptions, results_title
+
+    checkpoint = tmp_path / "v0-20261206-101500" / "checkpoint-100"
+    options = EvalOptions(env=AGENT_ENV, dataset=Path("test.jsonl"), output=tmp_path, model="Qwen/Qwen3-4B")
+    assert results_title(options) == "test.jsonl · Qwen3-4B"
+    options.adapters = str(checkpoint)
+    assert results_title(options) == "test.jsonl · Qwen3-4B + v0-20261206-101500/checkpoint-100"
+
+
+@pytest.mark.timeout(300)
+def test_a_local_model_runs_in_float32_on_the_cpu(agent_model: Path, tmp_path: Path):
+    """A checkpoint saved in bfloat16 (as most are) is evaluated in float32 on a CPU, as training there
+    runs: bfloat16 on a CPU is several times slower (issue 33: ~64 s an episode)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from swift_rlfactory.adapters.swift_infer import SwiftPolicy
+
+    assert not torch.cuda.is_available()
+    model = AutoModelForCausalLM.from_pretrained(agent_model, dtype=torch.bfloat16)
+    model.save_pretrained(tmp_path / "bf16")
+    AutoTokenizer.from_pretrained(agent_model).save_pretrained(tmp_path / "bf16")
+    assert json.loads((tmp_path / "bf16" / "config.json").read_text())["dtype"] == "bfloat16"
+    policy = SwiftPolicy.load(str(tmp_path / "bf16"), model_type="qwen3", template="qwen3", max_tokens=8)
+    assert policy.engine.model.dtype == torch.float32

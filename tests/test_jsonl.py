@@ -15,8 +15,9 @@ import pytest
 
 from swift_rlfactory.data import jsonl
 from swift_rlfactory.data.qa import load_qa
-from swift_rlfactory.eval.runner import EvalLog, load_rows
+from swift_rlfactory.eval.runner import load_rows
 from swift_rlfactory.rewards.rescore import load_recorded
+from swift_rlfactory.runs.eval_log import EvalLog
 
 from .conftest import ROOT
 

@@ -11,9 +11,8 @@ import json
 from pathlib import Path
 
 from swift_rlfactory.rewards.rescore import load_recorded
-from swift_rlfactory.runs.log import TrajectoryLog, read_trajectories
+from swift_rlfactory.runs.log import TrajectoryLog, read_steps, read_trajectories
 from swift_rlfactory.runs.resume import StepLines, latest_lines, logged_step, resumed_from, run_chain
-from swift_rlfactory.train import read_steps
 from swift_rlfactory.trajectory import Trajectory
 
 # Stopped after step 3 (checkpoint at step 1), then resumed from checkpoint-1: steps 2-4 again.

@@ -18,6 +18,8 @@ from rich.console import Console
 
 from swift_rlfactory.bundled.models import DEFAULT_MODEL, MODELS, UnknownModelError, choose_model, model_dir
 from swift_rlfactory.cli import main
+from swift_rlfactory.runs.folder import last_checkpoint
+from swift_rlfactory.runs.log import read_steps
 from swift_rlfactory.train import (
     CPU,
     DEFAULT_ENV,
@@ -27,11 +29,9 @@ from swift_rlfactory.train import (
     arithmetic_problems,
     build_dataset,
     format_step,
-    last_checkpoint,
     phase_of,
     pick_trajectory,
     plan_run,
-    read_steps,
     render_trajectory,
 )
 

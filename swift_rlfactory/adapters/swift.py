@@ -48,11 +48,13 @@ from swift.rollout import MultiTurnScheduler, multi_turns
 from swift.trainers import TrainerFactory
 
 from swift_rlfactory.redaction import excerpt
+from swift_rlfactory.runs.folder import TRAJECTORIES
 from swift_rlfactory.runs.log import TrajectoryLog
 from swift_rlfactory.runtime.json_api import content_text
 
 from ..env.config import EnvConfigError
 from ..env.environment import Environment
+from ..env.prompt_size import check_prompt_room
 from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.metrics import tool_metrics
@@ -493,7 +495,7 @@ class RLFactoryReward(AsyncORM):
         path = os.environ.get(TRAJECTORIES_VAR)
         if path is None:
             output_dir = getattr(args, "output_dir", None) or "."
-            path = os.path.join(output_dir, "trajectories.jsonl")
+            path = os.path.join(output_dir, TRAJECTORIES)
         self.log = TrajectoryLog(path)
 
     async def __call__(self, completions: list[str], **kwargs) -> list[float]:
@@ -616,6 +618,7 @@ class RLFactoryCallback(TrainerCallback):
         scheduler = getattr(trainer, "multi_turn_scheduler", None)
         if isinstance(scheduler, RLFactoryScheduler):
             scheduler.reserve_tokens = getattr(args, "max_completion_length", 0) or 0
+            check_prompt_room(RUN.env().prompt_size(), scheduler.max_context, scheduler.reserve_tokens)
 
 
 def register() -> None:

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import torch
 from swift.infer_engine import AdapterRequest, InferRequest, RequestConfig, TransformersEngine
 
 from ..rollout.episode import Generation, Messages
@@ -129,6 +130,9 @@ class SwiftPolicy:
                 template_type=template,
                 adapters=lora,
                 max_batch_size=concurrency if len(folders) < 2 else 1,
+                # the CPU runs a model in float32, as training there does: bfloat16 (what most checkpoints
+                # say) is emulated on a CPU and several times slower; a GPU keeps the checkpoint's dtype
+                torch_dtype=None if torch.cuda.is_available() else torch.float32,
             )
             # A request the template cannot encode (a prompt past max_length: MaxLengthError) fails its own
             # episode, not the batch: strict, ms-swift's default, raises its error to every request of the

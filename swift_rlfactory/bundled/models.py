@@ -204,7 +204,7 @@ def _require_gguf() -> None:
         import gguf  # noqa: F401
     except ImportError:
         raise ModelFetchError(
-            "converting the model needs the `gguf` package: pip install gguf  (it is in requirements.txt)"
+            "converting the model needs the `gguf` package: pip install gguf  (a dependency in pyproject.toml)"
         ) from None
 
 

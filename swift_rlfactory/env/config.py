@@ -79,7 +79,12 @@ class LimitsConfig(_Strict):
         default_factory=dict, description="tool name -> calls in flight"
     )
     max_output_tokens: int | None = Field(default=1024, gt=0, description="observation length cap (tokens)")
-    max_calls_per_turn: int = Field(default=8, gt=0, description="extra calls in one turn become errors")
+    max_calls_per_turn: int = Field(
+        default=8,
+        gt=0,
+        description="tool calls run in one turn; as many more become error observations saying so, and the "
+        "rest are dropped (counted in the last one's error): a turn adds at most twice this many tool messages",
+    )
     retries: int = Field(default=2, ge=0, description="retries of a call whose server was unreachable")
     max_description_chars: int | None = Field(
         default=4096,

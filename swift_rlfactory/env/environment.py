@@ -22,6 +22,7 @@ from ..tools.parsing import ToolCall
 from ..tools.python_tool import load_python_tools
 from ..tools.toolset import PythonProvider
 from .config import EnvConfig, EnvConfigError, load_env_config
+from .prompt_size import PromptSize, prompt_size
 
 
 class Environment:
@@ -130,6 +131,11 @@ class Environment:
         """OpenAI function schemas of all tools (starts the providers if needed)."""
         self.start()
         return self.executor.schemas()
+
+    def prompt_size(self) -> PromptSize:
+        """Tokens of the system prompt and tool schemas every trajectory starts with (exact with the
+        tokenizer the environment was loaded with, else estimated); starts the providers if needed."""
+        return prompt_size(self.system_prompt, self.tool_schemas(), self.executor.count_tokens)
 
     def __enter__(self) -> Environment:
         return self.start()

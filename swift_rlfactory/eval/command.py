@@ -1,21 +1,15 @@
 """``swift-rlfactory eval``: options, the run, and what it prints and writes.
 
-Writes ``OUTPUT/trajectories.jsonl`` (one line per episode, appended as each ends; a failed one holds its
-error and is retried by the next run), ``OUTPUT/metrics.json`` (see :mod:`.metrics`) and
-``OUTPUT/eval_config.json`` (the settings that shape results; a resumed run must match them, so one folder
-never mixes two models).
-
-With several LoRA checkpoints (``--adapters A B ...``, :func:`run_evals`) one engine serves them all, and
-each is scored into ``OUTPUT/<its folder name>/`` exactly as a run of its own would be. A validation split
-of a few hundred questions takes vLLM seconds to answer and about a minute to start (issue 15's H200 runs:
-65 s a checkpoint, 9 s of it the episodes), so scoring a run's checkpoints in one start is most of the gain.
+What it writes to ``OUTPUT`` (and to ``OUTPUT/<checkpoint>/`` for each of ``--adapters A B ...``) is in
+``docs/run-folder.md``. Several LoRA checkpoints (:func:`run_evals`) share one engine: a validation split of
+a few hundred questions takes vLLM seconds to answer and about a minute to start (issue 15's H200 runs: 65 s
+a checkpoint, 9 s of it the episodes), so scoring a run's checkpoints in one start is most of the gain.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
-import os
 import time
 from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
@@ -36,12 +30,13 @@ from rich.progress import (
 
 from swift_rlfactory.bundled.models import ModelChoice, choose_model
 from swift_rlfactory.data.qa import SkippedRecord
+from swift_rlfactory.runs.eval_log import EvalLog
+from swift_rlfactory.runs.folder import EVAL_CONFIG, METRICS, write_json
 from swift_rlfactory.runtime import blocking
 
 from ..env.environment import Environment
 from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
 from .runner import (
-    EvalLog,
     EvalRun,
     EvalTask,
     check_same_dataset,
@@ -51,7 +46,6 @@ from .runner import (
     pending_tasks,
 )
 
-CONFIG_FILE = "eval_config.json"
 # Settings that change results: a resumed run must use the same ones.
 _RESULT_KEYS = (
     "env", "dataset", "model", "adapters", "model_type", "template", "base_url", "served_model",
@@ -207,9 +201,9 @@ def _run_loaded(
     out.mkdir(parents=True, exist_ok=True)
     with _lock_output(out):  # one eval writes a folder at a time, until this run ends
         settings = options.result_settings()
-        _check_settings(out / CONFIG_FILE, settings)
+        _check_settings(out / EVAL_CONFIG, settings)
 
-        log = EvalLog(out / "trajectories.jsonl")
+        log = EvalLog.in_folder(out)
         logged = log.load()
         check_same_dataset(logged, rows, log.path)
         done = current_records(logged, rows)
@@ -241,12 +235,11 @@ def _run_loaded(
             column: summarize_groups(records, rows, column, options.samples) for column in options.group_by
         }
         by = {f"by_{column}": by_value for column, by_value in groups.items()}
-        _write_json(out / "metrics.json", {**metrics, **by, "config": settings, "time": time.time()})
-        title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
-        console.print(metrics_table(metrics, title=title))
+        write_json(out / METRICS, {**metrics, **by, "config": settings, "time": time.time()})
+        console.print(metrics_table(metrics, title=results_title(options)))
         for column, by_value in groups.items():
             console.print(groups_table(by_value, column))
-        console.print(f"trajectories: {log.path}\nmetrics: {out / 'metrics.json'}")
+        console.print(f"trajectories: {log.path}\nmetrics: {out / METRICS}")
         if failures:
             first = failures[0]
             console.print(
@@ -258,12 +251,14 @@ def _run_loaded(
         return 0
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """``data`` as indented JSON at ``path``, written beside it and moved into place: a run killed while
-    writing leaves the file as it was, never half a JSON document every later resume would stop at."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    os.replace(partial, path)
+def results_title(options: EvalOptions) -> str:
+    """The results table's title: the dataset, the model and the LoRA checkpoint scored, if any
+    (``test.jsonl · Qwen3-4B + v0-20261206-101500/checkpoint-100``)."""
+    title = f"{Path(options.dataset).name} · {options.served_model or Path(str(options.model)).name}"
+    if options.adapters:
+        adapter = Path(options.adapters)
+        title += f" + {adapter.parent.name}/{adapter.name}" if adapter.parent.name else f" + {adapter.name}"
+    return title
 
 
 def _check_settings(path: Path, settings: dict[str, Any]) -> None:
@@ -284,7 +279,7 @@ def _check_settings(path: Path, settings: dict[str, Any]) -> None:
                 f"{path.parent} holds results of other settings ({detail}): use another --output"
             )
         return
-    _write_json(path, settings)
+    write_json(path, settings)
 
 
 def _policy(
@@ -359,6 +354,7 @@ def _run_with_progress(
         console=console,
     )
     scores: list[float] = []
+    lines = ProgressLines(len(tasks), console)  # where no live bar shows (a file, a pipe): plain lines
     with progress:
         bar = progress.add_task("episodes", total=len(tasks), em="-")  # "-" until a row with a reference ends
 
@@ -366,7 +362,34 @@ def _run_with_progress(
             score = episode_score(record, "em")  # as metrics.json counts it
             if score is not None:
                 scores.append(score)
-            progress.update(bar, advance=1, em=f"{sum(scores) / len(scores):.3f}" if scores else "-")
+            em = f"{sum(scores) / len(scores):.3f}" if scores else "-"
+            progress.update(bar, advance=1, em=em)
+            lines.done(em)
 
         run = evaluate(tasks, policy, env, log, max_turns=max_turns, concurrency=concurrency, on_done=on_done)
         return runner.run(run) if runner else blocking.run(run)
+
+
+class ProgressLines:
+    """The progress of an eval as plain lines, for a console that is no terminal (output to a file or a pipe,
+    where the live bar shows only at the end): a line when another twentieth of the episodes has finished
+    or a minute has passed since the last line, and at the last episode, as ``train`` prints its phases."""
+
+    def __init__(self, total: int, console: Console, every_s: float = 60.0):
+        self.total, self.console, self.every_s = total, console, every_s
+        self.finished = 0
+        self.started = self.last = time.monotonic()
+        self._next = 0  # print when finished reaches it
+
+    def done(self, em: str) -> None:
+        """One more episode finished; ``em``: the running EM as the bar shows it."""
+        self.finished += 1
+        if self.console.is_terminal:
+            return
+        now = time.monotonic()
+        if self.finished >= self._next or now - self.last >= self.every_s or self.finished == self.total:
+            self.last, self._next = now, self.finished + max(1, self.total // 20)
+            self.console.print(
+                f"  episodes {self.finished}/{self.total} · EM {em} · {now - self.started:.0f} s",
+                markup=False,
+            )

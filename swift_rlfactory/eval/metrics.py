@@ -13,9 +13,9 @@ from typing import Any
 from rich.table import Table
 
 from swift_rlfactory.data.answers import reference_answers
+from swift_rlfactory.runs.eval_log import is_failed, trajectory_from_record
 
 from ..rollout.metrics import tool_metrics
-from .runner import is_failed, trajectory_from_record
 
 # tool_metrics keys that the headline metrics already report under their own names.
 _HEADLINE_DUPLICATES = {"tools/calls_per_trajectory", "tools/error_rate"}
@@ -42,7 +42,7 @@ def _score(record: dict[str, Any], metric: str) -> float:
 
 
 def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]:
-    """Metrics over episodes (records of :class:`~.runner.EvalLog`, failed ones included: docs/eval.md);
+    """Metrics over episodes (records of :class:`~swift_rlfactory.runs.eval_log.EvalLog`, failed ones included: docs/eval.md);
     ``samples`` is k of pass@k.
     """
     if not records:

@@ -26,15 +26,14 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from swift_rlfactory import redaction
-from swift_rlfactory.data import jsonl
 from swift_rlfactory.data.answers import REFERENCE_COLUMNS, missing
 from swift_rlfactory.data.qa import SkippedRecord, convert_qa_record, read_records
-from swift_rlfactory.runs.log import append_lines
+from swift_rlfactory.runs.eval_log import EvalLog, is_failed
 
 from ..env.environment import Environment
 from ..rewards import rules
@@ -42,7 +41,6 @@ from ..rewards.registry import GOLDEN_ANSWERS, row_has_field
 from ..rollout.episode import Generation, Messages, run_episode
 from ..tools.call_formats import HERMES, call_parser
 from ..tools.toolset import DescriptionCap
-from ..trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -269,70 +267,7 @@ def row_tools(row: dict[str, Any]) -> list[dict] | None:
     return tools or None
 
 
-# -- the log -----------------------------------------------------------------------------------------
-class EvalLog:
-    """``trajectories.jsonl`` of an evaluation: one line per (question index, sample), in finishing order.
-
-    Each line is :meth:`Trajectory.to_dict` plus ``index``, ``sample``, ``question``, ``metrics``
-    (``em``, ``f1``, ``tool_calls``, ``tool_errors``) and ``time``; an episode that failed is ``index``,
-    ``sample``, ``question``, ``row``, ``failed: true``, ``error`` and ``time`` (:func:`is_failed`). A
-    resumed run appends its retries and re-runs, so the last line of an ``(index, sample)`` is the one that
-    counts.
-    """
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-
-    def load(self, repair: bool = True) -> dict[tuple[int, int], dict[str, Any]]:
-        """Each episode's latest record by ``(index, sample)``. A last line torn by a crash is cut off (and
-        so re-run) when ``repair``, which only the eval that holds the folder's lock may do; a reader
-        (``select``) skips it, since it may be a line another run is writing. A line further up that is
-        no record (a writer killed mid-line before another appended) is skipped with one warning, never
-        the end of a resume: its episode is not done, so it runs again."""
-        if not self.path.exists():
-            return {}
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            keep = data.rfind(b"\n") + 1
-            if repair:
-                logger.warning("%s: dropping an unfinished last line (it will be re-run)", self.path)
-                with open(self.path, "r+b") as f:
-                    f.truncate(keep)
-            data = data[:keep]
-        done = {}
-        skipped: list[tuple[int, str]] = []
-        for number, record in jsonl.parse_lines(jsonl.decode(data, self.path), self.path, skipped):
-            try:
-                done[episode_key(record)] = record
-            except (ValueError, KeyError, TypeError) as exc:
-                skipped.append((number, f"not an evaluation record ({type(exc).__name__}: {exc})"))
-        if skipped:
-            logger.warning(
-                "%s: skipped %d lines that are not evaluation records (torn by a writer killed mid-line, or "
-                "joined from elsewhere), whose episodes run again: %s",
-                self.path, len(skipped), "; ".join(f"line {n}: {why}" for n, why in sorted(skipped)[:3]),
-            )  # fmt: skip
-        return done
-
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record as one line (one ``write``, so a crash tears at most the last line).
-
-        Recorded secrets are replaced everywhere but in ``question`` and ``row``, the dataset's own text,
-        which resume compares as it is (:func:`current_records`): a tool that echoes the key it was given
-        shows it in the trajectory, as in training's log.
-        """
-        kept = {"question", "row"}
-        record = {k: v if k in kept else redaction.redact_data(v) for k, v in record.items()}
-        append_lines(self.path, json.dumps(record, ensure_ascii=False, default=str) + "\n")
-
-
-def episode_key(record: dict[str, Any]) -> tuple[int, int]:
-    """The ``(question index, sample)`` episode a log record is of: of several lines with one key, the last
-    is the one that counts (:meth:`EvalLog.load`, and the viewer's index). Raises ``KeyError``,
-    ``ValueError`` or ``TypeError`` for a record without them."""
-    return int(record["index"]), int(record["sample"])
-
-
+# -- resuming ------------------------------------------------------------------------------------
 def check_same_dataset(
     done: dict[tuple[int, int], dict[str, Any]],
     rows: Mapping[int, dict[str, Any]],
@@ -374,11 +309,6 @@ def current_records(
     }
 
 
-def is_failed(record: dict[str, Any]) -> bool:
-    """Whether a log record is an episode that failed on every attempt: an error, no trajectory, no score."""
-    return record.get("failed") is True
-
-
 def pending_tasks(
     rows: Mapping[int, dict[str, Any]], samples: int, done: Mapping[tuple[int, int], dict[str, Any]]
 ) -> list[EvalTask]:
@@ -391,11 +321,6 @@ def pending_tasks(
         for sample in range(samples)
         if (index, sample) not in finished
     ]
-
-
-def trajectory_from_record(record: dict[str, Any]) -> Trajectory:
-    """The :class:`Trajectory` stored in a log line."""
-    return Trajectory(**{f.name: record[f.name] for f in fields(Trajectory) if f.name in record})
 
 
 # -- the loop ----------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from swift_rlfactory.data.qa import write_jsonl
+from swift_rlfactory.runs.eval_log import EvalLog, is_failed
 
-from .runner import EvalLog, check_same_dataset, current_records, is_failed, load_dataset
+from .runner import check_same_dataset, current_records, load_dataset
 
 
 def solve_rates(records: Iterable[dict[str, Any]], metric: str = "em") -> dict[int, float]:
@@ -68,7 +69,7 @@ def select(
     """
     if bool(stratify) != (per_stratum is not None):
         raise ValueError("--stratify and --per-stratum go together")
-    log = EvalLog(Path(eval_dir) / "trajectories.jsonl")
+    log = EvalLog.in_folder(eval_dir)
     if not log.path.exists():
         raise ValueError(f"{log.path} does not exist: run swift-rlfactory eval with --output {eval_dir}")
     for what, path in (("the dataset", Path(dataset)), ("the evaluation log", log.path)):

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from swift_rlfactory.data import jsonl
-from swift_rlfactory.runs.resume import TRAJECTORIES, latest_lines, resolve_run, run_chain, trajectory_step
+from swift_rlfactory.runs.folder import TRAJECTORIES, resolve_run
+from swift_rlfactory.runs.resume import latest_lines, run_chain, trajectory_step
 from swift_rlfactory.runtime import blocking
 
 from ..trajectory import Trajectory
@@ -70,7 +71,7 @@ class Rescored:
 
 def trajectories_file(path: str | Path) -> Path:
     """The log that ``path`` names: the file itself, or a folder's ``trajectories.jsonl``, or that of the
-    newest run (``v<N>-<timestamp>``) in an ``--output_dir`` of ms-swift's (:func:`~swift_rlfactory.runs.resume.
+    newest run (``v<N>-<timestamp>``) in an ``--output_dir`` of ms-swift's (:func:`~swift_rlfactory.runs.folder.
     resolve_run`). A folder with none raises :class:`TrajectoryFileError`."""
     path = Path(path).expanduser()
     if not path.is_dir():

@@ -43,7 +43,8 @@ def plan_turn(
     """Decide the next step from the assistant's text. ``turn`` counts from 1.
 
     ``parse`` reads the calls in the format the prompt asked for (hermes by default). Calls past
-    ``max_calls_per_turn`` are kept as error calls of kind ``"limit"``, so the model sees the limit.
+    ``max_calls_per_turn`` are kept as error calls of kind ``"limit"``, so the model sees the limit;
+    at most ``max_calls_per_turn`` of them are kept, the last one counting the calls dropped after it.
     """
     if finish_reason == "length":  # cut mid-turn: a half-written call must not run
         return TurnPlan(stop_reason="length")
@@ -52,10 +53,14 @@ def plan_turn(
         return TurnPlan(stop_reason="answer")
     if turn >= max_turns:
         return TurnPlan(stop_reason="max_turns")
-    for extra in calls[max_calls_per_turn:]:
+    refused = calls[max_calls_per_turn : 2 * max_calls_per_turn]
+    for extra in refused:
         extra.error = f"too many tool calls in one turn (limit {max_calls_per_turn})"
         extra.error_kind = "limit"
-    return TurnPlan(calls=calls)
+    dropped = len(calls) - 2 * max_calls_per_turn
+    if dropped > 0:
+        refused[-1].error += f"; the {dropped} calls after this one were not run either, and are not shown"
+    return TurnPlan(calls=calls[: 2 * max_calls_per_turn])
 
 
 def tool_messages(records: Sequence[ToolRecord]) -> Messages:

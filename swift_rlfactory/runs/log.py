@@ -1,15 +1,6 @@
-"""The trajectory log: every finished trajectory as one JSON line, for inspection after a run.
+"""The trajectory log (every finished trajectory as one JSON line) and the step log's reader.
 
-Each line is :meth:`Trajectory.to_dict` plus ``step`` and ``time``, with every recorded secret in it
-replaced (:func:`~swift_rlfactory.redaction.redact_data`: a tool's output or error may echo a credential
-it was given); a row column JSON cannot hold (a tuple key, a cycle) is written as its ``str``. Nothing
-else is changed: a URL the model wrote or read is data, and ``rewards`` rescores it.
-Lines are written with one ``write`` call on a file opened in append mode, so several processes (ranks of
-a multi-GPU run) can share a file without interleaving inside a line.
-
-The log is for looking at a run, not part of training: a write that fails (disk full, a read-only folder,
-the path taken by a folder) loses that batch's lines, is counted (the training metric ``log/write_errors``)
-and warned about once per kind of failure, and the run goes on.
+Records, write rules and failure handling: ``docs/run-folder.md``.
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ from typing import Any
 
 from swift_rlfactory.data import jsonl
 from swift_rlfactory.redaction import redact_data
-from swift_rlfactory.runs.resume import latest_lines, trajectory_step
+from swift_rlfactory.runs.resume import latest_lines, logged_step, trajectory_step
 from swift_rlfactory.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -132,3 +123,19 @@ def read_trajectories(path: str | Path) -> list[dict]:
             path, len(skipped), "; ".join(f"line {n}: {why}" for n, why in skipped[:3]),
         )  # fmt: skip
     return latest_lines(found, trajectory_step)
+
+
+def read_steps(logging_jsonl: Path) -> list[dict]:
+    """The per-step training records of an ms-swift ``logging.jsonl`` (the lines that carry ``reward``),
+    each step once: a step logged again by a resumed run counts by its latest line (:mod:`swift_rlfactory.runs.resume`)."""
+    if not logging_jsonl.is_file():
+        return []
+    steps = []
+    for line in jsonl.lines(logging_jsonl.read_text()):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line being written right now
+            continue
+        if "reward" in record:
+            steps.append(record)
+    return latest_lines(steps, logged_step, one_per_step=True)

@@ -1,29 +1,7 @@
 """Steps a resumed run logs again: the latest lines of a step are the ones that count.
 
-``swift rlhf --resume_from_checkpoint`` goes back to the checkpoint's step and does every step after it
-again. Resumed into the same folder (``--add_version false``, or a new run started there), it appends those
-steps to ``logging.jsonl`` and ``trajectories.jsonl`` after the lines the stopped run wrote for them. Every
-reader of a run's logs (the ``rewards`` CLI, ``train``'s summary, the web UI) counts each step once, by one
-rule, kept here:
-
-* One trainer's steps never go back: the lines of a step (every group of it, from every rank) are all
-  written before the next step's. A line whose step is lower than the last counted one's is therefore the
-  first of a resumed run.
-* Its lines replace those of the stopped run from that step on, the steps it has not reached yet included
-  (as TensorBoard drops a restarted run's orphaned steps): they belong to a run that stopped, not to the
-  model that goes on training. A resumed step samples its groups anew, so its lines are other
-  trajectories, not copies to match one by one.
-* ``logging.jsonl`` has one line per step, so there a step equal to the last one is logged again too. In
-  ``trajectories.jsonl`` that is just another line of the step: a run resumed at the very step the
-  stopped one was in the middle of cannot be told from more lines of that step, which shows both runs'.
-
-Lines without a step (an ``eval`` log's, ms-swift's closing summary) are no part of this and always count.
-
-With ``--add_version`` (ms-swift's default) every run, a resumed one too, writes into a folder of its own
-under ``--output_dir``, ``v<N>-<timestamp>``; :func:`resolve_run` finds the newest one, so a reader can be
-given the ``--output_dir`` the user typed. A resumed run's ``args.json`` names the checkpoint it resumed
-from (``resume_from_checkpoint``: ``<stopped run's folder>/checkpoint-<step>``), so the whole run is known
-exactly (:func:`run_chain`): the stopped run's lines up to that step, then the resumed run's.
+Every reader of a run's logs counts each step once by this rule; it is spelled out in ``docs/run-folder.md``
+("The resume rule").
 """
 
 from __future__ import annotations
@@ -34,39 +12,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from swift_rlfactory.runs.folder import ARGS, checkpoint_step
+
 T = TypeVar("T")
-
-TRAJECTORIES = "trajectories.jsonl"
-LOGGING = "logging.jsonl"
-
-
-def resolve_run(folder: str | Path, logs: Sequence[str] = (TRAJECTORIES, LOGGING)) -> Path:
-    """The folder that holds a run's ``logs`` (any of them): ``folder`` itself, or its newest subfolder
-    (by modification time) that has one; ``folder`` when none does."""
-    folder = Path(folder).expanduser()
-    if any((folder / name).exists() for name in logs):
-        return folder
-    candidates = [p for p in folder.glob("*/") if any((p / name).exists() for name in logs)]
-    if candidates:
-        return max(candidates, key=lambda p: p.stat().st_mtime)
-    return folder
 
 
 def resumed_from(folder: str | Path) -> tuple[Path, int] | None:
     """The run folder and checkpoint step that the run in ``folder`` resumed from, read off its
     ``args.json``; ``None`` for a run that did not resume (or whose checkpoint's folder is gone)."""
     try:
-        args = json.loads((Path(folder) / "args.json").read_text(encoding="utf-8"))
+        args = json.loads((Path(folder) / ARGS).read_text(encoding="utf-8"))
     except (OSError, ValueError):  # no args.json (not an ms-swift run, or not written yet)
         return None
     checkpoint = args.get("resume_from_checkpoint") if isinstance(args, dict) else None
     if not isinstance(checkpoint, str) or not checkpoint:
         return None
     checkpoint_dir = Path(checkpoint)
-    step = checkpoint_dir.name.removeprefix("checkpoint-")
-    if not step.isdigit() or not checkpoint_dir.parent.is_dir():
+    step = checkpoint_step(checkpoint_dir)
+    if step is None or not checkpoint_dir.parent.is_dir():
         return None
-    return checkpoint_dir.parent, int(step)
+    return checkpoint_dir.parent, step
 
 
 def run_chain(folder: str | Path) -> list[tuple[Path, int]]:

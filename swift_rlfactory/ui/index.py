@@ -11,7 +11,7 @@ a *group* is the trajectories of one prompt in one step (GRPO's group) or the sa
 An eval episode that failed on every attempt is a line with ``failed: true`` and its ``error`` instead of a
 trajectory: its stop reason here is :data:`FAILED`, so the stop-reason filter finds it. The next eval run
 with the same ``--output`` tries it again and appends the new line, so an eval log can hold several lines of
-one ``(index, sample)`` episode: as for ``eval`` itself (:meth:`~swift_rlfactory.eval.runner.EvalLog.load`),
+one ``(index, sample)`` episode: as for ``eval`` itself (:meth:`~swift_rlfactory.runs.eval_log.EvalLog.load`),
 the last one counts. The table, the filters and the counts show that one only (it knows its earlier
 attempts, :attr:`Entry.earlier`); an earlier line is still read by its number.
 
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swift_rlfactory.runs.eval_log import episode_key, is_failed
 from swift_rlfactory.runs.resume import StepLines, trajectory_step
 
-from ..eval.runner import episode_key, is_failed
 from .tail import ChainTail
 
 FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt

@@ -30,6 +30,7 @@ from types import FrameType
 from typing import BinaryIO
 
 from swift_rlfactory import redaction
+from swift_rlfactory.runs.folder import newest_version
 
 logger = logging.getLogger(__name__)
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
@@ -255,8 +256,7 @@ class Job:
 
     def run_folder(self) -> Path | None:
         """The run's version folder (``<output_dir>/v0-...``) once ms-swift has made it."""
-        folders = [p for p in self.output_dir.glob("v*-*") if p.is_dir()]
-        return max(folders, key=lambda p: p.stat().st_mtime) if folders else None
+        return newest_version(self.output_dir)
 
     def stop(self, grace_s: float = 10.0) -> str:
         """Interrupt the run's process group, then kill it if it has not exited after ``grace_s``."""

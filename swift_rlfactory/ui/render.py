@@ -10,7 +10,8 @@ import json
 from html import escape
 from typing import Any
 
-from ..eval.runner import is_failed
+from swift_rlfactory.runs.eval_log import is_failed
+
 from ..trajectory import history_turns
 from .index import Entry, as_number, error_of, items
 

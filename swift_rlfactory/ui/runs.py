@@ -1,21 +1,18 @@
 """A run or eval folder as the viewer reads it: its metric history and its trajectory log.
 
-A training run (``swift rlhf --output_dir``) leaves ``logging.jsonl`` (one line of ms-swift's averaged
-metrics per log step, ours among them: ``tools/*``, ``rlfactory/*``, ``stop/*``, ``timeline/*``) and
-``trajectories.jsonl``. An ``eval`` output folder has ``trajectories.jsonl`` and ``metrics.json``. A folder
-holding one run under a version folder (``v0-2026...``) is opened at its newest run; a run resumed from
-another one's checkpoint (in a version folder of its own) is shown whole, the runs it continues first.
+A folder holding runs under version folders is opened at its newest run; a run resumed from another one's
+checkpoint is shown whole, the runs it continues first (``docs/run-folder.md``).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from swift_rlfactory.runs.resume import LOGGING, TRAJECTORIES, StepLines, logged_step, resolve_run, run_chain
+from swift_rlfactory.runs.folder import LOGGING, TRAJECTORIES, read_summary, resolve_run
+from swift_rlfactory.runs.resume import StepLines, logged_step, run_chain
 
 from .charts import finite
 from .index import TrajectoryIndex
@@ -133,11 +130,8 @@ class Run:
         """Pick up what the run wrote since the last refresh."""
         self.metrics.refresh()
         self.trajectories.refresh()
-        try:  # an eval's aggregate metrics
-            summary = json.loads((self.folder / "metrics.json").read_text())
-        except (OSError, ValueError):  # none (yet, or removed), or being written: read it next time
-            return
-        if isinstance(summary, dict):
+        summary = read_summary(self.folder)  # an eval's aggregate metrics
+        if summary is not None:  # else none (yet, or removed), or being written: read it next time
             self.summary = summary
 
     def describe(self) -> str:

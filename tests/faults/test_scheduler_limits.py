@@ -110,6 +110,20 @@ def test_calls_beyond_max_calls_per_turn_become_error_observations(run_state, te
     assert out["stop_reason"] == "answer"
 
 
+def test_a_flood_of_calls_adds_a_bounded_number_of_tool_messages(run_state, template):
+    TOOLS.CALLS.clear()
+    flood = "\n".join(call("echo", text=str(i)) for i in range(40))  # the environment allows 3 per turn
+    outputs = run_batch(scheduler(template), template, [request("flood")], {"flood": [flood]}, max_turns=6)
+
+    out = info(outputs["flood"])
+    assert TOOLS.CALLS.count("echo") == 3
+    assert [c["error_kind"] for c in out["tool_calls"]] == [None] * 3 + ["limit"] * 3
+    tool_messages = [m["content"] for m in outputs["flood"].messages if m["role"] == "tool"]
+    assert len(tool_messages) == 6  # 3 ran, 3 refused; the other 34 are counted, not shown
+    assert "the 34 calls after this one were not run either" in tool_messages[-1]
+    assert out["stop_reason"] == "answer"
+
+
 def test_an_observation_that_overflows_the_context_budget_stops_the_trajectory(run_state, agent_model):
     # The prompt (system prompt and every tool schema) is ~900 tokens and 600 words ~2300: each fits 3072
     # alone, so this stop also proves that the prompt is counted.
