@@ -37,7 +37,7 @@ An environment is everything a training run needs besides the model and the data
 Every relative path (tool files, ``mcp_config``, ``sqlite_path``, an inline stdio server's working
 directory) resolves against the YAML file's folder, so an environment can be run from anywhere; those
 inside an ``mcp_config`` file start from that file's workspace, as its client reads them
-(:func:`~swift_rlfactory.tools.mcp_config.workspace_folder`). A bad field stops
+(:func:`~swift_rlfactory.tools.mcp.config.workspace_folder`). A bad field stops
 the run before any model is loaded, with a message naming the field, e.g.
 ``env.yaml: limits.max_turns: Input should be greater than 0``. Numbers must be finite everywhere
 (``.inf`` and ``.nan`` are YAML floats, and one ``weight: .nan`` would make every reward total NaN), and a
@@ -70,7 +70,7 @@ from swift_rlfactory.redaction import redact
 from ..rewards.terms import RewardTerm
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
-from ..tools.mcp_config import McpConfig, McpServerConfig, read_config_file, workspace_folder
+from ..tools.mcp.config import McpConfig, McpServerConfig, read_config_file, workspace_folder
 
 
 class EnvConfigError(ValueError):
