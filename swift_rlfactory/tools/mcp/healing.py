@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from typing import Any
 
+import anyio
+from anyio.abc import Process
 from mcp.client.session import ClientSession
 
 from swift_rlfactory.redaction import redact
@@ -23,6 +26,11 @@ logger = logging.getLogger(__package__)
 # Re-runs one call may need because of the server, not itself: sessions that died or expired under it.
 _MAX_RERUNS = 4
 _POISON_CRASHES = 2
+# A stdio server ended by one of these was killed from outside (kill, the OOM killer, a shutdown): no call's
+# arguments made it exit, so the calls in flight are re-run together. How long its exit status may take to
+# arrive after its stdout closed:
+_KILLED_BY = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+_EXIT_STATUS_WAIT_S = 1.0
 
 HUNG_AFTER_TIMEOUTS = 3
 """Calls in a row given up on (timed out or cancelled) with no reply in between before a session is pinged."""
@@ -39,12 +47,14 @@ class _Expired(Exception):
 
 class _Died(Exception):
     """The session's transport died under the call; ``alone`` if no other call was there, ``delivered``
-    unless the server had closed the connection before the call was sent (then no server got it)."""
+    unless the server had closed the connection before the call was sent (then no server got it),
+    ``blamed`` unless a stdio server was killed by a signal from outside (then no call made it exit)."""
 
-    def __init__(self, alone: bool, delivered: bool):
+    def __init__(self, alone: bool, delivered: bool, blamed: bool = True):
         super().__init__()
         self.alone = alone
         self.delivered = delivered
+        self.blamed = blamed
 
 
 class SessionPool:
@@ -63,7 +73,6 @@ class SessionPool:
         self.closed = False
         self._restarts: dict[Session, asyncio.Task[None]] = {}
         self._probes: dict[Session, asyncio.Task[None]] = {}
-        self._solo = asyncio.Lock()  # bound to the running loop: made where the pool is
 
     async def close(self) -> None:
         """Stop every session (terminating stdio servers) and any pending restart; safe to call twice."""
@@ -84,25 +93,25 @@ class SessionPool:
         """Call ``name`` on the least-loaded live session, healing expired and dead sessions on the way (see
         :meth:`~.provider.McpProvider.call_tool`)."""
         account = current_call.get()
-        crashes = reruns = 0
+        crashes = deaths = reruns = 0
         solo = may_have_run = False
         while True:
             try:
-                if solo:
-                    async with self._solo:
-                        return await self._try(name, arguments, solo=True, repeat=may_have_run)
-                return await self._try(name, arguments, solo=False, repeat=may_have_run)
+                return await self._try(name, arguments, solo=solo, repeat=may_have_run)
             except _Expired:
                 pass  # the server refused the call without running it
             except _Died as death:
                 if death.delivered:  # else it found a session that had died before: no run, no crash of its
                     crashes += death.alone
+                    deaths += 1
                     if crashes >= _POISON_CRASHES:
                         raise ToolError(
                             f"MCP server {self.name!r} crashed {crashes} times while running this call "
                             "alone; not retried (the arguments may crash the server)"
                         ) from None
-                    may_have_run, solo = True, True
+                    # A server that exited by itself may have been crashed by this call: re-run it alone. One
+                    # killed from outside was not: re-run it beside the others, unless it saw that twice.
+                    may_have_run, solo = True, solo or death.blamed or deaths >= _POISON_CRASHES
             except TransportError as down:  # no session opened: this try never left, an earlier one may have
                 if may_have_run and not down.delivered:
                     raise TransportError(*down.args, delivered=True) from None
@@ -123,10 +132,14 @@ class SessionPool:
                 max_result_mb=self.config.max_result_mb, on_unanswered=self._unanswered,
             )  # fmt: skip
         except Lost as lost:
+            process = session.link.process  # before the restart lets go of it
             self._lost(session, client, lost.cause)
             if lost.expired:
                 raise _Expired from None
-            raise self._died(session, client, lost) from None
+            death = self._died(session, client, lost)
+        if death.delivered and process is not None:
+            death.blamed = not await _killed(process)
+        raise death
 
     def _died(self, session: Session, client: ClientSession, lost: Lost) -> _Died:
         """Whether the try was alone on the dead session and whether the call may have reached the server
@@ -226,3 +239,13 @@ class SessionPool:
             task = asyncio.create_task(session.restart(), name=f"mcp-restart-{session.label}")
             self._restarts[session] = task
             task.add_done_callback(lambda _: self._restarts.pop(session, None))
+
+
+async def _killed(process: Process) -> bool:
+    """Whether a stdio server that died was killed by a signal from outside (see :data:`_KILLED_BY`), by
+    its exit status, which may arrive a moment after its stdout closed."""
+    with anyio.move_on_after(_EXIT_STATUS_WAIT_S):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+    code = process.returncode
+    return code is not None and code < 0 and -code in _KILLED_BY
