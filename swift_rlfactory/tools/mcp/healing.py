@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -84,10 +85,11 @@ class SessionPool:
         await asyncio.gather(*(session.close() for session in self.sessions), return_exceptions=True)
 
     async def relisted(self) -> None:
-        """Wait, at most :data:`RELIST_WAIT_S`, for the tool listings being fetched again."""
-        pending = [s.relisting for s in self.sessions if s.relisting is not None and not s.relisting.done()]
-        if pending:
-            await asyncio.wait(pending, timeout=RELIST_WAIT_S)
+        """Wait, at most :data:`RELIST_WAIT_S`, until each session's tool list reflects every change its
+        server announced so far (one or two ``tools/list`` round trips, however many announcements)."""
+        with suppress(TimeoutError):
+            async with asyncio.timeout(RELIST_WAIT_S):
+                await asyncio.gather(*(session.fresh() for session in self.sessions))
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Call ``name`` on the least-loaded live session, healing expired and dead sessions on the way (see

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import anyio
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCError, JSONRPCResponse
+from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCResponse
 
 from .framing import excerpt
 
@@ -23,7 +23,11 @@ _NO_PARAMETERS = {"type": "object", "properties": {}}
 
 @asynccontextmanager
 async def mended(
-    read: Any, http_errors: dict[int | str, str], notes: list[str], hung_up: asyncio.Event
+    read: Any,
+    http_errors: dict[int | str, str],
+    notes: list[str],
+    hung_up: asyncio.Event,
+    consumed: Callable[[str], bool] = lambda method: False,
 ) -> AsyncIterator[Any]:
     """The server's messages with the faults fixed that would fail a whole reply in the SDK's validation,
     and the HTTP status added to the error replies of refused POSTs.
@@ -44,6 +48,9 @@ async def mended(
     ``http_errors`` (by request id), and its error reply here gets it appended, so the model and the logs
     read "... (HTTP 401 Unauthorized)": the status only, never a header or the body.
 
+    A notification for which ``consumed(method)`` is true is handled there and not passed on (the SDK
+    spawns a task for each notification it gets, so a flood of them would pile up tasks and slow calls).
+
     ``hung_up`` is set when the server's messages end (a stdio server's stdout closed: it exited; an SSE
     event stream dropped), so a call sent after it is known never to have reached the server.
     """
@@ -53,6 +60,12 @@ async def mended(
         async with to_session:
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
                 async for message in read:
+                    if (
+                        isinstance(message, SessionMessage)
+                        and isinstance(message.message, JSONRPCNotification)
+                        and consumed(message.message.method)
+                    ):
+                        continue
                     if isinstance(message, SessionMessage) and isinstance(message.message, JSONRPCResponse):
                         _mend(message.message.result, notes)
                     elif isinstance(message, SessionMessage) and isinstance(message.message, JSONRPCError):

@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, ListRootsResult, Root, ToolListChangedNotification
+from mcp.types import CONNECTION_CLOSED, ListRootsResult, Root
 
 from ..base import ToolSpec
 from .config import McpServerConfig
@@ -22,6 +22,9 @@ from .mending import mended
 from .transports import TransportContext, open_transport
 
 logger = logging.getLogger(__package__)
+
+# Notifications no one here uses: handled before the SDK spawns a task for each (see Session._consumed).
+_UNUSED_NOTIFICATIONS = frozenset({"notifications/message", "notifications/progress"})
 
 # Beyond this a closing session's owner task is cancelled and abandoned, so that close() never hangs.
 _CLOSE_TIMEOUT_S = 10.0
@@ -40,7 +43,9 @@ class Session:
         self.tools: dict[str, ToolSpec] = {}  # what the server lists now, by name
         self.notes: list[str] = []  # what listing the tools mended or dropped, for one warning each
         self.relisting: asyncio.Task[None] | None = None  # fetching the tool list again, after list_changed
-        self._relist_again = False  # the list changed again while it was being fetched
+        self._changed = 0  # list_changed notifications received
+        self._listed = 0  # how many of them the list in ``tools`` reflects
+        self._listing_done = asyncio.Event()  # set (and replaced) as each relisting ends
         self.in_flight: set[object] = set()
         self.reserved = False
         self.unanswered = 0  # calls in a row given up on before the current client replied to any
@@ -116,11 +121,11 @@ class Session:
                     hung_up = asyncio.Event()
                     read, write = await stack.enter_async_context(open_transport(self.link, kind))
                     read = await stack.enter_async_context(
-                        mended(read, self.link.http_errors, self.notes, hung_up)
+                        mended(read, self.link.http_errors, self.notes, hung_up, self._consumed)
                     )
                     roots = _roots_callback(self.roots) if self.roots else None
                     client = await stack.enter_async_context(
-                        ClientSession(read, write, list_roots_callback=roots, message_handler=self._notified)
+                        ClientSession(read, write, list_roots_callback=roots)
                     )
                     try:
                         init = await client.initialize()
@@ -133,7 +138,7 @@ class Session:
                         continue
                     # Listing on every session, not just the first, also primes the SDK's per-session cache
                     # of output schemas; unprimed, the first concurrent calls would each list the tools again.
-                    self._relist_again = False
+                    covers = self._changed
                     if init.capabilities.tools is not None:
                         tools = await list_tools(client, self.notes)
                     else:
@@ -142,8 +147,9 @@ class Session:
                     self.kind = kind
                     self.client, self.hung_up = client, hung_up
                     ready.set()
-                    if self._relist_again:  # the list changed while it was first fetched
-                        self.tools_changed()
+                    self._listed = covers
+                    if self._changed > covers:  # the list changed while it was first fetched
+                        self._start_relisting(client)
                     try:
                         await stop.wait()
                     finally:
@@ -156,49 +162,69 @@ class Session:
             self.link.process = None
             ready.set()
 
-    async def _notified(self, message: Any) -> None:
-        """A message the session passes on: a changed tool list is fetched again; the rest is not ours."""
-        if isinstance(message, ToolListChangedNotification):
+    def _consumed(self, method: str) -> bool:
+        """Whether a notification is handled here, before the SDK sees it: a changed tool list is fetched
+        again (coalesced); log messages and progress have no use in a training run (the SDK would drop
+        them, one task each). Any other notification goes on to the SDK."""
+        if method == "notifications/tools/list_changed":
             self.tools_changed()
+            return True
+        return method in _UNUSED_NOTIFICATIONS
 
     def tools_changed(self) -> None:
         """The server says its tool list changed: list it again in a task of its own, which calls to the
-        server wait for (:meth:`McpProvider._pick`); one listing at a time, once more if the list changes
-        again during one."""
-        client = self.client
-        if client is None or (self.relisting is not None and not self.relisting.done()):
-            self._relist_again = True  # the listing under way (or the first one) may predate the change
-            return
+        server wait for (:meth:`fresh`). However many notifications arrive, one listing is in flight and at
+        most one more is pending: the one that starts after it, covering every notification seen by then."""
+        self._changed += 1
+        if self.client is not None and (self.relisting is None or self.relisting.done()):
+            self._start_relisting(self.client)
+
+    def _start_relisting(self, client: ClientSession) -> None:
         self.relisting = asyncio.create_task(self._relist(client), name=f"mcp-relist-{self.label}")
 
+    async def fresh(self) -> None:
+        """Wait until the tool list reflects every list_changed received so far (or relisting stops)."""
+        target = self._changed
+        while self._listed < target and self.relisting is not None and not self.relisting.done():
+            await self._listing_done.wait()
+
     async def _relist(self, client: ClientSession) -> None:
-        """Fetch the tool list of ``client`` again (until no change came in meanwhile); a failure keeps the
-        list as it was."""
-        while True:
-            self._relist_again = False
-            try:
-                tools = {spec.name: spec for spec in await list_tools(client, [])}
-            except Exception as exc:
-                if self.client is client:
-                    logger.warning(
-                        "MCP session %s: its tool list changed, but listing it again failed (%s); keeping "
-                        "the list it had",
+        """Fetch the tool list of ``client`` again until it covers every change received; a failure keeps
+        the list as it was."""
+        try:
+            while self._listed < self._changed and self.client is client:
+                covers = self._changed
+                tools = await self._listing(client)
+                if tools is None or self.client is not client:
+                    return  # failed (logged), or reopened meanwhile: the new session listed its tools itself
+                added, removed = tools.keys() - self.tools.keys(), self.tools.keys() - tools.keys()
+                if added or removed:
+                    logger.info(
+                        "MCP session %s: tools added %s, removed %s",
                         self.label,
-                        describe(exc, stdio=self.config.kind == "stdio"),
+                        sorted(added),
+                        sorted(removed),
                     )
-                return
-            finally:
-                self.notes.clear()  # what was mended in it: said once, at start-up
-            if self.client is not client:
-                return  # reopened meanwhile: the new session listed its tools itself
-            added, removed = tools.keys() - self.tools.keys(), self.tools.keys() - tools.keys()
-            if added or removed:
-                logger.info(
-                    "MCP session %s: tools added %s, removed %s", self.label, sorted(added), sorted(removed)
+                self.tools, self._listed = tools, covers
+                self._listing_done.set()
+                self._listing_done = asyncio.Event()
+        finally:
+            self._listing_done.set()
+
+    async def _listing(self, client: ClientSession) -> dict[str, ToolSpec] | None:
+        try:
+            return {spec.name: spec for spec in await list_tools(client, [])}
+        except Exception as exc:
+            if self.client is client:
+                logger.warning(
+                    "MCP session %s: its tool list changed, but listing it again failed (%s); keeping "
+                    "the list it had",
+                    self.label,
+                    describe(exc, stdio=self.config.kind == "stdio"),
                 )
-            self.tools = tools
-            if not self._relist_again:
-                return
+            return None
+        finally:
+            self.notes.clear()  # what was mended in it: said once, at start-up
 
 
 def _roots_callback(roots: tuple[Path, ...]) -> Any:
