@@ -3,7 +3,9 @@ listed schemas put into every prompt. See docs/mcp.md, "Listing"."""
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from mcp.client.session import ClientSession
@@ -15,6 +17,10 @@ from ..base import ToolSpec
 from .errors import describe, invalid
 
 logger = logging.getLogger(__package__)
+
+LARGE_SCHEMA_CHARS = 100_000
+"""Tool schemas (as :func:`schema_chars` counts them) past which a server's start-up warns: about 25,000
+tokens, rendered into the system prompt of every trajectory, more than many a ``--max_length``."""
 
 _MAX_TOOL_PAGES = 1000
 
@@ -95,3 +101,25 @@ async def undeclared_tools(client: ClientSession, notes: list[str]) -> list[Tool
             "using them"
         )
     return tools
+
+
+def schema_chars(specs: Iterable[ToolSpec]) -> int:
+    """How many characters the tools ``specs`` put into every prompt, counted as chat templates render
+    them: the JSON of each one's OpenAI schema (:meth:`~..base.ToolSpec.openai_schema`; an estimate: a
+    template's own spacing and wording around them come on top)."""
+    return sum(len(json.dumps(spec.openai_schema(), ensure_ascii=False)) for spec in specs)
+
+
+def warn_if_large(server: str, specs: list[ToolSpec]) -> None:
+    """Warn, with the numbers, when the tools a server shows the model pass :data:`LARGE_SCHEMA_CHARS`."""
+    chars = schema_chars(specs)
+    if chars > LARGE_SCHEMA_CHARS:
+        logger.warning(
+            "MCP server %r lists %d tools whose schemas put %d characters (about %d tokens) into every "
+            "prompt (more than %d); choose the tools the model needs with includeTools or excludeTools",
+            server,
+            len(specs),
+            chars,
+            chars // 4,
+            LARGE_SCHEMA_CHARS,
+        )

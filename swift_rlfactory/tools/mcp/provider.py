@@ -16,6 +16,7 @@ from ..base import Tool, ToolSpec
 from .config import McpConfig, McpServerConfig
 from .errors import describe, endpoint
 from .healing import SessionPool
+from .listing import schema_chars, warn_if_large
 from .session import Session
 
 logger = logging.getLogger(__package__)
@@ -94,6 +95,7 @@ class McpProvider:
         self.roots = tuple(Path(root).resolve() for root in roots)
         self._pool = SessionPool(name, config, [])
         self._shown: frozenset[str] = frozenset()
+        self._schema_chars = 0
 
     async def start(self) -> list[Tool]:
         """Open every session and list the server's tools; raises ``RuntimeError`` naming the server."""
@@ -119,7 +121,10 @@ class McpProvider:
             await self.close()
             raise RuntimeError(f"MCP server {self.name!r}: {exc}") from None
         self._shown = frozenset(kept)
-        return [McpTool(self, spec) for spec in offered if spec.name in kept]
+        tools = [McpTool(self, spec) for spec in offered if spec.name in kept]
+        self._schema_chars = schema_chars(tool.spec for tool in tools)
+        warn_if_large(self.name, [tool.spec for tool in tools])
+        return tools
 
     async def late_tool(self, name: str) -> Tool | None:
         """Tool ``name`` if the server began to offer it after start-up (it sent
@@ -137,6 +142,12 @@ class McpProvider:
     async def close(self) -> None:
         """Stop every session (terminating stdio servers) and any pending restart; safe to call twice."""
         await self._pool.close()
+
+    @property
+    def schema_chars(self) -> int:
+        """Characters the schemas of the tools shown to the model put into every prompt, once started
+        (see :func:`~.listing.schema_chars`, which counts those of any tool specs)."""
+        return self._schema_chars
 
     @property
     def pids(self) -> list[int]:
