@@ -56,7 +56,7 @@ def invalid(exc: ValidationError) -> str:
 def _block_fault(errors: list[Any], at: tuple[Any, ...]) -> str:
     """What is wrong with the content block at ``at``, from pydantic's errors for every kind of block.
 
-    A block's ``type`` is always one we know here (:func:`_mend` replaced the others), so the kinds whose
+    A block's ``type`` is always one we know here (:mod:`.mending` replaced the others), so the kinds whose
     ``type`` the errors say it does not have are set aside, and the first error of its own kind is the
     fault: ``a 'text' block without text`` reads ``'text' block: text: Field required``. Union members'
     class names are left out of the field's path.

@@ -1,4 +1,4 @@
-"""Framing of a server's byte stream: capped ``\n``-ended lines (stdio), capped SSE events, and lenient
+"""Framing of a server's byte stream: capped newline-ended lines (stdio), capped SSE events, and lenient
 parsing of each into a JSON-RPC message; a reply that cannot be read becomes an error reply for its request.
 See docs/mcp.md, "Result cap" and "Framing"."""
 

@@ -129,7 +129,7 @@ class McpProvider:
     async def late_tool(self, name: str) -> Tool | None:
         """Tool ``name`` if the server began to offer it after start-up (it sent
         ``notifications/tools/list_changed``) on a live session and the config's filters let it through;
-        else ``None``. A tool listing being fetched again is waited for (at most :data:`RELIST_WAIT_S`)."""
+        else ``None``. A tool listing being fetched again is waited for (at most :data:`~.healing.RELIST_WAIT_S`)."""
         if name in self._shown or not self.config.allows_tool(name):
             return None
         await self._pool.relisted()

@@ -155,7 +155,9 @@ class Session:
                     finally:
                         self.client = None
                 return
-        except Exception as exc:  # recorded for open() and _pick(), which report it with the server's name
+        except (
+            Exception
+        ) as exc:  # recorded for open() and the pool's pick(), which report it with the server's name
             self.error = RuntimeError("; ".join([*failures, f"SSE: {describe(exc)}"])) if failures else exc
         finally:
             self.client = None

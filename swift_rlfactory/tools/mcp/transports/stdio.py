@@ -146,7 +146,7 @@ def _server_env(config: McpServerConfig) -> dict[str, str]:
 
 
 def _server_stderr() -> TextIO:
-    """Where a stdio server's stderr is forwarded, redacted (:mod:`.server_stderr`): ours, or the process's
+    """Where a stdio server's stderr is forwarded, redacted (:mod:`..stderr`): ours, or the process's
     own when ours is no real file (a notebook)."""
     try:
         sys.stderr.fileno()
