@@ -28,7 +28,7 @@ from pathlib import Path
 
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor, tool
 from swift_rlfactory.tools.mcp import McpProvider
-from swift_rlfactory.tools.mcp_config import McpServerConfig
+from swift_rlfactory.tools.mcp.config import McpServerConfig
 from swift_rlfactory.tools.toolset import PythonProvider
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ import pytest
 from swift_rlfactory.env.config import load_env_config
 from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider, mcp_providers
-from swift_rlfactory.tools.mcp_config import McpServerConfig
+from swift_rlfactory.tools.mcp.config import McpServerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW_SERVER = ROOT / "tests" / "servers" / "slow_server.py"

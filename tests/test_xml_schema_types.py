@@ -354,7 +354,7 @@ def test_a_fastmcp_server_taking_models_gets_them_typed_from_xml_calls(values):
     from swift_rlfactory.tools import ToolExecutor
     from swift_rlfactory.tools.call_formats import call_parser
     from swift_rlfactory.tools.mcp import McpProvider
-    from swift_rlfactory.tools.mcp_config import McpServerConfig
+    from swift_rlfactory.tools.mcp.config import McpServerConfig
     from tests.test_mcp import ROOT
 
     server = McpServerConfig(command="python", args=[str(ROOT / "tests" / "servers" / "models_server.py")])

@@ -27,7 +27,7 @@ from swift_rlfactory.redaction import redact
 from ..rewards.terms import RewardTerm
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
-from ..tools.mcp_config import McpConfig, McpServerConfig, read_config_file, workspace_folder
+from ..tools.mcp.config import McpConfig, McpServerConfig, read_config_file, workspace_folder
 
 
 class EnvConfigError(ValueError):

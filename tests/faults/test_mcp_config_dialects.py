@@ -20,7 +20,7 @@ import yaml
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.tools import ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider, mcp_providers
-from swift_rlfactory.tools.mcp_config import McpConfig, McpServerConfig
+from swift_rlfactory.tools.mcp.config import McpConfig, McpServerConfig
 from tests.faults.test_secrets import serve_auth
 from tests.test_mcp import SLOW_SERVER
 
@@ -98,7 +98,7 @@ def test_gemini_settings_json_loads_with_its_mcp_block_honoured(
         "mcp": {"allowed": ["a", "b", "elsewhere"], "excluded": ["b"], "serverCommand": "srv --stdio"},
         "mcpServers": {name: dict(SLOW) for name in "abc"},
     }
-    with caplog.at_level(logging.INFO, logger="swift_rlfactory.tools.mcp_config"):
+    with caplog.at_level(logging.INFO, logger="swift_rlfactory.tools.mcp.config"):
         servers = load_env_config(
             env_for(write(tmp_path / "settings.json", settings), tmp_path)
         ).mcp_servers()

@@ -24,7 +24,7 @@ from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
 from swift_rlfactory.tools.base import ToolSpec
 from swift_rlfactory.tools.mcp import McpProvider, McpTool, mcp_providers
-from swift_rlfactory.tools.mcp_config import McpConfig, McpServerConfig
+from swift_rlfactory.tools.mcp.config import McpConfig, McpServerConfig
 from tests.test_mcp import SLOW_SERVER, serve
 
 URL = "http://127.0.0.1:8931/mcp"
@@ -262,7 +262,7 @@ def env_with(tmp_path: Path, file_name: str, text: str, extra: str = "") -> Path
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_real_config_shapes_load(shape: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     file_name, text = SHAPES[shape]
-    with caplog.at_level(logging.DEBUG, logger="swift_rlfactory.tools.mcp_config"):
+    with caplog.at_level(logging.DEBUG, logger="swift_rlfactory.tools.mcp.config"):
         servers = load_env_config(env_with(tmp_path, file_name, text)).mcp_servers().mcpServers
     got = {name: (server.kind, server.call_timeout_s) for name, server in servers.items()}
     assert got == EXPECTED[shape]

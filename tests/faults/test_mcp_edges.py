@@ -15,7 +15,7 @@ import pytest
 
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider
-from swift_rlfactory.tools.mcp_config import McpServerConfig
+from swift_rlfactory.tools.mcp.config import McpServerConfig
 from tests.test_mcp import ROOT
 
 ODD_SERVER = ROOT / "tests" / "servers" / "odd_server.py"

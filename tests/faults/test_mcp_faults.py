@@ -16,7 +16,7 @@ import pytest
 
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider
-from swift_rlfactory.tools.mcp_config import McpServerConfig
+from swift_rlfactory.tools.mcp.config import McpServerConfig
 from tests.test_mcp import ROOT, SLOW_SERVER, free_port, serve, stdio, timed_batch
 
 RAW_SERVER = ROOT / "tests" / "servers" / "raw_server.py"

@@ -31,7 +31,7 @@ from swift_rlfactory.redaction import expand, redact, remember_url
 from swift_rlfactory.runs.log import TrajectoryLog, read_trajectories
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor, tool
 from swift_rlfactory.tools.mcp import mcp_providers
-from swift_rlfactory.tools.mcp_config import McpConfig
+from swift_rlfactory.tools.mcp.config import McpConfig
 from swift_rlfactory.tools.toolset import PythonProvider
 from swift_rlfactory.trajectory import Trajectory
 from tests.test_mcp import SLOW_SERVER, free_port, serve
@@ -587,7 +587,7 @@ def test_error_excerpts_redact_before_they_cut() -> None:
     """A key straddling an excerpt's cut: cut first, its first characters were left for the message."""
     from swift_rlfactory.eval.openai_client import _start
     from swift_rlfactory.redaction import remember
-    from swift_rlfactory.tools.mcp import _excerpt
+    from swift_rlfactory.tools.mcp.framing import excerpt as _excerpt
 
     key, token = "sk-excerpt-" + "7f3a" * 6, "tok-" + "q" * 46
     remember(key, "${EXCERPT_KEY}")
@@ -678,7 +678,7 @@ def test_a_stdio_servers_stderr_shows_its_secrets_as_variables(
 def test_a_line_that_never_ends_is_passed_on_in_pieces_never_cut_inside_a_secret() -> None:
     """However the bytes arrive, a piece cut from an overlong line never splits a key (which would show
     both halves), and at most about twice the cap is held back; a character split between reads stays whole."""
-    from swift_rlfactory.tools.server_stderr import RedactedLines
+    from swift_rlfactory.tools.mcp.stderr import RedactedLines
 
     expand("${RLF_SECRET}")
     for offset in range(0, 160, 3):
@@ -709,7 +709,7 @@ for head, tail in [
 
 def forward(args: list[str], sink: TextIO) -> None:
     """Run ``python -c`` with ``args`` and forward its stderr to ``sink`` until it ends."""
-    from swift_rlfactory.tools.server_stderr import forward_stderr
+    from swift_rlfactory.tools.mcp.stderr import forward_stderr
 
     async def main() -> None:
         async with await anyio.open_process([sys.executable, "-c", *args], stderr=subprocess.PIPE) as process:
@@ -743,7 +743,7 @@ def test_a_stderr_nobody_reads_holds_up_no_tool_call_and_what_it_missed_is_count
     """Our stderr a pipe whose reader has stalled (a full pipe, a frozen terminal): a server that floods its
     stderr still answers at once, and so does a second call beside it; what could not be held is dropped,
     and said once, with a count, when the reader is back, the secrets still redacted."""
-    from swift_rlfactory.tools import server_stderr
+    from swift_rlfactory.tools.mcp import stderr as server_stderr
 
     monkeypatch.setattr(server_stderr, "HELD_CHARS", 200_000)
     (tmp_path / "talkative.py").write_text(TALKATIVE_SERVER)

@@ -1,21 +1,5 @@
-"""A stdio MCP server's stderr, forwarded to ours with every secret redacted.
-
-A server's stderr used to be our stderr itself, so a server that echoes its command line (a usage error
-printing ``--api-key sk-...``) or dumps its environment on a crash wrote the secrets of our config into our
-logs. Now it is a pipe that :func:`forward_stderr` reads and writes on, redacted (:func:`swift_rlfactory.redaction.redact`),
-a line at a time: the text still appears where it did, before the "its stderr, above, may say why" message
-that follows a crash, only without the keys.
-
-The forwarder must never hold the server up: it reads until the pipe ends whatever happens to the writing
-(a closed or broken stderr of ours loses the text, not the server), and a line that never ends (1 MB of
-progress bar without a newline) is passed on in pieces of :data:`CHUNK_CHARS`, cut where no recorded secret
-spans the cut (:func:`..secrets.safe_cut_before`), so memory stays bounded. Nor may a slow stderr of ours
-hold up the event loop, where every tool call runs: the writing is a thread's, with at most
-:data:`HELD_CHARS` waiting; what comes past that is dropped and counted, in one line, once ours has caught
-up. Bytes that are not UTF-8 are shown as U+FFFD; a last line without a newline is passed on when the pipe
-ends; escape sequences (colours) are passed on as the server wrote them, as they were when its stderr was
-ours.
-"""
+"""A stdio MCP server's stderr, forwarded to ours a line at a time with every secret redacted, never
+holding the server or the event loop up. See docs/mcp.md, "Server stderr"."""
 
 from __future__ import annotations
 
@@ -42,7 +26,7 @@ class RedactedLines:
 
     A line end is no safe cut by itself: a secret can hold one (a PEM key read with ``${file:...}``), and a
     read can end inside that secret after it. Text is passed on up to the last line end that no recorded
-    secret spans, whole or begun at the end of what has been read (:func:`..secrets.safe_cut_before`).
+    secret spans, whole or begun at the end of what has been read (:func:`swift_rlfactory.redaction.safe_cut_before`).
     """
 
     def __init__(self, cap: int = CHUNK_CHARS):
