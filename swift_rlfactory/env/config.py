@@ -21,7 +21,7 @@ from pydantic import (
     field_validator,
 )
 
-from swift_rlfactory.env import yaml_errors
+from swift_rlfactory.data import yaml_errors
 from swift_rlfactory.redaction import redact
 
 from ..rewards.terms import RewardTerm

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from swift_rlfactory.env import yaml_errors
+from swift_rlfactory.data import yaml_errors
 
 # Folders a client keeps its project config in; the workspace is the folder above (VS Code's
 # ``${workspaceFolder}`` of ``.vscode/mcp.json``). Continue and Kiro nest one level deeper.
