@@ -252,7 +252,10 @@ def _eval(args: argparse.Namespace) -> int:
         shift_margin=args.shift_margin,
         reference=args.reference,
         fail_on_alarm=args.fail_on_alarm,
+        choose_by=args.choose_by,
     )
+    if args.choose_by and not (args.adapters and len(args.adapters) > 1):
+        raise ValueError("--choose-by chooses among several --adapters")
     if args.adapters and len(args.adapters) > 1:
         return run_evals(options, args.adapters, console)
     return run_eval(options, console)
@@ -331,6 +334,7 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_shift_arguments(ev: argparse.ArgumentParser) -> None:
+    from .eval.choose import CHOOSE_BY
     from .eval.shifts import registered
 
     check = ev.add_argument_group(
@@ -355,6 +359,12 @@ def _add_shift_arguments(ev: argparse.ArgumentParser) -> None:
         "--reference", type=Path, help="metrics.json (or its eval folder) of an earlier model to compare with"
     )
     check.add_argument("--fail-on-alarm", action="store_true", help="exit 3 when an alarm is raised")
+    check.add_argument(
+        "--choose-by",
+        choices=list(CHOOSE_BY),
+        help="with several --adapters: write the best one by EM, or by EM under its worst shift, to "
+        "OUTPUT/chosen.json",
+    )
 
 
 def _select(args: argparse.Namespace) -> int:

@@ -150,3 +150,98 @@ def test_alarms_fall_past_the_margin_only():
     ]
     assert shift_metrics(results, [])["shift/worst/name"] == "b"
     assert "shift/worst/em" not in shift_metrics([ShiftScore("c", 0, 3)], [])  # no shift applied
+
+
+class WordingEngine:
+    """A local engine in miniature, one behaviour per LoRA checkpoint: ``checkpoint-10`` answers every
+    question right unless it is all lower case; ``checkpoint-20`` answers any wording, but gets 8 + 9
+    wrong. The answer is the sum of the question's numbers (no tool call)."""
+
+    max_length = None
+    max_tokens = 16
+    tokens_used = None
+
+    def __init__(self, adapter: str = "") -> None:
+        self.adapter = adapter
+
+    def for_adapter(self, folder: str) -> WordingEngine:
+        return WordingEngine(Path(folder).name)
+
+    def render_prompt(self, messages: list, system_prompt: str | None, tools: list | None) -> list:
+        return list(messages)
+
+    def new_episode(self) -> WordingEngine:
+        return self
+
+    async def generate(self, messages: list) -> Any:
+        from swift_rlfactory.rollout.episode import Generation
+
+        question = messages[-1]["content"]
+        a, b = map(int, re.findall(r"\d+", question))
+        wrong = question == question.lower() if self.adapter == "checkpoint-10" else (a, b) == (8, 9)
+        return Generation(text=f"<answer>{0 if wrong else a + b}</answer>", finish_reason="stop")
+
+
+@pytest.mark.parametrize(("by", "best"), [("em", "checkpoint-10"), ("worst-shift", "checkpoint-20")])
+def test_choose_the_checkpoint_by_em_or_by_its_worst_shift(tmp_path: Path, monkeypatch, by: str, best: str):
+    from swift_rlfactory.cli import main
+    from swift_rlfactory.eval import command
+
+    monkeypatch.setattr(command, "_policy", lambda *args, **kwargs: WordingEngine())
+    checkpoints = [tmp_path / "run" / name for name in ("checkpoint-10", "checkpoint-20")]
+    for folder in checkpoints:
+        folder.mkdir(parents=True)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")  # a local model folder; the engine is the fake
+    dataset = tmp_path / "q.jsonl"
+    pairs = [(3, 4), (2, 5), (6, 1), (8, 9)]
+    dataset.write_text("".join(
+        json.dumps({"messages": [{"role": "user", "content": f"What is {a} + {b}?"}], "solution": str(a + b)}) + "\n"
+        for a, b in pairs
+    ))  # fmt: skip
+    code = main([
+        "eval", "--env", str(AGENT_ENV), "--model", str(tmp_path / "model"), "--dataset", str(dataset),
+        "--output", str(tmp_path / "out"), "--adapters", *map(str, checkpoints), "--shifts", "lowercase,polite",
+        "--choose-by", by,
+    ])  # fmt: skip
+    assert code == 0
+    chosen = json.loads((tmp_path / "out" / "chosen.json").read_text())
+    assert chosen["checkpoint"] == str(tmp_path / "run" / best) and chosen["by"] == by
+    worst = {Path(c).name: s for c, s in chosen["scores"].items()}
+    assert worst == ({"checkpoint-10": 1.0, "checkpoint-20": 0.75} if by == "em" else
+                     {"checkpoint-10": 0.0, "checkpoint-20": 0.75})  # fmt: skip
+    ten = json.loads((tmp_path / "out" / "checkpoint-10" / "metrics.json").read_text())
+    assert ten["shift/lowercase/em"] == 0.0 and ten["shift/polite/em"] == 1.0  # scored with its own adapter
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--choose-by", "em"], "--choose-by chooses among several --adapters"),
+        (["--adapters", "a", "b", "--choose-by", "worst-shift"], "--choose-by worst-shift needs --shifts"),
+    ],
+)
+def test_choose_by_needs_several_checkpoints_and_shifts(
+    tmp_path: Path, dataset: Path, capsys, extra, message
+):
+    from swift_rlfactory.cli import main
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    code = main(["eval", "--env", str(AGENT_ENV), "--model", "x", "--dataset", str(dataset), "--output",
+                 str(tmp_path / "out"), *[str(tmp_path / e) if e in "ab" else e for e in extra]])  # fmt: skip
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_choose_needs_the_score_it_ranks_by(tmp_path: Path):
+    from swift_rlfactory.eval.choose import choose
+
+    for name, metrics in {"a": {"em": 0.5}, "b": {"em": 0.6}, "c": {"em": 0.6}}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.json").write_text(json.dumps(metrics))
+    folders = {name: tmp_path / name for name in "abc"}
+    assert choose(folders)["checkpoint"] == "b"  # a tie goes to the earlier checkpoint
+    with pytest.raises(ValueError, match="no eval holds 'shift/worst/em'"):
+        choose(folders, "worst-shift")
+    with pytest.raises(ValueError, match="no eval's metrics.json"):
+        choose({"d": tmp_path / "d"})

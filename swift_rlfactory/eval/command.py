@@ -39,6 +39,7 @@ from swift_rlfactory.data.qa import SkippedRecord
 from swift_rlfactory.runtime import blocking
 
 from ..env.environment import Environment
+from .choose import CHOSEN_FILE, choose
 from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
 from .robustness import check_options, run_shifts
 from .runner import (
@@ -96,6 +97,7 @@ class EvalOptions:
     shift_margin: float = 0.05  # an alarm when a score falls more than this below its baseline
     reference: Path | None = None  # an earlier eval's metrics.json (or folder) to compare with
     fail_on_alarm: bool = False
+    choose_by: str | None = None  # with several --adapters: em or worst-shift (eval/choose.py)
 
     def validate(self) -> None:
         """Raise ``ValueError`` for contradictory or missing options."""
@@ -110,6 +112,8 @@ class EvalOptions:
         if self.temperature is None:
             self.temperature = 0.0 if self.samples == 1 else 1.0
         check_options(self.shifts, self.reference)  # a typo in a shift's name stops us before a model loads
+        if self.choose_by == "worst-shift" and not self.shifts:
+            raise ValueError("--choose-by worst-shift needs --shifts")
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that shape results, with paths made absolute."""
@@ -169,6 +173,12 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
         for each, name in zip(runs, names, strict=True):
             console.print(f"[bold]{escape(name)}[/bold]")
             failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters), runner=runner)
+    if options.choose_by:
+        chosen = choose({each.adapters: each.output for each in runs}, options.choose_by)
+        _write_json(Path(options.output) / CHOSEN_FILE, chosen)
+        console.print(
+            f"chosen by {options.choose_by}: {escape(chosen['checkpoint'])} ({chosen['score']:.4f})"
+        )
     return failed
 
 
