@@ -10,7 +10,7 @@
     swift-rlfactory view RUN_OR_EVAL_DIR                # metrics and trajectories of one run, read-only
 
 Exit codes: 0 success, 1 the tool call (or some eval episodes) failed, 2 the environment or the arguments
-are invalid.
+are invalid, 3 an eval's robustness alarm with ``--fail-on-alarm``.
 """
 
 from __future__ import annotations
@@ -247,7 +247,15 @@ def _eval(args: argparse.Namespace) -> int:
         extra_body=extra_body,
         gpu_memory_utilization=args.gpu_memory_utilization,
         tensor_parallel_size=args.tensor_parallel_size,
+        shifts=args.shifts,
+        shift_seed=args.shift_seed,
+        shift_margin=args.shift_margin,
+        reference=args.reference,
+        fail_on_alarm=args.fail_on_alarm,
+        choose_by=args.choose_by,
     )
+    if args.choose_by and not (args.adapters and len(args.adapters) > 1):
+        raise ValueError("--choose-by chooses among several --adapters")
     if args.adapters and len(args.adapters) > 1:
         return run_evals(options, args.adapters, console)
     return run_eval(options, console)
@@ -321,7 +329,42 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
         help="also report metrics per value of this dataset column (e.g. hops; repeatable)",
     )
     run.add_argument("--concurrency", type=_positive, default=16, help="episodes in flight (default 16)")
+    _add_shift_arguments(ev)
     ev.set_defaults(func=_eval)
+
+
+def _add_shift_arguments(ev: argparse.ArgumentParser) -> None:
+    from .eval.choose import CHOOSE_BY
+    from .eval.shifts import registered
+
+    check = ev.add_argument_group(
+        "robustness under phrasing shifts",
+        "score the set again with each question reworded (its answer kept), beside the original; an alarm "
+        "when a score falls more than --shift-margin below the original's on the same questions or below "
+        "--reference's (docs/eval.md)",
+    )
+    check.add_argument(
+        "--shifts",
+        metavar="LIST",
+        help=f"comma-separated: all, {', '.join(registered())}, module:function or a YAML file listing them",
+    )
+    check.add_argument("--shift-seed", type=int, default=0, help="seeds the shifts' choices (default 0)")
+    check.add_argument(
+        "--shift-margin",
+        type=_non_negative_float,
+        default=0.05,
+        help="EM drop that raises an alarm (default 0.05)",
+    )
+    check.add_argument(
+        "--reference", type=Path, help="metrics.json (or its eval folder) of an earlier model to compare with"
+    )
+    check.add_argument("--fail-on-alarm", action="store_true", help="exit 3 when an alarm is raised")
+    check.add_argument(
+        "--choose-by",
+        choices=list(CHOOSE_BY),
+        help="with several --adapters: write the best one by EM, or by EM under its worst shift, to "
+        "OUTPUT/chosen.json",
+    )
 
 
 def _select(args: argparse.Namespace) -> int:

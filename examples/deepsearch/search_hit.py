@@ -35,8 +35,20 @@ from swift_rlfactory.trajectory import Trajectory
 
 def _found(call: dict[str, Any], golds: set[str]) -> bool:
     """The call succeeded and one of its passages is titled with a golden answer."""
-    titles = {normalize_answer(t) for t in parse_hits(call.get("observation") or "")}
-    return not call.get("error") and bool(titles & golds)
+    return not call.get("error") and _titled(call.get("observation") or "", golds)
+
+
+def _titled(observation: str, golds: set[str]) -> bool:
+    return bool({normalize_answer(t) for t in parse_hits(observation)} & golds)
+
+
+def answer_titled(observation: str, answers: list[str]) -> bool:
+    """The verifier of the needless-call reward for DeepSearch: a passage of ``observation`` is the answer's
+    article (titled with a golden answer), not one that only mentions it::
+
+        - {name: turn_needless_calls, weight: 0.1, args: {verifier: search_hit.py:answer_titled}}
+    """
+    return _titled(observation, {normalize_answer(a) for a in answers} - {""})
 
 
 def search_hit(trajectory: Trajectory, no_call: float = 0.0) -> list[float]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import time
-from contextlib import closing
+from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,9 @@ from swift_rlfactory.runs.folder import EVAL_CONFIG, METRICS, write_json
 from swift_rlfactory.runtime import blocking
 
 from ..env.environment import Environment
+from .choose import CHOSEN_FILE, choose
 from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
+from .robustness import check_options, run_shifts
 from .runner import (
     EvalRun,
     EvalTask,
@@ -84,6 +86,12 @@ class EvalOptions:
     extra_body: dict[str, Any] | None = None
     gpu_memory_utilization: float = 0.9
     tensor_parallel_size: int = 1
+    shifts: str | None = None  # phrasing shifts to score the set under (eval/robustness.py)
+    shift_seed: int = 0
+    shift_margin: float = 0.05  # an alarm when a score falls more than this below its baseline
+    reference: Path | None = None  # an earlier eval's metrics.json (or folder) to compare with
+    fail_on_alarm: bool = False
+    choose_by: str | None = None  # with several --adapters: em or worst-shift (eval/choose.py)
 
     def validate(self) -> None:
         """Raise ``ValueError`` for contradictory or missing options."""
@@ -97,6 +105,9 @@ class EvalOptions:
             raise ValueError("--samples, --concurrency and --max-tokens must be at least 1")
         if self.temperature is None:
             self.temperature = 0.0 if self.samples == 1 else 1.0
+        check_options(self.shifts, self.reference)  # a typo in a shift's name stops us before a model loads
+        if self.choose_by == "worst-shift" and not self.shifts:
+            raise ValueError("--choose-by worst-shift needs --shifts")
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that shape results, with paths made absolute."""
@@ -156,6 +167,12 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
         for each, name in zip(runs, names, strict=True):
             console.print(f"[bold]{escape(name)}[/bold]")
             failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters), runner=runner)
+    if options.choose_by:
+        chosen = choose({each.adapters: each.output for each in runs}, options.choose_by)
+        _write_json(Path(options.output) / CHOSEN_FILE, chosen)
+        console.print(
+            f"chosen by {options.choose_by}: {escape(chosen['checkpoint'])} ({chosen['score']:.4f})"
+        )
     return failed
 
 
@@ -175,7 +192,17 @@ def run_eval(
     # a resume with nothing left to run): it holds a thread, the tool cache and the rewards' clients, and
     # the tool servers once started.
     with closing(env):
-        return _run_loaded(options, console, policy, runner, model, env)
+        if not (options.shifts or options.reference):
+            return _run_loaded(options, console, policy, runner, model, env)
+        # the set and each shifted set on one engine and one event loop, as in run_evals
+        policy = policy or _policy(options, model, console)
+        with ExitStack() as stack:
+            runner = runner or stack.enter_context(blocking.Runner())
+            score = lambda each: _run_loaded(each, console, policy, runner, model, env)  # noqa: E731
+            report = run_shifts(options, console, score, env.reward.required_fields)
+        metrics = Path(options.output) / "metrics.json"
+        _write_json(metrics, {**json.loads(metrics.read_text(encoding="utf-8")), **report.metrics})
+        return report.code
 
 
 def _run_loaded(
