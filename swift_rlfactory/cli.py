@@ -124,42 +124,57 @@ def _plugin_path(_: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .train import TrainOptions, train
+    from dataclasses import fields
 
-    options = TrainOptions(
-        env=args.env,
-        dataset=args.dataset,
-        model=args.model,
-        model_type=args.model_type,
-        template=args.template,
-        use_vllm=args.use_vllm,
-        output_dir=args.output_dir,
-        steps=args.steps,
-        num_generations=args.num_generations,
-        batch_size=args.batch_size,
-        max_turns=args.max_turns,
-        max_completion_length=args.max_completion_length,
-        learning_rate=args.learning_rate,
-        seed=args.seed,
-        verbose=args.verbose,
-        dry_run=args.dry_run,
-        swift_args=args.swift_args,
-    )
-    return train(options, console)
+    from .run_config import RunConfig
+    from .train import train
+
+    values = {f.name: getattr(args, f.name) for f in fields(RunConfig) if f.name != "swift_args"}
+    if values["mode"] is None and args.use_vllm is not None:
+        values["mode"] = "colocate" if args.use_vllm else "cpu"
+    config = RunConfig(**values, swift_args=args.swift_args)
+    return train(config, console, verbose=args.verbose, dry_run=args.dry_run)
+
+
+_KINDS = {"count": _positive, "rate": _positive_float, "fraction": _fraction}
+
+
+def _train_flag(name: str) -> dict:
+    """argparse settings of the train flag of :class:`RunConfig` field ``name``, from its declaration."""
+    from dataclasses import fields
+
+    from swift_rlfactory.bundled.models import MODELS
+
+    from .run_config import CPU, DEFAULT_ENV, GPU, MODES, RunConfig, field_default
+
+    f = next(f for f in fields(RunConfig) if f.name == name)
+    text, default = f.metadata["help"], field_default(name)
+    if f.metadata.get("kind"):
+        cpu, gpu = getattr(CPU, name), getattr(GPU, name)
+        defaults = [f"{cpu} on CPU"] if cpu is not None else []
+        defaults.append(f"{gpu} with vLLM" if gpu is not None else "the env's with vLLM")
+        return {"type": _KINDS[f.metadata["kind"]], "help": f"{text}; default {', '.join(defaults)}"}
+    settings: dict = {"default": default, "help": text}
+    if name == "model":
+        known = ", ".join(f"{n} ({m.description})" for n, m in MODELS.items())
+        settings["help"] = f"{text}; bundled: {known} (default {default})"
+    elif name == "mode":
+        settings["choices"] = MODES
+    elif "Path" in str(f.type):
+        settings["type"] = Path
+    elif isinstance(default, int):
+        settings["type"] = int
+    if default == DEFAULT_ENV:
+        settings["help"] += " (default: the bundled calculator)"
+    elif default is not None and name != "model":
+        settings["help"] += f" (default {default})"
+    return settings
 
 
 def _add_train_parser(sub: argparse._SubParsersAction) -> None:
-    from swift_rlfactory.bundled.models import DEFAULT_MODEL, MODELS
+    from dataclasses import fields
 
-    from .train import CPU, DEFAULT_ENV, GPU
-
-    def both(name: str) -> str:
-        cpu, gpu = getattr(CPU, name), getattr(GPU, name)
-        return (
-            f"default {cpu} on CPU, {gpu} with vLLM"
-            if gpu is not None
-            else f"default {cpu} on CPU, the env's with vLLM"
-        )
+    from .run_config import RunConfig
 
     train = sub.add_parser(
         "train",
@@ -168,42 +183,13 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
         "and a sample trajectory. Everything after `--` is passed to swift rlhf as is (later flags win).",
         usage="swift-rlfactory train [options] [-- SWIFT_RLHF_FLAGS ...]",
     )
-    known = ", ".join(f"{name} ({m.description})" for name, m in MODELS.items())
-    train.add_argument(
-        "--env", type=Path, default=DEFAULT_ENV, help="environment YAML (default: the bundled calculator)"
-    )
-    train.add_argument(
-        "--dataset", type=Path, help="ms-swift JSONL dataset (default: 256 generated arithmetic problems)"
-    )
-    train.add_argument(
-        "--model",
-        default=DEFAULT_MODEL,
-        help=f"a local folder, a hub id, or a bundled name: {known} (default {DEFAULT_MODEL})",
-    )
-    train.add_argument("--model-type", help="ms-swift --model_type (known for bundled models)")
-    train.add_argument("--template", help="ms-swift --template (known for bundled models)")
+    for f in fields(RunConfig):  # every knob of the run, as RunConfig documents it
+        if f.name != "swift_args":
+            train.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **_train_flag(f.name))
     train.add_argument(
         "--use-vllm", action=argparse.BooleanOptionalAction, default=None,
-        help="generate with colocated vLLM (default: if torch sees a GPU)",
+        help="the same as --mode colocate (--no-use-vllm: --mode cpu)",
     )  # fmt: skip
-    train.add_argument(
-        "--output-dir", type=Path, default=Path("output/rlfactory"), help="runs go to OUTPUT_DIR/<timestamp>/"
-    )
-    train.add_argument("--steps", type=_positive, help=both("steps"))
-    train.add_argument(
-        "--num-generations", type=_positive, help=f"trajectories per prompt, {both('num_generations')}"
-    )
-    train.add_argument("--batch-size", type=_positive, help=f"trajectories per step, {both('batch_size')}")
-    train.add_argument(
-        "--max-turns", type=_positive, help=f"assistant turns per trajectory, {both('max_turns')}"
-    )
-    train.add_argument(
-        "--max-completion-length", type=_positive, help=f"tokens per turn, {both('max_completion_length')}"
-    )
-    train.add_argument("--learning-rate", type=_positive_float, help=both("learning_rate"))
-    train.add_argument(
-        "--seed", type=int, default=0, help="seeds the generated dataset and ms-swift (default 0)"
-    )
     train.add_argument(
         "-v", "--verbose", action="store_true", help="show ms-swift's output (always saved to swift.log)"
     )

@@ -16,16 +16,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from swift_rlfactory.bundled.arithmetic import arithmetic_problems, build_dataset
 from swift_rlfactory.bundled.models import DEFAULT_MODEL, MODELS, UnknownModelError, choose_model, model_dir
 from swift_rlfactory.cli import main
+from swift_rlfactory.run_config import CPU, DEFAULT_ENV, GPU, RunConfig
 from swift_rlfactory.train import (
-    CPU,
-    DEFAULT_ENV,
-    GPU,
-    TrainOptions,
     _run,
-    arithmetic_problems,
-    build_dataset,
     format_step,
     last_checkpoint,
     phase_of,
@@ -57,7 +53,7 @@ def _plan(use_vllm: bool, tmp_path: Path | None = None, **options):
         folder.mkdir(exist_ok=True)
         (folder / "config.json").write_text("{}")
         options["model"] = str(folder)
-    opts = TrainOptions(**options)
+    opts = RunConfig(**options)
     choice = choose_model(opts.model)
     return plan_run(opts, choice, Path("/d/train.jsonl"), Path("/runs/r"), use_vllm=use_vllm, env_max_turns=3)
 
