@@ -419,14 +419,35 @@ def _auth(value: str | None) -> tuple[str, str] | None:
     return user, password
 
 
+def _port_taken(host: str, port: int) -> str | None:
+    """Why ``--port`` cannot be served on ``host`` (in use, not allowed), or ``None`` if it can."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        return (
+            f"--port {port}: cannot serve on {host}:{port} ({exc.strerror or exc}); another web-ui or view "
+            f"may be running there: pass --port with a free port, e.g. --port {port + 1}"
+        )
+    return None
+
+
 def _web_ui(args: argparse.Namespace) -> int:
     from .adapters.swift_webui import WebUIUnsupported, launch
-    from .ui.page import build_agent_tab
+    from .ui.page import build_agent_tab, serve_options
+    from .ui.probe import patient_probe
 
+    if taken := _port_taken(args.host, args.port):
+        errors.print(taken, markup=False)
+        return 2
     env = str(args.env) if args.env else ""
     run = str(args.run) if args.run else ""
     try:
-        launch(lambda: build_agent_tab(env, run), args.host, args.port, args.lang, _auth(args.auth))
+        serve = serve_options(args.host, args.port, _auth(args.auth))
+        launch(lambda: build_agent_tab(env, run), serve, args.lang, patient_probe)
     except (WebUIUnsupported, argparse.ArgumentTypeError) as exc:
         errors.print(str(exc), markup=False)
         return 2
@@ -440,6 +461,9 @@ def _view(args: argparse.Namespace) -> int:
 
     if not args.run.is_dir():
         errors.print(f"no such folder: {args.run}", markup=False)
+        return 2
+    if taken := _port_taken(args.host, args.port):
+        errors.print(taken, markup=False)
         return 2
     if not is_loopback(args.host) and not args.auth:
         errors.print(

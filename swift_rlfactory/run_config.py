@@ -88,14 +88,14 @@ class RunConfig:
     )
 
     def validate(self) -> RunConfig:
-        """Convert the number fields in place (a UI sends ``10.0`` or ``None``) and refuse, naming the field,
-        a value that cannot start a run; ``None`` passes only where the profile has none (``max_turns``)."""
+        """Convert the number fields in place (a UI sends ``10.0``) and refuse, naming the field, a value
+        that cannot start a run; ``None`` is left for the profile."""
         if self.mode not in (None, *MODES):
             raise ValueError(f"mode: one of {', '.join(MODES)}, not {self.mode!r}")
         for f in fields(self):
             kind = f.metadata.get("kind")
             value = getattr(self, f.name)
-            if not kind or (value is None and f.name == "max_turns"):
+            if not kind or value is None:
                 continue
             setattr(self, f.name, _checked(f.name, kind, value))
         return self

@@ -4,6 +4,7 @@ real UI process, and what becomes of it when that process ends."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from swift_rlfactory.ui.launch import GRPOForm, Job, grpo_command, shell_line
+from swift_rlfactory.run_config import RunConfig
+from swift_rlfactory.ui.launch import Job, grpo_command, shell_line
 
 from ..conftest import ROOT
 from .conftest import FakeSwift
@@ -26,8 +28,9 @@ if sys.argv[3] == "own-handler":
         print("own handler ran", flush=True)
         sys.exit(3)
     signal.signal(signal.SIGTERM, own)
-from swift_rlfactory.ui.launch import GRPOForm, Job
-job = Job(GRPOForm(model="m", dataset="d", env=sys.argv[1], output_dir=sys.argv[2], mode="cpu"))
+from swift_rlfactory.run_config import RunConfig
+from swift_rlfactory.ui.launch import Job
+job = Job(RunConfig(model="m", dataset="d", env=sys.argv[1], output_dir=sys.argv[2], mode="cpu"))
 while "fake swift args" not in job.log_tail():  # the trainer is up (its SIGINT trap set)
     time.sleep(0.05)
 print(job.process.pid, flush=True)
@@ -84,12 +87,13 @@ EXTRA = (
 )
 
 
-def secret_form(tmp_path: Path) -> GRPOForm:
+def secret_form(tmp_path: Path) -> RunConfig:
     env_file = tmp_path / "env.yaml"
     env_file.write_text("name: plain\nreward:\n  - {name: format}\n")
-    return GRPOForm(
-        model="m", dataset="d", env=str(env_file), output_dir=str(tmp_path / "out"), mode="cpu", extra=EXTRA
-    )
+    return RunConfig(
+        model="m", dataset="d", env=str(env_file), output_dir=str(tmp_path / "out"), mode="cpu",
+        swift_args=shlex.split(EXTRA),
+    )  # fmt: skip
 
 
 def test_the_shown_command_masks_credential_flags_the_child_still_gets_them(tmp_path: Path):
