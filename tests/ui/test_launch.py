@@ -132,3 +132,25 @@ def test_a_log_that_cannot_be_written_does_not_kill_the_run(caplog):
     _copy_redacted(child.stdout, open("/dev/full", "wb"))  # noqa: SIM115 - closed by the copier
     assert child.wait(30) == 7  # it ran to its own end: no BrokenPipeError
     assert "cannot be written" in caplog.text
+
+
+def test_a_finished_run_is_reaped_while_the_ui_lives(tmp_path: Path, monkeypatch):
+    """A run that ends on its own leaves no zombie process behind, though nobody polls its status."""
+    from swift_rlfactory.run_config import RunConfig
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "swift").write_text("#!/bin/bash\necho done\n")
+    (folder / "swift").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    env_file = tmp_path / "env.yaml"
+    env_file.write_text("name: plain\nreward:\n  - {name: format}\n")
+    job = Job(
+        RunConfig(model="m", dataset="d", env=str(env_file), output_dir=str(tmp_path / "out"), mode="cpu")
+    )
+    pid = job.process.pid
+    job._writer.join(30)
+    status = Path(f"/proc/{pid}/status")
+    state = status.read_text() if status.exists() else "gone"
+    assert "zombie" not in state, state
+    assert job.run_folder().parent == tmp_path / "out" and (job.run_folder() / "command.sh").is_file()
