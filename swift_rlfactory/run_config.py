@@ -54,7 +54,7 @@ class RunConfig:
     template: str | None = _knob("ms-swift --template (known for bundled models)")
     mode: str | None = _knob(
         "cpu (transformers generates), colocate (vLLM inside the trainer) or server (a `swift rollout` "
-        "elsewhere); none: colocate if torch sees a GPU, else cpu",
+        "elsewhere); default: colocate if torch sees a GPU, else cpu",
         label="mode",
     )
     steps: int | None = _knob("optimizer steps (--max_steps)", kind="count", label="steps")

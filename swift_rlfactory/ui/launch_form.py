@@ -110,7 +110,7 @@ def build_launch_tab(env_path: gr.Textbox, run_folder: gr.Textbox) -> None:
         stop = gr.Button(value="Stop", variant="stop", elem_id="rlf-stop-run", scale=1)
         # right beside the buttons: a refused form or a run's end is seen without scrolling
         job_status = gr.Textbox(label="status", interactive=False, elem_id="rlf-job-status", scale=4)
-    command = gr.Code(language="shell", label="the command", elem_id="rlf-command")
+    command = gr.Code(language="shell", label="the command", elem_id="rlf-command", wrap_lines=True)
     log = gr.Textbox(label="log", lines=14, max_lines=14, interactive=False, elem_id="rlf-log")
     output_dir = boxes["output_dir"]
     show.click(_command, form, [command])
