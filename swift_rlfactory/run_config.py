@@ -326,3 +326,22 @@ def write_command_sh(run_dir: Path, command: SwiftCommand) -> Path:
     path.write_text(script)
     path.chmod(0o755)
     return path
+
+
+def fields_table() -> str:
+    """The fields of :class:`RunConfig` as the Markdown table of ``docs/run.md`` (a test keeps them equal)."""
+    rows = ["| field | `train` flag | CPU | GPU | what it is |", "| --- | --- | --- | --- | --- |"]
+    for f in fields(RunConfig):
+        flag = "after `--`" if f.name == "swift_args" else f"`--{f.name.replace('_', '-')}`"
+        if f.metadata.get("kind"):
+            cpu, gpu = (_shown(getattr(profile, f.name)) for profile in (CPU, GPU))
+        else:
+            cpu = gpu = _shown(field_default(f.name))
+        rows.append(f"| `{f.name}` | {flag} | {cpu} | {gpu} | {f.metadata['help']} |")
+    return "\n".join(rows) + "\n"
+
+
+def _shown(value: Any) -> str:
+    if value == DEFAULT_ENV:
+        return "the bundled calculator"
+    return "" if value in (None, []) else f"`{value:g}`" if isinstance(value, float) else f"`{value}`"

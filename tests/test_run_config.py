@@ -68,3 +68,9 @@ def test_cpu_flags_come_from_the_device_not_from_the_caller(tmp_path: Path):
     gpu = RunConfig(model=str(tmp_path / "m")).resolved(gpu=True)
     flags = _flags(swift_rlhf(gpu, choose_model(gpu.model), "d", tmp_path).argv)
     assert flags["--torch_dtype"] == "bfloat16" and flags["--vllm_mode"] == "colocate"
+
+
+def test_docs_run_md_lists_every_field_as_run_config_declares_it():
+    from swift_rlfactory.run_config import fields_table
+
+    assert fields_table() in (Path(__file__).resolve().parents[1] / "docs" / "run.md").read_text()
