@@ -139,19 +139,19 @@ def train(
         env_name, env_max_turns, tool_names = env.name, env.max_turns, list(env.executor.tools)
 
     use_vllm = options.mode != "cpu" if options.mode else gpu_available()
-    run_dir = new_run_dir(Path(options.output_dir), create=not dry_run)
+    run_dir = new_run_dir(Path(options.output_dir).resolve(), create=not dry_run)
     if model.bundled is not None and not dry_run:
         console.print(f"[bold]model[/] {escape(model.bundled.description)}", soft_wrap=True)
         model.fetch(say=lambda msg: console.print(f"  [dim]{escape(msg)}", soft_wrap=True))
     if options.dataset is not None:
         dataset, data_note = Path(options.dataset).resolve(), str(options.dataset)
     else:
-        dataset = run_dir.resolve() / "train.jsonl"
+        dataset = run_dir / "train.jsonl"
         data_note = f"{dataset} (256 generated arithmetic problems)"
         if not dry_run:
             build_dataset(dataset, seed=options.seed)
 
-    plan = plan_run(options, model, dataset, run_dir.resolve(), use_vllm, env_max_turns)
+    plan = plan_run(options, model, dataset, run_dir, use_vllm, env_max_turns)
     if dry_run:
         console.print(plan_text(plan), markup=False, highlight=False, soft_wrap=True)
         return 0
