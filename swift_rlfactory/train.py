@@ -201,9 +201,7 @@ def stopped_note(run_dir: Path, command_sh: Path, steps: int) -> str:
     """What an interrupted run kept and how to go on: the folder, the last adapter saved, the command."""
     logged = len(read_steps(run_dir / "logging.jsonl"))
     checkpoint = last_checkpoint(run_dir)
-    lines = [
-        f"[yellow]interrupted[/] after {logged} of {steps} logged steps; the partial run is in {run_dir}"
-    ]
+    lines = [f"interrupted after {logged} of {steps} logged steps; the partial run is in {run_dir}"]
     if checkpoint is None:
         lines.append(
             f"no adapter was saved (one is saved after step {steps}); start again with: {command_sh}"
@@ -213,7 +211,7 @@ def stopped_note(run_dir: Path, command_sh: Path, steps: int) -> str:
         lines.append(
             f"resume (into a new folder beside it): {command_sh} --resume_from_checkpoint {checkpoint}"
         )
-    return "\n".join(escape(line) if i else line for i, line in enumerate(lines))
+    return "[yellow]" + escape("\n".join(lines)) + "[/]"
 
 
 # What ms-swift is doing, read off its log: (a line it prints when a phase starts, what the user sees).

@@ -359,3 +359,18 @@ def test_ctrl_c_says_where_the_partial_run_is_and_how_to_go_on(tmp_path: Path):
     assert proc.returncode == 130, printed
     assert f"the partial run is in {run_dir}" in printed
     assert "no adapter was saved" in printed and f"start again with: {run_dir / 'command.sh'}" in printed
+
+
+def test_the_stop_note_names_the_saved_adapter_and_the_command_to_resume(tmp_path: Path):
+    from swift_rlfactory.train import stopped_note
+
+    (tmp_path / "checkpoint-2").mkdir()
+    (tmp_path / "checkpoint-2" / "adapter_model.safetensors").touch()
+    rows = [{**LOGGED, "global_step/max_steps": f"{n}/3"} for n in (1, 2)]
+    (tmp_path / "logging.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    console = Console(record=True, width=400)
+    console.print(stopped_note(tmp_path, tmp_path / "command.sh", 3))
+    text = console.export_text()
+    assert f"interrupted after 2 of 3 logged steps; the partial run is in {tmp_path}" in text
+    assert f"adapter saved: {tmp_path / 'checkpoint-2'}" in text
+    assert f"{tmp_path / 'command.sh'} --resume_from_checkpoint {tmp_path / 'checkpoint-2'}" in text
