@@ -1,4 +1,4 @@
-"""The ms-swift adapter: the only module that imports ms-swift's trainer side (4.x).
+"""The plugin's hooks into ms-swift 4.x training: the scheduler, the reward and the callback.
 
 :func:`register` (called by ``plugin.py``) adds :class:`RLFactoryScheduler` (``--multi_turn_scheduler
 rlfactory``), :class:`RLFactoryReward` (``--reward_funcs rlfactory``), :class:`RLFactoryCallback`
