@@ -25,6 +25,7 @@ from rich.console import Console
 
 from swift_rlfactory.redaction import redact
 
+from .cli_serve import add_ui_parsers
 from .env.config import EnvConfigError
 
 # Observations and model text are printed as they are: no emoji codes (":x:"), markup or highlighting.
@@ -124,42 +125,57 @@ def _plugin_path(_: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .train import TrainOptions, train
+    from dataclasses import fields
 
-    options = TrainOptions(
-        env=args.env,
-        dataset=args.dataset,
-        model=args.model,
-        model_type=args.model_type,
-        template=args.template,
-        use_vllm=args.use_vllm,
-        output_dir=args.output_dir,
-        steps=args.steps,
-        num_generations=args.num_generations,
-        batch_size=args.batch_size,
-        max_turns=args.max_turns,
-        max_completion_length=args.max_completion_length,
-        learning_rate=args.learning_rate,
-        seed=args.seed,
-        verbose=args.verbose,
-        dry_run=args.dry_run,
-        swift_args=args.swift_args,
-    )
-    return train(options, console)
+    from .run_config import RunConfig
+    from .train import train
+
+    values = {f.name: getattr(args, f.name) for f in fields(RunConfig) if f.name != "swift_args"}
+    if values["mode"] is None and args.use_vllm is not None:
+        values["mode"] = "colocate" if args.use_vllm else "cpu"
+    config = RunConfig(**values, swift_args=args.swift_args)
+    return train(config, console, verbose=args.verbose, dry_run=args.dry_run)
+
+
+_KINDS = {"count": _positive, "rate": _positive_float, "fraction": _fraction}
+
+
+def _train_flag(name: str) -> dict:
+    """argparse settings of the train flag of :class:`RunConfig` field ``name``, from its declaration."""
+    from dataclasses import fields
+
+    from swift_rlfactory.bundled.models import MODELS
+
+    from .run_config import CPU, DEFAULT_ENV, GPU, MODES, RunConfig, field_default
+
+    f = next(f for f in fields(RunConfig) if f.name == name)
+    text, default = f.metadata["help"], field_default(name)
+    if f.metadata.get("kind"):
+        cpu, gpu = getattr(CPU, name), getattr(GPU, name)
+        defaults = [f"{cpu} on CPU"] if cpu is not None else []
+        defaults.append(f"{gpu} with vLLM" if gpu is not None else "the env's with vLLM")
+        return {"type": _KINDS[f.metadata["kind"]], "help": f"{text}; default {', '.join(defaults)}"}
+    settings: dict = {"default": default, "help": text}
+    if name == "model":
+        known = ", ".join(f"{n} ({m.description})" for n, m in MODELS.items())
+        settings["help"] = f"{text}; bundled: {known} (default {default})"
+    elif name == "mode":
+        settings["choices"] = MODES
+    elif "Path" in str(f.type):
+        settings["type"] = Path
+    elif isinstance(default, int):
+        settings["type"] = int
+    if default == DEFAULT_ENV:
+        settings["help"] += " (default: the bundled calculator)"
+    elif default is not None and name != "model":
+        settings["help"] += f" (default {default})"
+    return settings
 
 
 def _add_train_parser(sub: argparse._SubParsersAction) -> None:
-    from swift_rlfactory.bundled.models import DEFAULT_MODEL, MODELS
+    from dataclasses import fields
 
-    from .train import CPU, DEFAULT_ENV, GPU
-
-    def both(name: str) -> str:
-        cpu, gpu = getattr(CPU, name), getattr(GPU, name)
-        return (
-            f"default {cpu} on CPU, {gpu} with vLLM"
-            if gpu is not None
-            else f"default {cpu} on CPU, the env's with vLLM"
-        )
+    from .run_config import RunConfig
 
     train = sub.add_parser(
         "train",
@@ -168,42 +184,13 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
         "and a sample trajectory. Everything after `--` is passed to swift rlhf as is (later flags win).",
         usage="swift-rlfactory train [options] [-- SWIFT_RLHF_FLAGS ...]",
     )
-    known = ", ".join(f"{name} ({m.description})" for name, m in MODELS.items())
-    train.add_argument(
-        "--env", type=Path, default=DEFAULT_ENV, help="environment YAML (default: the bundled calculator)"
-    )
-    train.add_argument(
-        "--dataset", type=Path, help="ms-swift JSONL dataset (default: 256 generated arithmetic problems)"
-    )
-    train.add_argument(
-        "--model",
-        default=DEFAULT_MODEL,
-        help=f"a local folder, a hub id, or a bundled name: {known} (default {DEFAULT_MODEL})",
-    )
-    train.add_argument("--model-type", help="ms-swift --model_type (known for bundled models)")
-    train.add_argument("--template", help="ms-swift --template (known for bundled models)")
+    for f in fields(RunConfig):  # every knob of the run, as RunConfig documents it
+        if f.name != "swift_args":
+            train.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **_train_flag(f.name))
     train.add_argument(
         "--use-vllm", action=argparse.BooleanOptionalAction, default=None,
-        help="generate with colocated vLLM (default: if torch sees a GPU)",
+        help="the same as --mode colocate (--no-use-vllm: --mode cpu)",
     )  # fmt: skip
-    train.add_argument(
-        "--output-dir", type=Path, default=Path("output/rlfactory"), help="runs go to OUTPUT_DIR/<timestamp>/"
-    )
-    train.add_argument("--steps", type=_positive, help=both("steps"))
-    train.add_argument(
-        "--num-generations", type=_positive, help=f"trajectories per prompt, {both('num_generations')}"
-    )
-    train.add_argument("--batch-size", type=_positive, help=f"trajectories per step, {both('batch_size')}")
-    train.add_argument(
-        "--max-turns", type=_positive, help=f"assistant turns per trajectory, {both('max_turns')}"
-    )
-    train.add_argument(
-        "--max-completion-length", type=_positive, help=f"tokens per turn, {both('max_completion_length')}"
-    )
-    train.add_argument("--learning-rate", type=_positive_float, help=both("learning_rate"))
-    train.add_argument(
-        "--seed", type=int, default=0, help="seeds the generated dataset and ms-swift (default 0)"
-    )
     train.add_argument(
         "-v", "--verbose", action="store_true", help="show ms-swift's output (always saved to swift.log)"
     )
@@ -467,71 +454,6 @@ def _add_rewards_parser(sub: argparse._SubParsersAction) -> None:
     rw.set_defaults(func=_rewards)
 
 
-def _auth(value: str | None) -> tuple[str, str] | None:
-    if value is None:
-        return None
-    user, sep, password = value.partition(":")
-    if not sep or not user or not password:
-        raise argparse.ArgumentTypeError("--auth takes USER:PASS")
-    return user, password
-
-
-def _web_ui(args: argparse.Namespace) -> int:
-    from .adapters.swift_webui import WebUIUnsupported, launch
-    from .ui.page import build_agent_tab
-
-    env = str(args.env) if args.env else ""
-    run = str(args.run) if args.run else ""
-    try:
-        launch(lambda: build_agent_tab(env, run), args.host, args.port, args.lang, _auth(args.auth))
-    except (WebUIUnsupported, argparse.ArgumentTypeError) as exc:
-        errors.print(str(exc), markup=False)
-        return 2
-    return 0
-
-
-def _view(args: argparse.Namespace) -> int:
-    from .adapters.swift_webui import is_loopback
-    from .ui.page import serve_options, viewer_app
-    from .ui.probe import patient_probe
-
-    if not args.run.is_dir():
-        errors.print(f"no such folder: {args.run}", markup=False)
-        return 2
-    if not is_loopback(args.host) and not args.auth:
-        errors.print(
-            f"note: {args.host} lets anyone who reaches it read this run; --auth USER:PASS", markup=False
-        )
-    with patient_probe():
-        viewer_app(str(args.run)).launch(**serve_options(args.host, args.port, _auth(args.auth)))
-    return 0
-
-
-def _add_ui_parsers(sub: argparse._SubParsersAction) -> None:
-    web = sub.add_parser(
-        "web-ui",
-        help="ms-swift's web UI plus an Agent RL tab (environment, tools, rewards, launch, metrics, trajectories)",
-        description="Every tab of `swift web-ui`, its GRPO tab pre-filled for the rlfactory plugin, and the "
-        "Agent RL tab. Needs the ui extra: pip install 'swift-rlfactory[ui]'. The page can start training "
-        "runs and call tools: keep it on 127.0.0.1, or give --auth.",
-    )
-    view = sub.add_parser(
-        "view",
-        help="metrics and trajectory viewer for one run or eval folder (nothing that runs code)",
-        description="Plots of logging.jsonl and a step -> group -> trajectory viewer of trajectories.jsonl.",
-    )
-    view.add_argument("run", type=Path, help="a swift rlhf output folder or an `eval --output` folder")
-    web.add_argument("--env", type=Path, help="environment YAML to pre-fill")
-    web.add_argument("--run", type=Path, help="run or eval folder to pre-fill in the viewer")
-    web.add_argument("--lang", choices=["en", "zh"], default="en", help="ms-swift's UI language (default en)")
-    for parser in (web, view):
-        parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-        parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
-        parser.add_argument("--auth", help="USER:PASS required to open the page")
-    web.set_defaults(func=_web_ui)
-    view.set_defaults(func=_view)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(prog="swift-rlfactory", description=__doc__.split("\n\n")[0])
@@ -554,7 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval_parser(sub)
     _add_select_parser(sub)
     _add_rewards_parser(sub)
-    _add_ui_parsers(sub)
+    add_ui_parsers(sub)
     sub.add_parser("plugin-path", help="print the file for --external_plugins").set_defaults(
         func=_plugin_path
     )

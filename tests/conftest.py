@@ -24,6 +24,7 @@ from fastapi import FastAPI, Request  # module level: FastAPI resolves the strin
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from swift_rlfactory.run_config import plugin_flags  # noqa: E402
 from tests.fixtures.tiny_qwen3 import build_tiny_qwen3  # noqa: E402
 
 CACHE = Path(os.environ.get("RLFACTORY_CACHE", Path.home() / ".cache" / "swift-rlfactory"))
@@ -127,9 +128,7 @@ def run_cpu_grpo(work: Path, model: Path, rows: list[dict], env: dict[str, str],
         "--rlhf_type", "grpo",
         "--model", str(model), "--model_type", "qwen3", "--template", "qwen3",
         "--dataset", str(dataset),
-        "--external_plugins", str(ROOT / "swift_rlfactory" / "plugin.py"),
-        "--multi_turn_scheduler", "rlfactory", "--max_turns", "3",
-        "--reward_funcs", "rlfactory", "--callbacks", "rlfactory",
+        *plugin_flags(max_turns=3),
         "--use_vllm", "false",
         "--tuner_type", "lora", "--lora_rank", "8", "--target_modules", "all-linear",
         "--torch_dtype", "float32",

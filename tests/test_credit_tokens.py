@@ -30,8 +30,9 @@ from swift.rollout.agent_loop import run_multi_turn
 from swift.template import get_template
 from transformers import Qwen3Config
 
-from swift_rlfactory.adapters.swift import RUN, RLFactoryScheduler, build_trajectories
+from swift_rlfactory.adapters.swift import RUN, RLFactoryScheduler
 from swift_rlfactory.adapters.swift_credit import CreditGRPOTrainer
+from swift_rlfactory.adapters.swift_run import build_trajectories
 from swift_rlfactory.trajectory import Trajectory
 
 from .conftest import ROOT

@@ -16,18 +16,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from swift_rlfactory.bundled.arithmetic import arithmetic_problems, build_dataset
 from swift_rlfactory.bundled.models import DEFAULT_MODEL, MODELS, UnknownModelError, choose_model, model_dir
 from swift_rlfactory.cli import main
+from swift_rlfactory.run_config import CPU, DEFAULT_ENV, GPU, RunConfig
 from swift_rlfactory.runs.folder import last_checkpoint
 from swift_rlfactory.runs.log import read_steps
 from swift_rlfactory.train import (
-    CPU,
-    DEFAULT_ENV,
-    GPU,
-    TrainOptions,
     _run,
-    arithmetic_problems,
-    build_dataset,
     format_step,
     phase_of,
     pick_trajectory,
@@ -57,7 +53,7 @@ def _plan(use_vllm: bool, tmp_path: Path | None = None, **options):
         folder.mkdir(exist_ok=True)
         (folder / "config.json").write_text("{}")
         options["model"] = str(folder)
-    opts = TrainOptions(**options)
+    opts = RunConfig(**options)
     choice = choose_model(opts.model)
     return plan_run(opts, choice, Path("/d/train.jsonl"), Path("/runs/r"), use_vllm=use_vllm, env_max_turns=3)
 
@@ -283,3 +279,98 @@ def test_a_tool_error_is_printed_once_as_the_model_reads_it(tmp_path: Path, caps
     (tmp_path / "env.yaml").write_text("tools: {python: [tools.py]}\n")
     assert main(["tools", "call", str(tmp_path / "env.yaml"), "echo", '{"text": ":x: [b]x[/b]"}']) == 0
     assert ":x: [b]x[/b]" in capsys.readouterr().out  # no emoji codes or markup in what the model reads
+
+
+def test_a_misspelled_env_says_no_such_file(tmp_path: Path, capsys):
+    argv = [
+        "train",
+        "--env",
+        "examples/calculater/env.yaml",
+        "--dry-run",
+        "--output-dir",
+        str(tmp_path / "o"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--env examples/calculater/env.yaml: no such file" in err and "give --dataset" not in err
+
+
+def test_a_dry_run_leaves_no_run_folder_behind(tmp_path: Path, capsys):
+    assert main(["train", "--dry-run", "--output-dir", str(tmp_path / "out")]) == 0
+    assert "--torch_dtype" in capsys.readouterr().out
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_mistyped_hub_id_fails_at_once_in_one_line(tmp_path: Path, capsys):
+    """Neither a folder nor a bundled name: the hub is asked (or found unreachable) before anything else,
+    dry run included, instead of 34 s and a 40-line traceback from ms-swift."""
+    import time
+
+    start = time.monotonic()
+    argv = ["train", "--model", "Qwenn/Qwen3-4B-typo", "--dry-run", "--output-dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert time.monotonic() - start < 20
+    assert "Qwenn/Qwen3-4B-typo: neither a local folder nor a bundled model" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 3
+    assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_says_where_the_partial_run_is_and_how_to_go_on(tmp_path: Path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    out = tmp_path / "out"
+    argv = [
+        sys.executable,
+        "-m",
+        "swift_rlfactory.cli",
+        "train",
+        "--model",
+        str(model),
+        "--output-dir",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out.glob("*/swift.log")):  # ms-swift is starting: a Ctrl-C from the terminal
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stdout.read()
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        printed, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    [run_dir] = out.iterdir()
+    assert proc.returncode == 130, printed
+    assert f"the partial run is in {run_dir}" in printed
+    assert "no adapter was saved" in printed and f"start again with: {run_dir / 'command.sh'}" in printed
+
+
+def test_the_stop_note_names_the_saved_adapter_and_the_command_to_resume(tmp_path: Path):
+    from swift_rlfactory.train import stopped_note
+
+    (tmp_path / "checkpoint-2").mkdir()
+    (tmp_path / "checkpoint-2" / "adapter_model.safetensors").touch()
+    rows = [{**LOGGED, "global_step/max_steps": f"{n}/3"} for n in (1, 2)]
+    (tmp_path / "logging.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    console = Console(record=True, width=400)
+    console.print(stopped_note(tmp_path, tmp_path / "command.sh", 3))
+    text = console.export_text()
+    assert f"interrupted after 2 of 3 logged steps; the partial run is in {tmp_path}" in text
+    assert f"adapter saved: {tmp_path / 'checkpoint-2'}" in text
+    assert f"{tmp_path / 'command.sh'} --resume_from_checkpoint {tmp_path / 'checkpoint-2'}" in text

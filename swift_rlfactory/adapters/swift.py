@@ -1,31 +1,9 @@
-"""The ms-swift adapter: the only module that imports ms-swift (4.x).
+"""The plugin's hooks into ms-swift 4.x training: the scheduler, the reward and the callback.
 
-It plugs three things into ms-swift's registries (see :func:`register`, called by ``plugin.py``):
-
-* ``--multi_turn_scheduler rlfactory`` - :class:`RLFactoryScheduler`, the multi-turn tool-calling loop;
-* ``--reward_funcs rlfactory`` - :class:`RLFactoryReward`, the environment's weighted reward spec, which
-  also writes ``trajectories.jsonl`` and the tool metrics;
-* ``--callbacks rlfactory`` - :class:`RLFactoryCallback`, which hands the trainer to the two above so tool
-  metrics appear in ms-swift's logs next to ``reward``.
-* ``--rlhf_type grpo``'s trainer class - ``CreditGRPOTrainer`` (``swift_credit.py``), stock GRPO unless the
-  environment asks for ``credit: {mode: turn}``.
-
-How the scheduler fits ms-swift 4.6's rollout driver (``swift/rollout/agent_loop.py``): after every
-batched generation turn the driver awaits ``on_turn_end`` for *all* pending trajectories with
-``asyncio.gather``, then calls the synchronous ``step()`` one trajectory at a time. So all tool I/O happens
-in ``on_turn_end`` - every call of every trajectory in flight at once, on the executor's own loop - and
-``step()`` only appends the observations that are already there. In server mode (``swift rollout``) the
-base class's ``run()`` awaits the same ``on_turn_end`` inside one coroutine per trajectory, so tools of one
-trajectory overlap generation of the others. Observations go in as ``tool`` messages, which the template
-renders outside the assistant turns: they never carry loss.
-
-The environment comes from ``RLFACTORY_ENV`` (a YAML path), or per dataset row from an ``env`` column.
-
-The error boundary: ms-swift gathers the hooks of a whole batch, so one exception out of a hook loses the
-batch (and, from ``on_trajectory_start``, the step). Every hook therefore catches what it did not expect,
-records the cause on that trajectory only, and the trajectory ends at its next ``on_turn_end`` with stop
-reason ``error``: reward 0, the cause in ``rollout_infos`` and ``trajectories.jsonl`` (``error``), and its
-share in the ``stop/error`` metric. A per-row ``env`` file that is missing or broken is such a cause.
+:func:`register` (called by ``plugin.py``) adds :class:`RLFactoryScheduler` (``--multi_turn_scheduler
+rlfactory``), :class:`RLFactoryReward` (``--reward_funcs rlfactory``), :class:`RLFactoryCallback`
+(``--callbacks rlfactory``) and the GRPO trainer class of ``swift_credit.py``; how they fit ms-swift's rollout
+driver and where errors stop is in ``docs/run.md``.
 """
 
 from __future__ import annotations
@@ -35,11 +13,9 @@ import json
 import logging
 import math
 import os
-import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from swift.callbacks import TrainerCallback, callbacks_map
@@ -52,143 +28,40 @@ from swift_rlfactory.runs.folder import TRAJECTORIES
 from swift_rlfactory.runs.log import TrajectoryLog
 from swift_rlfactory.runtime.json_api import content_text
 
-from ..env.config import EnvConfigError
 from ..env.environment import Environment
 from ..env.prompt_size import check_prompt_room
 from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.metrics import tool_metrics
+from ..run_config import PLUGIN_NAME
 from ..tools.call_formats import CallParser, call_parser
 from ..tools.executor import ToolRecord
-from ..trajectory import Trajectory
+from .swift_run import (
+    INFO_KEY,
+    NOT_ROW,
+    RUN,
+    CompletionBudget,
+    HasLogprobs,
+    HasMaxLength,
+    HasMaxModelLen,
+    HasOutputDir,
+    HasUuid,
+    InferEngine,
+    RowRequest,
+    SchedulerOwner,
+    TrainerState,
+    build_trajectories,
+    trajectory_from_infos,
+)
 from .swift_template import call_format, set_system_prompt, turn_end_id
 from .swift_timeline import StepTimeline
 
 logger = logging.getLogger("swift_rlfactory")
 
-ENV_VAR = "RLFACTORY_ENV"
 TRAJECTORIES_VAR = "RLFACTORY_TRAJECTORIES"
-NAME = "rlfactory"
-INFO_KEY = "rlfactory"
 ERROR = "error"  # the stop reason of a trajectory that failed inside the plugin
-BROKEN_RETRY_S = 300.0  # how long a broken environment file fails fast before it is tried again
 WATCHDOG_GRACE_S = 5.0  # slack of the turn watchdog over the executor's own bound (see _execute)
 MAX_CAUSE_CHARS = 2000  # an error cause kept in rollout infos and the trajectory log (redacted, then cut)
-
-# Reward-kwarg keys that are ms-swift's bookkeeping, not dataset fields a reward should see as the row.
-_NOT_ROW = {
-    "trainer_state",
-    "messages",
-    "prompt_id",
-    "request_id",
-    "finish_reason",
-    "is_truncated",
-    "rollout_infos",
-    "response_token_ids",
-    "tools",
-    "trajectory_inputs",
-    "completions",
-}
-
-
-class _Run:
-    """Process-wide state shared by the scheduler, the reward and the callback.
-
-    Environments are loaded once per path and shared, so the scheduler's tool executor, its cache and its
-    MCP server processes serve the whole run; the trainer handle arrives from the callback.
-    """
-
-    def __init__(self) -> None:
-        self.envs: dict[str, Environment] = {}
-        self.trainer: Any = None
-        self.tokenizer: Any = None
-        self._warned_no_callback = False
-        self._resolved: dict[str, str] = {}
-        self._broken: dict[str, tuple[str, float]] = {}  # path -> (why, when): fail fast, retry later
-        self.turn_rewards: dict[str, list[float]] = {}  # request id -> per-turn totals, for swift_credit
-
-    def env(self, path: str | None = None, start: bool = False) -> Environment:
-        """The loaded (with ``start``, started) environment of ``path``, else of ``$RLFACTORY_ENV``.
-
-        A file that failed to load or start raises the same message again without retrying for
-        ``BROKEN_RETRY_S``, so a bad per-row file costs one load, not one per sampled row.
-        """
-        if path is not None and not isinstance(path, str):
-            raise ValueError(f"the dataset's env column must be a path string, got {type(path).__name__}")
-        path = path or os.environ.get(ENV_VAR)
-        if not path:
-            raise ValueError(
-                f"no environment: set {ENV_VAR}=path/to/env.yaml (or give the dataset an 'env' column)"
-            )
-        key = self._resolved.get(path)
-        if key is None:  # resolve() costs syscalls, and this runs on every turn of every trajectory
-            key = self._resolved[path] = str(Path(path).expanduser().resolve())
-        broken = self._broken.get(key)
-        if broken is not None and time.monotonic() - broken[1] < BROKEN_RETRY_S:
-            raise EnvConfigError(broken[0])
-        env = self.envs.get(key)
-        try:
-            if env is None:
-                env = Environment.load(key, count_tokens=self._count_tokens())
-            if start:
-                env.start()
-        except Exception as exc:
-            self.envs.pop(key, None)
-            if env is not None:
-                env.close()
-            why = str(exc) if isinstance(exc, EnvConfigError) else f"{key}: {type(exc).__name__}: {exc}"
-            self._broken[key] = (why, time.monotonic())
-            raise
-        self._broken.pop(key, None)
-        self.envs[key] = env
-        return env
-
-    def _count_tokens(self):
-        tokenizer = self.tokenizer
-        if tokenizer is None:
-            return None
-        return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
-
-    def keep_turn_rewards(
-        self, request_ids: Sequence[str] | None, trajectories: Sequence[Trajectory]
-    ) -> None:
-        """Hold the per-turn reward totals of ``credit: {mode: turn}`` trajectories for the GRPO trainer.
-
-        ms-swift passes a reward's scalars on to the advantage but nothing else, so the turn rewards wait
-        here, by request id, until ``CreditGRPOTrainer`` (``adapters/swift_credit.py``) takes them with
-        :meth:`take_turn_rewards`.
-        """
-        for request_id, trajectory in zip(request_ids or [], trajectories, strict=False):
-            if trajectory.stop_reason == "error":  # scored 0 whole; its env may not even load
-                continue
-            if self.env(trajectory.row.get("env")).config.credit.mode == "turn":
-                self.turn_rewards[request_id] = [float(r) for r in trajectory.turn_rewards.get("total", [])]
-
-    def drain_turn_rewards(self) -> dict[str, list[float]]:
-        """Every per-turn total scored since the last drain, by request id, emptying the store.
-
-        ms-swift scores a generation's samples (with ``--dynamic_sample``, every resampling round of them)
-        and then postprocesses the samples it kept, once, before it scores anything else. What that
-        postprocess does not take belongs to groups dynamic sampling threw away and will never be asked
-        for, so it goes too: the store holds one generation at most, not every sample ever scored.
-        """
-        drained, self.turn_rewards = self.turn_rewards, {}
-        return drained
-
-    def log_metrics(self, metrics: dict[str, float]) -> None:
-        """Append to the trainer's metric lists (averaged and printed by ms-swift at each log step)."""
-        if self.trainer is None:
-            if not self._warned_no_callback:
-                logger.warning("pass --callbacks %s to log tool metrics with the trainer's metrics", NAME)
-                self._warned_no_callback = True
-            logger.info("rlfactory metrics: %s", {k: round(v, 4) for k, v in metrics.items()})
-            return
-        mode = "eval" if self.trainer.control.should_evaluate else "train"
-        for key, value in metrics.items():
-            self.trainer._metrics[mode][key].append(value)
-
-
-RUN = _Run()
 
 
 @dataclass
@@ -222,9 +95,9 @@ class RLFactoryScheduler(MultiTurnScheduler):
             RUN.tokenizer = self.tokenizer
         template = self.template
         if template is not None:
-            self.max_context = getattr(template, "max_length", None)
-        elif infer_engine is not None:
-            self.max_context = getattr(infer_engine, "max_model_len", None)
+            self.max_context = template.max_length if isinstance(template, HasMaxLength) else None
+        elif isinstance(infer_engine, HasMaxModelLen):
+            self.max_context = infer_engine.max_model_len
         self.turn_end_id = self._find_turn_end_id()
         # the format the template's tools prompt asks for; a template we cannot read stops the run here
         self.call_format = call_format(template)
@@ -233,7 +106,8 @@ class RLFactoryScheduler(MultiTurnScheduler):
     @property
     def template(self):
         """The ms-swift template (colocate passes it; the server engine owns one)."""
-        return self._template or getattr(self.infer_engine, "template", None)
+        engine = self.infer_engine
+        return self._template or (engine.template if isinstance(engine, InferEngine) else None)
 
     # -- hooks ---------------------------------------------------------------------------------
     async def on_trajectory_start(self, requests: Sequence[Any]) -> None:
@@ -370,7 +244,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         """Log an unexpected exception of one trajectory (traceback once per kind) and return its cause."""
         cause = excerpt(f"{where}: {type(exc).__name__}: {exc}", MAX_CAUSE_CHARS)
         kind = (where, type(exc).__name__)
-        uuid = getattr(request, "uuid", None)
+        uuid = request.uuid if isinstance(request, HasUuid) else None
         if kind in self._logged:
             logger.warning("trajectory %s ends with stop reason 'error': %s", uuid, cause)
         else:
@@ -424,9 +298,9 @@ class RLFactoryScheduler(MultiTurnScheduler):
         """Let rewards that can (model judges) start on the finished trajectory while the rest of the batch
         is still generating; the reward call picks their results up."""
         try:
-            row = {k: v for k, v in (infer_request.data_dict or {}).items() if k not in _NOT_ROW}
+            row = {k: v for k, v in (infer_request.data_dict or {}).items() if k not in NOT_ROW}
             env = RUN.env(episode.env_path)
-            trajectory = _trajectory(infos, row)
+            trajectory = trajectory_from_infos(infos, row)
             trajectory.tool_env = env
             env.reward.prefetch(trajectory, group_size=episode.group_size)
         except Exception as exc:  # an optional head start: the reward scores it either way
@@ -446,7 +320,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
                 request.messages, tools=request.tools, add_generation_prompt=True, tokenize=True
             )
             # transformers 5 returns a BatchEncoding (a mapping, not a dict): len() of it counts its keys
-            return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+            return len(ids["input_ids"] if isinstance(ids, Mapping) else ids)
         except Exception:  # a template that cannot render tools: estimate from characters
             return sum(len(str(m.get("content") or "")) for m in request.messages) // 3
 
@@ -464,7 +338,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
 
 def _row_env(request: Any) -> Any:
     """The row's ``env`` column, if the dataset has one (validated by ``RUN.env``)."""
-    data = getattr(request, "data_dict", None)
+    data = request.data_dict if isinstance(request, RowRequest) else None
     return data.get("env") if isinstance(data, dict) else None
 
 
@@ -473,7 +347,7 @@ def _text_or_none(value: Any) -> str | None:
 
 
 def _logprobs(choice) -> list[float]:
-    logprobs = getattr(choice, "logprobs", None)
+    logprobs = choice.logprobs if isinstance(choice, HasLogprobs) else None
     if not logprobs or "content" not in logprobs:
         return []
     return [item["logprob"] for item in logprobs["content"]]
@@ -490,11 +364,11 @@ class RLFactoryReward(AsyncORM):
     the run: the failure is warned about and counted as ``log/write_errors``.
     """
 
-    def __init__(self, args=None, **kwargs):
+    def __init__(self, args: HasOutputDir | None = None, **kwargs):
         super().__init__(args, **kwargs)
         path = os.environ.get(TRAJECTORIES_VAR)
         if path is None:
-            output_dir = getattr(args, "output_dir", None) or "."
+            output_dir = (args.output_dir if isinstance(args, HasOutputDir) else None) or "."
             path = os.path.join(output_dir, TRAJECTORIES)
         self.log = TrajectoryLog(path)
 
@@ -529,7 +403,8 @@ class RLFactoryReward(AsyncORM):
         RUN.keep_turn_rewards(kwargs.get("request_id"), trajectories)
         # ms-swift scores a step's rollouts while global_step still counts the updates done before it, so
         # the step a trajectory feeds is global_step + 1: the number the console and logging.jsonl show.
-        done = getattr(kwargs.get("trainer_state"), "global_step", None)
+        state = kwargs.get("trainer_state")
+        done = state.global_step if isinstance(state, TrainerState) else None
         self.log.write(trajectories, step=None if done is None else done + 1)
         metrics = tool_metrics(trajectories)
         metrics.update(reward_metrics(trajectories))
@@ -542,55 +417,6 @@ class RLFactoryReward(AsyncORM):
                 )
         RUN.log_metrics(metrics)
         return totals
-
-
-def build_trajectories(completions: list[str], kwargs: dict[str, Any], tokenizer: Any) -> list[Trajectory]:
-    """Trajectories from ms-swift's batched reward kwargs.
-
-    The scheduler's ``rollout_infos`` carry the decoded conversation and tool records; without them (a
-    different scheduler) the messages are decoded here, since ms-swift passes earlier assistant turns as
-    token-id lists, and the generated turns are counted from ``response_token_ids`` (flat for one turn,
-    one list per turn), so assistant messages of the row's chat history are not taken for turns.
-    """
-    n = len(completions)
-    infos = kwargs.get("rollout_infos") or [{}] * n
-    all_messages = kwargs.get("messages") or [[] for _ in range(n)]
-    all_ids = kwargs.get("response_token_ids") or [[] for _ in range(n)]
-    columns = {k: v for k, v in kwargs.items() if k not in _NOT_ROW and isinstance(v, list) and len(v) == n}
-    out = []
-    for i in range(n):
-        row = {k: v[i] for k, v in columns.items()}
-        info = (infos[i] or {}).get(INFO_KEY)
-        if info:
-            out.append(_trajectory(info, row))
-            continue
-        messages = [_decoded(m, tokenizer) for m in all_messages[i]]
-        ids = all_ids[i]
-        if ids:
-            turns = len(ids) if isinstance(ids[0], list) else 1
-        else:  # no token ids: every assistant message is taken for a turn
-            turns = sum(1 for m in messages if m["role"] == "assistant")
-        out.append(Trajectory(messages=messages, turns=turns, stop_reason="unknown", row=row))
-    return out
-
-
-def _trajectory(info: dict[str, Any], row: dict[str, Any]) -> Trajectory:
-    """The trajectory the scheduler's rollout infos describe (the same one for early and final rewards)."""
-    return Trajectory(
-        messages=info["messages"],
-        tool_calls=info["tool_calls"],
-        turns=info["turns"],
-        stop_reason=info["stop_reason"],
-        row=row,
-        error=info.get("error"),
-    )
-
-
-def _decoded(message: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
-    content = message.get("content")
-    if isinstance(content, list) and all(isinstance(x, int) for x in content):
-        content = tokenizer.decode(content, skip_special_tokens=False) if tokenizer is not None else ""
-    return {"role": message.get("role"), "content": content_text(content)}
 
 
 class RLFactoryCallback(TrainerCallback):
@@ -615,15 +441,16 @@ class RLFactoryCallback(TrainerCallback):
         logger.info("step timeline hooks: %s", ", ".join(hooked))
         RUN.trainer = trainer
         RUN.tokenizer = RUN.tokenizer or kwargs.get("processing_class")
-        scheduler = getattr(trainer, "multi_turn_scheduler", None)
+        scheduler = trainer.multi_turn_scheduler if isinstance(trainer, SchedulerOwner) else None
         if isinstance(scheduler, RLFactoryScheduler):
-            scheduler.reserve_tokens = getattr(args, "max_completion_length", 0) or 0
+            budget = args.max_completion_length if isinstance(args, CompletionBudget) else None
+            scheduler.reserve_tokens = budget or 0
             check_prompt_room(RUN.env().prompt_size(), scheduler.max_context, scheduler.reserve_tokens)
 
 
 def register() -> None:
     """Add the scheduler, reward and callback to ms-swift's registries under the name ``rlfactory``."""
-    multi_turns[NAME] = RLFactoryScheduler
-    orms[NAME] = RLFactoryReward
-    callbacks_map[NAME] = RLFactoryCallback
+    multi_turns[PLUGIN_NAME] = RLFactoryScheduler
+    orms[PLUGIN_NAME] = RLFactoryReward
+    callbacks_map[PLUGIN_NAME] = RLFactoryCallback
     TrainerFactory.TRAINER_MAPPING["grpo"] = "swift_rlfactory.adapters.swift_credit.CreditGRPOTrainer"

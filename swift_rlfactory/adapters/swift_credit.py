@@ -20,7 +20,8 @@ from swift.rlhf_trainers import GRPOTrainer
 from swift.rlhf_trainers.utils import get_even_process_data
 
 from ..rewards.credit import Scale, discounted_returns, token_advantages, trained_token_turns, turn_advantages
-from .swift import ENV_VAR, RUN
+from ..run_config import ENV_VAR
+from .swift_run import RUN
 
 logger = logging.getLogger("swift_rlfactory")
 

@@ -1,18 +1,7 @@
 """ms-swift's web UI with our tab in it: the only module that knows ms-swift's UI classes (``swift.ui``).
 
-``swift web-ui`` has no plugin hook (``WebUIArguments`` takes four fields), so :func:`launch` runs
-ms-swift's own app builder (``SwiftWebUI.run``) with two wrappers in place for the duration of the call:
-
-* ``LLMGRPO.build_ui`` - after ms-swift builds its GRPO tab, its fields are pre-filled for the rlfactory
-  plugin (``--external_plugins``, ``--multi_turn_scheduler``, ``--reward_funcs``, ``--callbacks``) and our tab
-  is built right after it, inside the same ``gr.Tabs``;
-* ``gradio.Blocks.launch`` - the host, port and login we were given replace ms-swift's (which opens a
-  browser and has no login), with server-side rendering, the MCP endpoint and sharing off; and gradio's
-  check that the page answers on localhost waits as long as a busy machine needs (``ui/probe.py``).
-
-Every ms-swift tab is still built by ms-swift's code. On an ms-swift whose UI is laid out differently (no
-``swift.ui.app.SwiftWebUI`` or ``LLMGRPO``, or our tab never got built) :class:`WebUIUnsupported` says so
-before anything is served.
+:func:`launch` serves ms-swift's own app with the tab its caller builds added after the GRPO tab, that tab
+opened first, and the GRPO tab pre-filled for the plugin; how, and why so, is in ``docs/ui.md``.
 """
 
 from __future__ import annotations
@@ -22,13 +11,14 @@ import ipaddress
 import logging
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from contextlib import AbstractContextManager
 from typing import Any
+
+from ..run_config import PLUGIN, PLUGIN_NAME
 
 logger = logging.getLogger("swift_rlfactory")
 
 SUPPORTED = "ms-swift 4.6"
-PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
 
 
 class WebUIUnsupported(RuntimeError):
@@ -39,9 +29,9 @@ def grpo_prefill() -> dict[str, Any]:
     """Values for ms-swift's GRPO tab fields (by ``elem_id``) that make it run with our plugin."""
     return {
         "external_plugins": str(PLUGIN),
-        "multi_turn_scheduler": "rlfactory",
-        "reward_funcs": ["rlfactory"],
-        "more_params": "--callbacks rlfactory",
+        "multi_turn_scheduler": PLUGIN_NAME,
+        "reward_funcs": [PLUGIN_NAME],
+        "more_params": f"--callbacks {PLUGIN_NAME}",
     }
 
 
@@ -102,18 +92,17 @@ def _patched(cls: type, name: str, replacement: Any) -> Iterator[None]:
 
 
 def launch(
-    build_tab: Callable[[], None],
-    host: str = "127.0.0.1",
-    port: int = 7860,
+    build_tab: Callable[[], Any],
+    serve: dict[str, Any],
     lang: str = "en",
-    auth: tuple[str, str] | None = None,
+    probe: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> None:
-    """Serve ms-swift's web UI plus the tab ``build_tab`` builds, until interrupted."""
+    """Serve ms-swift's web UI plus the tab ``build_tab`` builds (and returns; it opens first), with
+    ``serve`` as ``Blocks.launch`` settings (``server_name``, ``server_port``, ``auth``, ...) and ``probe``
+    in place while it starts, until interrupted."""
     import gradio as gr
 
-    from ..ui.page import serve_options
-    from ..ui.probe import patient_probe
-
+    host, port, auth = serve["server_name"], serve["server_port"], serve.get("auth")
     swift_app = _swift_ui()
     grpo = swift_app.LLMGRPO
     built: list[bool] = []
@@ -123,15 +112,18 @@ def launch(
         original_build(cls, base_tab)
         if cls is grpo and base_tab is grpo and not built:  # the GRPO tab itself, not a panel or subclass
             _prefill(cls, grpo_prefill())
-            build_tab()
+            tab = build_tab()
+            tabs = gr.context.Context.block  # the gr.Tabs both tabs sit in
+            if isinstance(tabs, gr.Tabs) and getattr(tab, "id", None) is not None:
+                tabs.selected = tab.id
             built.append(True)
 
     original_launch = gr.Blocks.launch
 
-    def serve(self, *args, **kwargs):
+    def serve_page(self, *args, **kwargs):
         if not built:
             raise WebUIUnsupported(f"ms-swift built its UI without its GRPO tab ({SUPPORTED} builds one)")
-        kwargs.update(serve_options(host, port, auth))
+        kwargs.update(serve)
         logger.info("serving on http://%s:%d", host, port)
         return original_launch(self, *args, **kwargs)
 
@@ -145,7 +137,7 @@ def launch(
         os.environ.pop(var, None)
     with (
         _patched(grpo, "build_ui", classmethod(build_ui)),
-        _patched(gr.Blocks, "launch", serve),
-        patient_probe(),  # gradio's own check of the served page gives up after 3 s
+        _patched(gr.Blocks, "launch", serve_page),
+        probe(),
     ):
         swift_app.webui_main(["--server_name", host, "--server_port", str(port), "--lang", lang])

@@ -159,6 +159,50 @@ def choose_model(value: str) -> ModelChoice:
     )
 
 
+HUBS = {False: "https://www.modelscope.cn/api/v1/models/{id}", True: "https://huggingface.co/api/models/{id}"}
+
+
+def check_hub_id(model: ModelChoice, use_hf: bool = False, timeout_s: float = 5.0) -> None:
+    """Fail at once, in one line, for a hub id that is neither in the local hub caches nor on the hub
+    ms-swift will ask (ModelScope, or Hugging Face with ``use_hf``), or when that hub cannot be reached;
+    nothing for a bundled name or a local folder."""
+    if model.hub_id is None or _in_hub_cache(model.hub_id):
+        return
+    import httpx
+
+    url = HUBS[use_hf].format(id=model.hub_id)
+    host = url.split("/")[2]
+    try:
+        status = httpx.head(url, timeout=timeout_s, follow_redirects=True).status_code
+    except httpx.HTTPError as exc:
+        raise UnknownModelError(
+            f"--model {model.given}: neither a local folder nor a bundled model ({', '.join(MODELS)}), and the "
+            f"model hub {host} cannot be reached from here ({type(exc).__name__}): a hub id needs network; "
+            "give a local model folder or a bundled name."
+        ) from None
+    if status in (401, 403, 404):
+        raise UnknownModelError(
+            f"--model {model.given}: neither a local folder nor a bundled model, and {host} has no such "
+            f"model (HTTP {status}); check the spelling (org/name), or give a local folder."
+        )
+
+
+def _in_hub_cache(hub_id: str) -> bool:
+    home = Path.home() / ".cache"
+    org, _, name = hub_id.partition("/")
+    modelscope = Path(os.environ.get("MODELSCOPE_CACHE") or home / "modelscope" / "hub")
+    huggingface = Path(os.environ.get("HF_HOME") or home / "huggingface") / "hub"
+    return any(
+        p.is_dir()
+        for p in (
+            modelscope / "models" / org / name,
+            modelscope / org / name,
+            modelscope / "models" / org / name.replace(".", "___"),
+            huggingface / f"models--{org}--{name}",
+        )
+    )
+
+
 def cache_dir() -> Path:
     """``$RLFACTORY_CACHE``, else ``~/.cache/swift-rlfactory``."""
     return Path(os.environ.get("RLFACTORY_CACHE") or Path.home() / ".cache" / "swift-rlfactory")

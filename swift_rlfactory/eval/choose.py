@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from swift_rlfactory.runs.folder import METRICS
+
 CHOOSE_BY = {"em": "em", "worst-shift": "shift/worst/em"}  # --choose-by -> the metrics.json key it ranks
 CHOSEN_FILE = "chosen.json"
 
@@ -41,6 +43,6 @@ def choose(folders: Mapping[str, str | Path], by: str = "em") -> dict[str, Any]:
 
 def _metrics(folder: Path) -> dict[str, Any]:
     try:
-        return json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+        return json.loads((folder / METRICS).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{folder}: no eval's metrics.json to choose by ({exc})") from None

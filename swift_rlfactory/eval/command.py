@@ -169,7 +169,7 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
             failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters), runner=runner)
     if options.choose_by:
         chosen = choose({each.adapters: each.output for each in runs}, options.choose_by)
-        _write_json(Path(options.output) / CHOSEN_FILE, chosen)
+        write_json(Path(options.output) / CHOSEN_FILE, chosen)
         console.print(
             f"chosen by {options.choose_by}: {escape(chosen['checkpoint'])} ({chosen['score']:.4f})"
         )
@@ -200,8 +200,8 @@ def run_eval(
             runner = runner or stack.enter_context(blocking.Runner())
             score = lambda each: _run_loaded(each, console, policy, runner, model, env)  # noqa: E731
             report = run_shifts(options, console, score, env.reward.required_fields)
-        metrics = Path(options.output) / "metrics.json"
-        _write_json(metrics, {**json.loads(metrics.read_text(encoding="utf-8")), **report.metrics})
+        metrics = Path(options.output) / METRICS
+        write_json(metrics, {**json.loads(metrics.read_text(encoding="utf-8")), **report.metrics})
         return report.code
 
 

@@ -18,9 +18,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from swift_rlfactory.data.qa import write_jsonl
+from swift_rlfactory.runs.eval_log import EvalLog
+from swift_rlfactory.runs.folder import METRICS
 
 from .metrics import summarize
-from .runner import EvalLog, current_records, load_dataset, skipped_row
+from .runner import current_records, load_dataset, skipped_row
 from .shifts import Shift, resolve_shifts, shift_row
 
 ALARM_EXIT = 3  # the exit code of an alarm with --fail-on-alarm
@@ -71,7 +73,7 @@ def check_options(shifts: str | None, reference: Path | None) -> tuple[list[Shif
 def read_reference(path: Path) -> dict[str, Any]:
     """The ``metrics.json`` of an earlier eval (the file or its folder), which holds an ``em``."""
     path = Path(path).expanduser()
-    file = path / "metrics.json" if path.is_dir() else path
+    file = path / METRICS if path.is_dir() else path
     try:
         metrics = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -118,7 +120,7 @@ def run_shifts(
             replace(options, dataset=dataset, output=folder, limit=None, shifts=None, reference=None)
         )
         results.append(_shift_score(shift.name, folder, out, rows, options.samples))
-    original = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    original = json.loads((out / METRICS).read_text(encoding="utf-8"))
     alarms = find_alarms(original, results, reference, options.shift_margin)
     summary = shift_metrics(results, alarms)
     summary["shift_check"] = {
@@ -156,7 +158,7 @@ def _shift_score(
     name: str, folder: Path, out: Path, rows: Mapping[int, dict[str, Any]], samples: int
 ) -> ShiftScore:
     """The shift's metrics, and the original's EM on the questions the shifted set scored."""
-    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    metrics = json.loads((folder / METRICS).read_text(encoding="utf-8"))
     shifted = load_dataset(folder / "dataset.jsonl")
     indices = {r["index"] for r in _records(folder, shifted, samples)}
     paired = [r for r in _records(out, rows, samples) if r["index"] in indices]

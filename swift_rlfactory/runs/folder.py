@@ -25,9 +25,23 @@ ADAPTER_WEIGHTS = "adapter_model.safetensors"  # a LoRA checkpoint's weights
 VERSIONS = "v*-*"  # ms-swift's ``--add_version`` folders: ``v<N>-<timestamp>``
 
 
-def new_run_dir(output_dir: str | Path) -> Path:
-    """A new folder for one ``train`` run under ``output_dir``, named by the time it starts."""
-    return Path(output_dir) / time.strftime("%Y%m%d-%H%M%S")
+def new_run_dir(parent: Path, create: bool = True) -> Path:
+    """A run folder of its own under ``parent``: ``<timestamp>``, or ``<timestamp>-2``, ``-3``... when a
+    run started in the same second took it; created at once (``create``) so no other run can take it."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 10_000):
+        candidate = parent / (stamp if n == 1 else f"{stamp}-{n}")
+        if not create:
+            if not candidate.exists():
+                return candidate
+            continue
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free run folder name under {parent}")
 
 
 def resolve_run(folder: str | Path, logs: Sequence[str] = (TRAJECTORIES, LOGGING)) -> Path:

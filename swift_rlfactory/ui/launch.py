@@ -1,139 +1,122 @@
-"""The Launch form's logic: a GRPO run's settings -> the exact ``swift rlhf`` command, run as a child process.
-
-:func:`grpo_command` is pure (the page shows what it returns before anything runs); :class:`Job` starts it
-with the environment in ``RLFACTORY_ENV``, writes its output to ``<output_dir>/ui-launch.log`` and stops the
-whole process group on request. Credentials typed into the extra flags (``--hub_token``, ``--api_key``) are
-shown as ``***`` on the page and in that log, where ms-swift prints its argv.
-
-The group is its own session (a Ctrl-C in the UI's terminal does not reach the trainer half-way), so
-nothing would stop it when the UI process ends: :func:`stop_all` does, at interpreter exit and on SIGTERM,
-and no trainer outlives the UI that started it.
-"""
+"""The Launch form's process side: a :class:`~swift_rlfactory.run_config.RunConfig` from the form, the one
+``swift rlhf`` command built from it, run as a child process that no UI outlives (``docs/ui.md``)."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
 import logging
-import math
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
 from swift_rlfactory import redaction
-from swift_rlfactory.runs.folder import newest_version
+from swift_rlfactory.bundled.arithmetic import build_dataset
+from swift_rlfactory.bundled.models import ModelChoice, UnknownModelError, choose_model
+from swift_rlfactory.run_config import (
+    DEFAULT_ENV,
+    SWIFT_LAUNCHER,
+    RunConfig,
+    SwiftCommand,
+    knobs,
+    swift_rlhf,
+    write_command_sh,
+)
+from swift_rlfactory.runs.folder import TRAINING_DATA, new_run_dir
+
+from ..env.config import EnvConfigError, load_env_config
 
 logger = logging.getLogger(__name__)
-PLUGIN = Path(__file__).resolve().parents[1] / "plugin.py"
-MODES = ("cpu", "colocate", "server")
-# A flag names a credential when the last word of its name does: --hub_token, --api_key, --db-password,
-# but not --max_new_tokens or --use_hf_token_cache, whose values are no secret.
 LOG_PIECE = 64 * 1024  # bytes of output without a line break that the log writer holds back at most
-COUNTS = ("steps", "lora_rank", "max_turns", "num_generations", "batch_size", "max_completion_length")
+# The form's fields, in the order the page lays them out and gradio passes their values.
+FORM_FIELDS = (
+    "model", "dataset", "env", "output_dir", "steps", "lora_rank", "mode", "gpu_memory_utilization",
+    "max_turns", "num_generations", "batch_size", "max_completion_length", "learning_rate", "swift_args",
+)  # fmt: skip
 
 
-@dataclass
-class GRPOForm:
-    """What the Launch form asks for; every field maps to one or two ``swift rlhf`` flags."""
-
-    model: str
-    dataset: str
-    env: str
-    output_dir: str
-    steps: int = 10
-    lora_rank: int = 8
-    mode: str = "colocate"  # cpu: no vLLM; colocate: vLLM in the trainer; server: `swift rollout` elsewhere
-    gpu_memory_utilization: float = 0.5
-    max_turns: int = 4
-    num_generations: int = 4
-    batch_size: int = 4
-    max_completion_length: int = 512
-    learning_rate: float = 1e-5
-    extra: str = ""  # more flags, as typed on a command line
-
-    def validate(self) -> None:
-        """Convert the number fields to their types in place; raise ``ValueError`` naming the field when a
-        value cannot start a run.
-
-        The values come from gradio's number boxes as typed: an emptied box gives ``None``, and whole
-        numbers may arrive as floats (``10.0``), so each is converted here rather than trusted, and only
-        finite, whole counts of at least 1 and a positive learning rate pass.
-        """
-        for name in ("model", "dataset", "env", "output_dir"):
-            if not str(getattr(self, name)).strip():
-                raise ValueError(f"{name}: required")
-        if self.mode not in MODES:
-            raise ValueError(f"mode: one of {', '.join(MODES)}, not {self.mode!r}")
-        if not Path(self.env).expanduser().exists():
-            raise ValueError(f"env: no such file {self.env}")
-        for name in COUNTS:
-            count = _number(self, name)
-            if not count.is_integer() or count < 1:
-                raise ValueError(f"{name}: a whole number of at least 1, not {getattr(self, name)}")
-            setattr(self, name, int(count))
-        self.gpu_memory_utilization = _number(self, "gpu_memory_utilization")
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise ValueError("gpu_memory_utilization: between 0 and 1")
-        self.learning_rate = _number(self, "learning_rate")
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate: must be above 0, not {self.learning_rate}")
-        try:
-            shlex.split(self.extra)
-        except ValueError as exc:
-            raise ValueError(f"extra: {exc}") from None
+NUMBERS = {f.name for f in knobs()}
 
 
-def _number(form: GRPOForm, name: str) -> float:
-    """``form.name`` as a finite float, or ``ValueError`` naming the field (``float`` alone raises
-    ``TypeError`` for an empty box and passes ``inf`` and ``nan``)."""
-    value = getattr(form, name)
-    if value is None or value == "":
-        raise ValueError(f"{name}: required")
+def form_config(values: Sequence) -> RunConfig:
+    """The :class:`RunConfig` of the form's values (as gradio passes them); ``ValueError`` names the field
+    that cannot start a run."""
+    given = dict(zip(FORM_FIELDS, values, strict=True))
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: a number, not {value!r}") from None
-    if not math.isfinite(number):
-        raise ValueError(f"{name}: a finite number, not {value}")
-    return number
+        swift_args = shlex.split(given.pop("swift_args") or "")
+    except ValueError as exc:
+        raise ValueError(f"swift_args: {exc}") from None
+    for name in ("model", "env", "output_dir", "mode"):
+        if not str(given[name] or "").strip():
+            raise ValueError(f"{name}: required")
+        given[name] = str(given[name]).strip()
+    for name in FORM_FIELDS:  # an emptied number box; max_turns empty is the environment's limit
+        if name in NUMBERS and name != "max_turns" and given[name] in (None, ""):
+            raise ValueError(f"{name}: required")
+    given["dataset"] = str(given["dataset"] or "").strip() or None
+    return RunConfig(**given, swift_args=swift_args).validate()
 
 
-def grpo_command(form: GRPOForm) -> list[str]:
-    """The ``swift rlhf`` argv for ``form``; flags in ``extra`` come last, so they win."""
-    form.validate()
-    cmd = [
-        "swift", "rlhf", "--rlhf_type", "grpo",
-        "--model", form.model,
-        "--dataset", form.dataset,
-        "--external_plugins", str(PLUGIN),
-        "--multi_turn_scheduler", "rlfactory", "--max_turns", str(form.max_turns),
-        "--reward_funcs", "rlfactory", "--callbacks", "rlfactory",
-        "--tuner_type", "lora", "--lora_rank", str(form.lora_rank), "--target_modules", "all-linear",
-        "--num_generations", str(form.num_generations),
-        "--per_device_train_batch_size", str(form.batch_size),
-        "--max_completion_length", str(form.max_completion_length),
-        "--max_steps", str(form.steps), "--logging_steps", "1",
-        "--learning_rate", str(form.learning_rate),
-        "--check_model", "false", "--report_to", "none",
-        "--output_dir", form.output_dir,
-    ]  # fmt: skip
-    if form.mode == "cpu":
-        cmd += ["--use_vllm", "false"]
-    elif form.mode == "colocate":
-        cmd += ["--use_vllm", "true", "--vllm_mode", "colocate"]
-        cmd += ["--vllm_gpu_memory_utilization", str(form.gpu_memory_utilization), "--sleep_level", "1"]
+@dataclass(frozen=True)
+class Launch:
+    """A form's run, planned: its folder, its model and the command."""
+
+    run_dir: Path
+    model: ModelChoice
+    command: SwiftCommand
+    generated_dataset: Path | None
+
+
+def _model(value: str) -> ModelChoice:
+    """A bundled name or a local folder resolved as ``train`` resolves it; anything else is left to ms-swift
+    (a hub id, a model it registers)."""
+    try:
+        return choose_model(value)
+    except UnknownModelError:
+        return ModelChoice(value, hub_id=value)
+
+
+def plan_launch(config: RunConfig, create: bool = False) -> Launch:
+    """The run of a validated ``config``: a run folder of its own under ``output_dir`` (made when
+    ``create``), the dataset (generated for the calculator when none is given) and the command."""
+    env = Path(config.env).expanduser()
+    if not env.is_file():
+        raise ValueError(f"env: no such file {config.env}")
+    try:
+        env_max_turns = load_env_config(env).limits.max_turns
+    except EnvConfigError as exc:
+        raise ValueError(f"env: {exc}") from None
+    if config.dataset is None and env.resolve() != DEFAULT_ENV:
+        raise ValueError(
+            f"dataset: required for {config.env} (problems are generated for the calculator only)"
+        )
+    resolved = config.resolved(gpu=config.mode != "cpu")
+    run_dir = new_run_dir(Path(config.output_dir).expanduser().resolve(), create=create)
+    generated = None
+    if config.dataset is None:
+        generated = dataset = run_dir / TRAINING_DATA
     else:
-        cmd += ["--use_vllm", "true", "--vllm_mode", "server"]
-    return cmd + shlex.split(form.extra)
+        dataset = Path(config.dataset).expanduser()
+        dataset = dataset.resolve() if dataset.exists() else Path(str(config.dataset))
+    launcher = (shutil.which(SWIFT_LAUNCHER[0]) or SWIFT_LAUNCHER[0], *SWIFT_LAUNCHER[1:])
+    model = _model(config.model)
+    command = swift_rlhf(resolved, model, str(dataset), run_dir, env_max_turns, launcher=launcher)
+    return Launch(run_dir, model, command, generated)
+
+
+def grpo_command(config: RunConfig) -> list[str]:
+    """The ``swift rlhf`` argv the form's ``config`` runs (the folder named as it would be now)."""
+    return plan_launch(config.validate()).command.argv
 
 
 def hide_credentials(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -153,12 +136,12 @@ def hide_credentials(argv: list[str]) -> tuple[list[str], list[str]]:
     return shown, values
 
 
-def shell_line(form: GRPOForm) -> str:
-    """The command as one shell line, environment variable included, credentials shown as ``***``: the
+def shell_line(config: RunConfig) -> str:
+    """The command as one shell line, environment variables included, credentials shown as ``***``: the
     page shows it to whoever looks at the screen, so it is copyable once a masked value is typed back."""
-    env = shlex.quote(str(Path(form.env).expanduser().resolve()))
-    shown, _ = hide_credentials(grpo_command(form))
-    return f"RLFACTORY_ENV={env} " + shlex.join(shown)
+    command = plan_launch(config.validate()).command
+    shown, _ = hide_credentials(command.argv)
+    return command.shell(shown)
 
 
 def _copy_redacted(source: BinaryIO, log: BinaryIO) -> None:
@@ -200,20 +183,22 @@ def _copy_redacted(source: BinaryIO, log: BinaryIO) -> None:
 
 
 class Job:
-    """One launched run: its process (own group), its log file and where its logs appear."""
+    """One launched run: its folder (``command.sh`` and ``swift.log`` in it) and its process (own group)."""
 
-    def __init__(self, form: GRPOForm):
-        self.form = form
-        self.argv = grpo_command(form)
-        self.output_dir = Path(form.output_dir).expanduser()
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = self.output_dir / "ui-launch.log"
+    def __init__(self, config: RunConfig):
+        self.config = config.validate()
+        launch = plan_launch(self.config, create=True)
+        self.run_dir = launch.run_dir
+        self.output_dir = self.run_dir.parent
+        self.argv = launch.command.argv
+        self.log_path = self.run_dir / "swift.log"
         self.started = time.time()
-        env = {
-            **os.environ,
-            "RLFACTORY_ENV": str(Path(form.env).expanduser().resolve()),
-            "PYTHONUNBUFFERED": "1",
-        }
+        if launch.generated_dataset is not None:
+            build_dataset(launch.generated_dataset, seed=self.config.seed)
+        if launch.model.bundled is not None:  # downloaded and converted once, before ms-swift looks for it
+            launch.model.fetch(say=logger.info)
+        write_command_sh(self.run_dir, launch.command)
+        env = {**os.environ, **launch.command.env_vars}
         for value in hide_credentials(self.argv)[1]:
             redaction.remember(value)
         log = open(self.log_path, "wb")  # noqa: SIM115 - the writer thread closes it
@@ -228,11 +213,16 @@ class Job:
         except OSError:
             log.close()
             raise
-        self._writer = threading.Thread(target=_copy_redacted, args=(self.process.stdout, log), daemon=True)
+        self._writer = threading.Thread(target=self._follow, args=(log,), daemon=True)
         self._writer.start()
         for job in [job for job in _LIVE if not job.running]:
             _LIVE.discard(job)
         _LIVE.add(self)
+
+    def _follow(self, log: BinaryIO) -> None:
+        """Copy the output into the log until the run ends, then reap it (no zombie while the UI lives)."""
+        _copy_redacted(self.process.stdout, log)
+        self.process.wait()
 
     @property
     def running(self) -> bool:
@@ -254,9 +244,9 @@ class Job:
             f.seek(max(0, self.log_path.stat().st_size - max_bytes))
             return f.read().decode(errors="replace")
 
-    def run_folder(self) -> Path | None:
-        """The run's version folder (``<output_dir>/v0-...``) once ms-swift has made it."""
-        return newest_version(self.output_dir)
+    def run_folder(self) -> Path:
+        """The run's folder (``<output_dir>/<timestamp>``), where ms-swift writes its logs."""
+        return self.run_dir
 
     def stop(self, grace_s: float = 10.0) -> str:
         """Interrupt the run's process group, then kill it if it has not exited after ``grace_s``."""

@@ -20,10 +20,11 @@ import pandas as pd  # noqa: E402
 from gradio.components.plot import AltairPlotData  # noqa: E402  (a Vega-Lite spec for gr.Plot, as JSON)
 
 from ..eval.metrics import metrics_rows  # noqa: E402
+from ..run_config import DEFAULT_ENV  # noqa: E402
 from . import actions  # noqa: E402
 from .charts import line_chart  # noqa: E402
 from .index import Filters  # noqa: E402
-from .launch import MODES, GRPOForm, Job, shell_line  # noqa: E402
+from .launch_form import build_launch_tab  # noqa: E402
 from .render import STYLE, attempts_html, resumed_html, rewards_table, trajectory_html  # noqa: E402
 from .runs import PLOTS, TRAJECTORIES, RunCache  # noqa: E402
 
@@ -39,7 +40,6 @@ def serve_options(host: str, port: int, auth: tuple[str, str] | None) -> dict[st
 
 RUNS = RunCache()
 ENVS = actions.Environments()
-JOBS: dict[str, Job] = {}  # the job started from this server, by output folder
 # The table's columns and their widths: each short column is as wide as its header and its values
 # ("max_turns", a reward like "0.3333"), so neither breaks inside a word; the two text columns share what is
 # left and wrap within themselves. (Left to gradio, widths follow the longest cell, and a long episode
@@ -365,64 +365,21 @@ def _score(path: str, folder: str, number, pasted: str):
     return STYLE + note + "</p>" + rewards_table(scored)
 
 
-def _form(*values) -> GRPOForm:
-    names = [
-        "model", "dataset", "env", "output_dir", "steps", "lora_rank", "mode", "gpu_memory_utilization",
-        "max_turns", "num_generations", "batch_size", "max_completion_length", "learning_rate", "extra",
-    ]  # fmt: skip
-    return GRPOForm(**dict(zip(names, values, strict=True)))
-
-
-def _command(*values) -> str:
-    try:
-        return shell_line(_form(*values))
-    except ValueError as exc:
-        return f"# invalid: {exc}"
-
-
-def _start(*values):
-    """Start the form's run; a run this page started in the same output folder is stopped first and
-    waited for, so two trainers never write one folder (and one ``ui-launch.log``) at once."""
-    try:
-        form = _form(*values)
-        form.validate()
-    except ValueError as exc:
-        return f"invalid: {exc}", gr.update()
-    key = str(Path(form.output_dir).expanduser())
-    old = JOBS.get(key)
-    if old is not None:
-        old.stop()
-    try:
-        job = Job(form)
-    except (ValueError, OSError) as exc:
-        return f"invalid: {exc}", gr.update()
-    JOBS[key] = job
-    return f"started: {job.status()}", key
-
-
-def _stop(output_dir: str) -> str:
-    job = JOBS.get(output_dir)
-    return job.stop() if job else "nothing started from this page"
-
-
-def _poll(output_dir: str, current_run: str):
-    job = JOBS.get(output_dir)
-    if job is None:
-        return gr.update(), gr.update(), gr.update()
-    folder = job.run_folder()
-    return job.status(), job.log_tail(), str(folder) if folder else current_run
-
-
-def build_agent_tab(default_env: str = "", default_run: str = "") -> None:
-    """The Agent RL tab: environment, try a tool, try a reward, launch, live metrics, trajectories."""
-    with gr.Tab(label="Agent RL", elem_id="rlf-agent-rl"):
+def build_agent_tab(default_env: str = "", default_run: str = "") -> gr.Tab:
+    """The Agent RL tab: environment (the bundled calculator unless ``default_env``), try a tool, try a
+    reward, launch, live metrics, trajectories."""
+    with gr.Tab(label="Agent RL", elem_id="rlf-agent-rl", id="rlf-agent-rl") as tab:
         gr.Markdown(
             "**swift-rlfactory**: check an environment, try its tools and rewards, launch GRPO with the "
             "rlfactory plugin, and read what the agent did."
         )
         with gr.Row():
             env_path = gr.Textbox(
-                value=default_env, label="environment YAML", elem_id="rlf-env", scale=4, interactive=True
+                value=default_env or str(DEFAULT_ENV),
+                label="environment YAML",
+                elem_id="rlf-env",
+                scale=4,
+                interactive=True,
             )
             upload = gr.File(
                 label="or upload one", file_types=[".yaml", ".yml"], elem_id="rlf-upload", height=90, scale=1
@@ -460,42 +417,7 @@ def build_agent_tab(default_env: str = "", default_run: str = "") -> None:
                 score = gr.Button(value="Score", variant="primary", elem_id="rlf-score")
                 scores = gr.HTML(elem_id="rlf-scores")
             with gr.Tab(label="Launch", elem_id="rlf-tab-launch"):
-                with gr.Row():
-                    model = gr.Textbox(label="model", elem_id="rlf-model", interactive=True)
-                    dataset = gr.Textbox(label="dataset", elem_id="rlf-dataset", interactive=True)
-                    output_dir = gr.Textbox(
-                        value="output/rlfactory-ui",
-                        label="output_dir",
-                        elem_id="rlf-output",
-                        interactive=True,
-                    )
-                with gr.Row():
-                    steps = gr.Number(10, label="steps", precision=0, elem_id="rlf-steps")
-                    lora_rank = gr.Number(8, label="LoRA rank", precision=0, elem_id="rlf-lora")
-                    mode = gr.Dropdown(
-                        choices=list(MODES), value="colocate", label="mode", elem_id="rlf-mode"
-                    )
-                    memory = gr.Number(0.5, label="vLLM memory fraction", elem_id="rlf-memory")
-                    turns = gr.Number(4, label="max turns", precision=0, elem_id="rlf-turns")
-                with gr.Row():
-                    generations = gr.Number(
-                        4, label="generations per prompt", precision=0, elem_id="rlf-gens"
-                    )
-                    batch = gr.Number(4, label="batch per device", precision=0, elem_id="rlf-batch")
-                    completion = gr.Number(512, label="max completion tokens", precision=0, elem_id="rlf-len")
-                    lr = gr.Number(1e-5, label="learning rate", elem_id="rlf-lr")
-                extra = gr.Textbox(label="more swift rlhf flags", elem_id="rlf-extra", interactive=True)
-                form = [
-                    model, dataset, env_path, output_dir, steps, lora_rank, mode, memory,
-                    turns, generations, batch, completion, lr, extra,
-                ]  # fmt: skip
-                command = gr.Code(language="shell", label="the command", elem_id="rlf-command")
-                with gr.Row():
-                    show = gr.Button(value="Show command", elem_id="rlf-show-command")
-                    start = gr.Button(value="Start", variant="primary", elem_id="rlf-start")
-                    stop = gr.Button(value="Stop", variant="stop", elem_id="rlf-stop-run")
-                job_status = gr.Textbox(label="status", interactive=False, elem_id="rlf-job-status")
-                log = gr.Textbox(label="log", lines=14, max_lines=14, interactive=False, elem_id="rlf-log")
+                build_launch_tab(env_path, run_folder)
             picked = build_viewer(run_folder)
 
         validate.click(_validate, [env_path], [env_status, schemas, tool, tools_state])
@@ -506,10 +428,7 @@ def build_agent_tab(default_env: str = "", default_run: str = "") -> None:
         tool.change(_skeleton, [tool, tools_state], [arguments])
         run_tool.click(_call, [env_path, tool, arguments], [observation, tool_error, tool_meta])
         score.click(_score, [env_path, run_folder, picked, pasted], [scores])
-        show.click(_command, form, [command])
-        start.click(_command, form, [command]).then(_start, form, [job_status, output_dir])
-        stop.click(_stop, [output_dir], [job_status])
-        gr.Timer(2.0).tick(_poll, [output_dir, run_folder], [job_status, log, run_folder])
+    return tab
 
 
 def viewer_app(folder: str) -> gr.Blocks:

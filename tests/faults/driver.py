@@ -32,6 +32,8 @@ from swift.rollout import invoke_async_hook, run_multi_turn
 from swift.template import get_template
 
 from swift_rlfactory.adapters import swift as adapter
+from swift_rlfactory.adapters import swift_run
+from swift_rlfactory.run_config import ENV_VAR
 
 ENV_DIR = Path(__file__).parent / "scheduler_env"
 ENV = ENV_DIR / "env.yaml"
@@ -48,14 +50,14 @@ def qwen3_template(model_dir: Path, max_length: int = 8192, agent_template: str 
 
 
 @contextmanager
-def fresh_run(tokenizer) -> Iterator[adapter._Run]:
+def fresh_run(tokenizer) -> Iterator[swift_run._Run]:
     """A process state of the plugin of its own (loaded environments, tokenizer), closed afterwards, with
     ``$RLFACTORY_ENV`` pointing at the scheduler test environment."""
     with pytest.MonkeyPatch.context() as patch:
-        state = adapter._Run()
+        state = swift_run._Run()
         state.tokenizer = tokenizer
         patch.setattr(adapter, "RUN", state)
-        patch.setenv(adapter.ENV_VAR, str(ENV))
+        patch.setenv(ENV_VAR, str(ENV))
         try:
             yield state
         finally:

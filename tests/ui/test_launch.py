@@ -4,6 +4,7 @@ real UI process, and what becomes of it when that process ends."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from swift_rlfactory.ui.launch import GRPOForm, Job, grpo_command, shell_line
+from swift_rlfactory.run_config import RunConfig
+from swift_rlfactory.ui.launch import Job, grpo_command, shell_line
 
 from ..conftest import ROOT
 from .conftest import FakeSwift
@@ -26,8 +28,9 @@ if sys.argv[3] == "own-handler":
         print("own handler ran", flush=True)
         sys.exit(3)
     signal.signal(signal.SIGTERM, own)
-from swift_rlfactory.ui.launch import GRPOForm, Job
-job = Job(GRPOForm(model="m", dataset="d", env=sys.argv[1], output_dir=sys.argv[2], mode="cpu"))
+from swift_rlfactory.run_config import RunConfig
+from swift_rlfactory.ui.launch import Job
+job = Job(RunConfig(model="m", dataset="d", env=sys.argv[1], output_dir=sys.argv[2], mode="cpu"))
 while "fake swift args" not in job.log_tail():  # the trainer is up (its SIGINT trap set)
     time.sleep(0.05)
 print(job.process.pid, flush=True)
@@ -84,12 +87,13 @@ EXTRA = (
 )
 
 
-def secret_form(tmp_path: Path) -> GRPOForm:
+def secret_form(tmp_path: Path) -> RunConfig:
     env_file = tmp_path / "env.yaml"
     env_file.write_text("name: plain\nreward:\n  - {name: format}\n")
-    return GRPOForm(
-        model="m", dataset="d", env=str(env_file), output_dir=str(tmp_path / "out"), mode="cpu", extra=EXTRA
-    )
+    return RunConfig(
+        model="m", dataset="d", env=str(env_file), output_dir=str(tmp_path / "out"), mode="cpu",
+        swift_args=shlex.split(EXTRA),
+    )  # fmt: skip
 
 
 def test_the_shown_command_masks_credential_flags_the_child_still_gets_them(tmp_path: Path):
@@ -128,3 +132,25 @@ def test_a_log_that_cannot_be_written_does_not_kill_the_run(caplog):
     _copy_redacted(child.stdout, open("/dev/full", "wb"))  # noqa: SIM115 - closed by the copier
     assert child.wait(30) == 7  # it ran to its own end: no BrokenPipeError
     assert "cannot be written" in caplog.text
+
+
+def test_a_finished_run_is_reaped_while_the_ui_lives(tmp_path: Path, monkeypatch):
+    """A run that ends on its own leaves no zombie process behind, though nobody polls its status."""
+    from swift_rlfactory.run_config import RunConfig
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "swift").write_text("#!/bin/bash\necho done\n")
+    (folder / "swift").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    env_file = tmp_path / "env.yaml"
+    env_file.write_text("name: plain\nreward:\n  - {name: format}\n")
+    job = Job(
+        RunConfig(model="m", dataset="d", env=str(env_file), output_dir=str(tmp_path / "out"), mode="cpu")
+    )
+    pid = job.process.pid
+    job._writer.join(30)
+    status = Path(f"/proc/{pid}/status")
+    state = status.read_text() if status.exists() else "gone"
+    assert "zombie" not in state, state
+    assert job.run_folder().parent == tmp_path / "out" and (job.run_folder() / "command.sh").is_file()

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("gradio", reason="the ui extra is not installed: pip install -e '.[ui]'")
 
-from swift_rlfactory.ui import page  # noqa: E402
+from swift_rlfactory.ui import launch_form, page  # noqa: E402
 
 from .conftest import FakeSwift  # noqa: E402
 
@@ -64,15 +64,17 @@ def launch_values(env: Path, output_dir: Path, **changed) -> list:
 )
 def test_launch_refuses_a_bad_number_naming_its_field(format_env: Path, tmp_path: Path, field: str, value):
     values = launch_values(format_env, tmp_path / "out", **{field: value})
-    shown = page._command(*values)
+    shown = launch_form._command(*values)
     assert shown.startswith(f"# invalid: {field}:"), shown
-    message, _ = page._start(*values)
+    message, _ = launch_form._start(*values)
     assert message.startswith(f"invalid: {field}:"), message
     assert not (tmp_path / "out").exists()  # nothing was started
 
 
 def test_launch_takes_whole_numbers_gradio_sends_as_floats(format_env: Path, tmp_path: Path):
-    shown = page._command(*launch_values(format_env, tmp_path, steps=20.0, max_completion_length=256.0))
+    shown = launch_form._command(
+        *launch_values(format_env, tmp_path, steps=20.0, max_completion_length=256.0)
+    )
     assert "--max_steps 20 " in shown and "--max_completion_length 256 " in shown
 
 
@@ -80,15 +82,15 @@ def test_start_again_stops_the_old_trainer_before_the_new_one_starts(
     format_env: Path, tmp_path: Path, fake_swift: FakeSwift
 ):
     values = launch_values(format_env, tmp_path / "out")
-    page._start(*values)
+    launch_form._start(*values)
     fake_swift.wait_for("start")
-    message, _ = page._start(*values)
+    message, _ = launch_form._start(*values)
     assert message.startswith("started"), message
     fake_swift.wait_for("start", count=2)
     first, second = fake_swift.pids()
     # one trainer per output folder at any time, so the new one's log is not written by two
     assert fake_swift.lines() == ["start", str(first), "exit", str(first), "start", str(second)]
-    assert page._stop(str(tmp_path / "out")) == "stopped"
+    assert launch_form._stop(str(tmp_path / "out")) == "stopped"
 
 
 def table_note(folder: str) -> str:

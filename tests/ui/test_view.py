@@ -183,3 +183,29 @@ def test_a_long_error_wraps_in_its_own_column_and_the_short_columns_stay_one_lin
     cell.click()  # the whole error is in the trajectory the row opens
     assert "Please reduce" not in cell.inner_text()
     expect(page.locator("#rlf-traj-left")).to_contain_text(f'answered 400: {{"error":"{REFUSAL}')
+
+
+@pytest.mark.parametrize("command", ["view", "web-ui"])
+def test_a_taken_port_fails_at_once_naming_our_port_flag(command: str, tmp_path: Path):
+    """`web-ui` and `view` both default to 7860: the second one started says so, naming --port, in a
+    second rather than gradio's GRADIO_SERVER_PORT message after 20 s."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from ..conftest import ROOT
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = [command, *([str(RECORDED_RUN)] if command == "view" else []), "--port", str(port)]
+        start = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "swift_rlfactory.cli", *argv], cwd=ROOT, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"--port {port}: cannot serve on 127.0.0.1:{port}" in done.stderr
+    assert "GRADIO_SERVER_PORT" not in done.stderr and time.monotonic() - start < 60

@@ -121,6 +121,46 @@ def test_environment_is_validated_and_a_tool_answers(page, screenshots: Path, tm
     expect(page.locator("#rlf-env-status")).to_contain_text("limits.max_turns")
 
 
+def test_the_page_opens_on_agent_rl_and_launch_starts_from_working_defaults(
+    browser, web_ui, screenshots: Path
+):
+    """The first tab shown is ours; the Launch form holds the bundled model, this machine's mode (cpu: no
+    GPU here) and its profile, its command runs the bundled model from its folder in float32 on the
+    generated calculator dataset, and a refused form says why beside the Start button."""
+    from swift_rlfactory.bundled.models import DEFAULT_MODEL, MODELS, model_dir
+    from swift_rlfactory.run_config import CPU, DEFAULT_ENV
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(web_ui.url)
+        expect(page.get_by_role("tab", name="Agent RL", exact=True)).to_have_attribute(
+            "aria-selected", "true"
+        )
+        textbox(page, "rlf-env").fill(str(DEFAULT_ENV))
+        open_tab(page, "Launch")
+        expect(textbox(page, "rlf-model")).to_have_value(DEFAULT_MODEL)
+        expect(page.locator("#rlf-mode input")).to_have_value("cpu")
+        expect(page.locator("#rlf-steps input")).to_have_value(str(CPU.steps))
+        page.locator("#rlf-show-command").click()
+        command = page.locator("#rlf-command")
+        expect(command).to_contain_text(f"--model {model_dir(MODELS[DEFAULT_MODEL])} --model_type qwen2")
+        expect(command).to_contain_text("--torch_dtype float32")
+        expect(command).to_contain_text("--use_vllm false")
+        expect(command).to_contain_text(re.compile(r"--dataset \S+/\d{8}-\d{6}(-\d+)?/train\.jsonl"))
+        page.screenshot(path=screenshots / "launch-defaults.png", full_page=True)
+
+        textbox(page, "rlf-model").fill("")
+        page.locator("#rlf-start").click()
+        status = textbox(page, "rlf-job-status")
+        expect(status).to_have_value("invalid: model: required")
+        box = status.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 1000, box  # seen without scrolling
+        page.screenshot(path=screenshots / "launch-refused.png")
+    finally:
+        context.close()
+
+
 def test_grpo_tab_is_prefilled_for_the_plugin(page):
     open_tab(page, "LLM GRPO")
     page.get_by_role("button", name="Extra settings ▼").click()  # ms-swift keeps these fields folded
