@@ -56,7 +56,7 @@ from ..env.environment import Environment
 from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.metrics import tool_metrics
-from ..tools.call_formats import CallParser, call_parser
+from ..tools.calls import CallParser, call_parser
 from ..tools.executor import ToolRecord
 from ..trajectory import Trajectory
 from .swift_template import call_format, set_system_prompt, turn_end_id

@@ -8,7 +8,7 @@ live here once, used by the scheduler (:mod:`.swift`) and the inference adapter 
 * :func:`turn_end_id` - the end-of-turn token to drop from a tool-calling turn's ids before they go back
   into the history, because ChatML templates render it again before the tool block;
 * :func:`call_format` - which tool-call format the agent template's prompt asks the model to write, so
-  the turn is parsed in that format (:func:`~swift_rlfactory.tools.call_formats.call_parser`).
+  the turn is parsed in that format (:func:`~swift_rlfactory.tools.calls.call_parser`).
 
 ``template`` is any object with ms-swift's ``template_meta`` and ``agent_template``: a
 :class:`swift.template.Template`, or :func:`template_by_name`'s stand-in for a model served elsewhere (no
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..tools.call_formats import HERMES, LLAMA3_JSON, QWEN3_CODER
+from ..tools.calls import HERMES, LLAMA3_JSON, QWEN3_CODER
 
 TURN_END = "<|im_end|>"
 

@@ -7,7 +7,7 @@ tool-call blocks removed by the parser's own rules. An answer the model only con
 does not run, and a reply whose ``<think>`` is never closed has no visible answer at all. Nor does an
 answer tag inside the argument of a call written without tags (``{"name": "run", "arguments": {"code":
 "print('<answer>4</answer>')"}}``, after prose as Llama writes it, or in an XML value): it is argument
-text, by the parser's rule for any tag there (:func:`~swift_rlfactory.tools.parsing.call_arguments`),
+text, by the parser's rule for any tag there (:func:`~swift_rlfactory.tools.calls.scanner.call_arguments`),
 whatever the call's name, while an answer that holds call JSON is an answer.
 Normalisation follows SQuAD (lower case, no punctuation, no articles, single spaces), made to hold for every
 script: NFKC first (full-width "ＢＢＣ" is "bbc"), case folding ("Straße" is "strasse"), and every Unicode
@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from ..tools.call_formats import read_reply
-from ..tools.parsing import call_arguments
+from ..tools.calls import read_reply
+from ..tools.calls.scanner import call_arguments
 from ..trajectory import Trajectory
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -64,9 +64,9 @@ _OVER_LIMIT = "could not parse tool call: too many tool calls in one turn"
 
 def visible_reply(text: str) -> str:
     """``text`` as the tool-call parser reads it: without reasoning and without ``<tool_call>`` blocks
-    (each read as its format's parser reads it: :func:`~swift_rlfactory.tools.call_formats.read_reply`).
+    (each read as its format's parser reads it: :func:`~swift_rlfactory.tools.calls.read_reply`).
 
-    The rules are :mod:`~swift_rlfactory.tools.parsing`'s, taken from the parser itself so the two cannot
+    The rules are :mod:`~swift_rlfactory.tools.calls`'s, taken from the parser itself so the two cannot
     drift apart: every ``<think>...</think>`` block is reasoning, so is everything after a ``<think>``
     that is never closed (even one written inside an answer), and a first ``</think>`` with no ``<think>``
     before it closes a think block the chat template opened in the prompt. A reply without tags is all
@@ -131,7 +131,7 @@ def answer_blocks(text: str, arguments: Sequence[tuple[int, int]] = ()) -> list[
     """The contents of ``text``'s ``<answer>...</answer>`` blocks, in order: each from an opening tag to the
     first closing tag after it, as ``re.findall(r"<answer>(.*?)</answer>", text, re.DOTALL)`` reads them.
     ``arguments``: spans of ``text`` (in order, none inside another) whose tags are no tags, the calls'
-    arguments of :func:`~swift_rlfactory.tools.parsing.call_arguments`.
+    arguments of :func:`~swift_rlfactory.tools.calls.scanner.call_arguments`.
 
     In linear time: once an opening tag has no closing tag after it, no later one has either. The regex
     looked for one after every later opening tag again, so a model repeating ``<answer>`` took seconds
@@ -255,7 +255,7 @@ def parse_failed(call: dict[str, Any]) -> bool:
 def answers_once(text: str) -> bool:
     """Whether an assistant turn is a well-formed answer: exactly one non-empty ``<answer>`` block in its
     visible reply, and no tool call in any format we read, well-formed or not (reasoning may mention
-    both). One scan of the text (:func:`~swift_rlfactory.tools.call_formats.read_reply`)."""
+    both). One scan of the text (:func:`~swift_rlfactory.tools.calls.read_reply`)."""
     reply = read_reply(text)
     answers = reply_answers(reply.visible)
     return len(answers) == 1 and bool(answers[0].strip()) and not reply.writes_call

@@ -18,9 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tools.call_formats import CallParser
+from ..tools.calls import CallParser, ToolCall, parse_tool_calls
 from ..tools.executor import ToolExecutor, ToolRecord
-from ..tools.parsing import ToolCall, parse_tool_calls
 from ..trajectory import Trajectory
 
 Messages = list[dict[str, Any]]
@@ -49,7 +48,7 @@ def plan_turn(
 ) -> TurnPlan:
     """Decide the next step from the assistant's text. ``turn`` counts from 1.
 
-    ``parse`` reads the calls in the format the prompt asked for (:func:`~..tools.call_formats.call_parser`;
+    ``parse`` reads the calls in the format the prompt asked for (:func:`~..tools.calls.call_parser`;
     hermes by default). More than ``max_calls_per_turn`` calls: the extra ones are kept as error calls of
     kind ``"limit"``, so the model learns the limit from the observation instead of silently losing them,
     and rewards can tell them from calls it wrote wrong.
