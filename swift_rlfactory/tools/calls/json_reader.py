@@ -8,23 +8,25 @@ import re
 from typing import Any
 
 from .call import MAX_DEPTH, Body, DuplicateKey, near, no_constant, no_duplicates, tail, too_deep
-from .tags import CLOSE, OPEN, block_end, past_end
+from .tags import TURN_PATTERN, block_end, ends_block, past_end
 
 # One JSON-ish token at a time. Strings use the unrolled-loop form and comments stop at a tag, so that
 # matching stays linear in the text (a comment that ran to the end for every block would be quadratic).
+# A turn token ends a block as </tool_call> does (the "close" group), even inside a string (no model writes
+# one as text), and stops a comment as a tag does.
 _TOKEN = re.compile(
     r"""
       (?P<space>\s+)
-    | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
-    | (?P<quoted>'[^'\\]*(?:\\.[^'\\]*)*')
+    | (?P<string>"[^"\\<]*(?:(?:\\.|(?!TURN)<)[^"\\<]*)*")
+    | (?P<quoted>'[^'\\<]*(?:(?:\\.|(?!TURN)<)[^'\\<]*)*')
     | (?P<number>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![\w.]))
     | (?P<literal>(?:true|false|null|True|False|None)(?![\w.]))
     | (?P<punct>[][{}:,])
-    | (?P<comment>//(?:[^\n<]|<(?!/?tool_call>))*|/\*(?:[^*<]|\*(?!/)|<(?!/?tool_call>))*\*/)
+    | (?P<comment>//(?:[^\n<]|(?!TURN)<(?!/?tool_call>))*|/\*(?:[^*<]|\*(?!/)|(?!TURN)<(?!/?tool_call>))*\*/)
     | (?P<fence>```[\w+-]*)
-    | (?P<close></tool_call>)
+    | (?P<close></tool_call>|TURN)
     | (?P<open><tool_call>)
-    """,
+    """.replace("TURN", f"(?:{TURN_PATTERN})"),
     re.VERBOSE | re.DOTALL,
 )
 _TAGS = ("close", "open")
@@ -156,7 +158,7 @@ class _Lexer:
                 self.where.pop()
         elif kind == "fence":  # fine as the last thing in the block: it closes a fence around the JSON
             after = SPACE.match(self.text, token.end(), self.limit).end()
-            if after >= self.limit or self.in_block and self.text.startswith((CLOSE, OPEN), after):
+            if after >= self.limit or self.in_block and ends_block(self.text, after):
                 return self.ended(self.pos, after)
             return self.fail(f"a code fence inside the JSON: {near(self.text, self.pos)}")
         return None

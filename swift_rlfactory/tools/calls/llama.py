@@ -17,7 +17,6 @@ from .tags import OPEN
 LLAMA3_JSON = "llama3_json"
 PYTHON_TAG = "<|python_tag|>"
 """Llama 3.1 opens a tool call with it."""
-_END_OF_MESSAGE = ("<|eom_id|>", "<|eom|>")  # Llama 3's and Llama 4's end of a turn that awaits a tool
 
 
 def parse_json_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCall]:
@@ -60,11 +59,9 @@ def _llama_calls(reply: str, tool_names: Collection[str]) -> list[ToolCall]:
 
 
 def unwrapped(reply: str) -> str:
-    """A visible reply without Llama's ``<|python_tag|>`` before its call and end of message after it."""
-    reply = reply.strip().removeprefix(PYTHON_TAG)
-    for end in _END_OF_MESSAGE:
-        reply = reply.removesuffix(end)
-    return reply
+    """A visible reply without Llama's ``<|python_tag|>`` before its call (its end of message after it, a
+    turn token, is never visible)."""
+    return reply.strip().removeprefix(PYTHON_TAG)
 
 
 @dataclass(frozen=True)

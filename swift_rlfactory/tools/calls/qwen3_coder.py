@@ -15,7 +15,7 @@ from .call_objects import block_calls
 from .registry import CallParser, Tools, register
 from .scanner import json_calls_in_prose, scan
 from .schema_types import Properties, Unreadable, schema_properties, typed
-from .tags import CLOSE, NEXT_CALL, OPEN, PARAM_CLOSE, block_end, past_end
+from .tags import NEXT_CALL, PARAM_CLOSE, TURN_TOKEN, block_end, ends_block, past_end
 
 QWEN3_CODER = "qwen3_coder"
 FUNCTION = re.compile(r"\s*<function=([^>\n]*)>")
@@ -83,7 +83,7 @@ def read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: b
     limit = -1  # in a block, values close before the next call's ``<tool_call><function=``: where it starts
     while True:
         after = _SPACE.match(text, at).end()
-        if after >= len(text) or in_block and text.startswith((CLOSE, OPEN), after):
+        if after >= len(text) or in_block and ends_block(text, after):
             return Body(after, past_end(text, after), values=values)
         function = FUNCTION.match(text, at)
         if function is None:
@@ -96,8 +96,7 @@ def read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: b
         while (parameter := _PARAMETER.match(text, at)) is not None:
             key = parameter[1].strip()
             if limit < parameter.end():  # looked for once per block (it is the next block's start)
-                following = NEXT_CALL.search(text, parameter.end()) if in_block else None
-                limit = len(text) if following is None else following.start()
+                limit = _value_limit(text, parameter.end()) if in_block else len(text)
             close = text.find(PARAM_CLOSE, parameter.end(), limit)
             if close < 0:
                 return failed(f"parameter {quote(key)} is never closed with </parameter>")
@@ -115,9 +114,18 @@ def read_xml(text: str, pos: int, properties: dict[str, Properties], in_block: b
             at = closed.end()
             continue
         after = _SPACE.match(text, at).end()
-        if after < len(text) and not (in_block and text.startswith((CLOSE, OPEN), after)):
+        if after < len(text) and not (in_block and ends_block(text, after)):
             return failed(f"unexpected text in <function={name}>: {near(text, after)}")
         at = after  # </function> missing at the end of the block: nothing of the call is lost
+
+
+def _value_limit(text: str, pos: int) -> int:
+    """Where the values of a block from ``pos`` must close: before the next call's
+    ``<tool_call><function=`` or the next turn token, whichever comes first."""
+    following = NEXT_CALL.search(text, pos)
+    limit = len(text) if following is None else following.start()
+    turn = TURN_TOKEN.search(text, pos, limit)
+    return limit if turn is None else turn.start()
 
 
 def _unframed(value: str) -> str:

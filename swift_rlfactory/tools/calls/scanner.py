@@ -19,12 +19,14 @@ from .tags import (
     PARAM_TAG,
     THINK_CLOSE,
     THINK_OPEN,
+    TURN_PATTERN,
+    TURN_TOKEN,
 )
 
 BlockReader = Callable[[str, int], Body]
 """Reads one block's body from where it starts (after ``<tool_call>``) in a text."""
 
-_MARK = re.compile(r"<think>|</think>|<tool_call>")
+_MARK = re.compile(rf"<think>|</think>|<tool_call>|{TURN_PATTERN}")
 # Where a call object may start inside prose: ``{"name": "search"`` (Llama's ``{"type": "function",`` first
 # allowed), single quotes too; the name is captured so that only a known tool's object is read. An object
 # that opens with its arguments (``{"parameters": {...}, "name": "search"}``) has no name to capture here:
@@ -56,11 +58,13 @@ def scan(text: str, read: BlockReader = read_block) -> tuple[list[tuple[int, Bod
     last_value_close = text.rfind(PARAM_CLOSE)
     while (mark := _MARK.search(text, pos)) is not None:
         visible.append(text[pos : mark.start()])
-        if mark[0] == THINK_CLOSE and thought:  # closes nothing: text (in a call's string, say)
+        if TURN_TOKEN.fullmatch(mark[0]):  # never the model's text; any block it ended was read
+            pos = mark.end()
+        elif mark[0] == THINK_CLOSE and thought:  # closes nothing: text (in a call's string, say)
             visible.append(THINK_CLOSE)
             pos = mark.end()
         elif (end := _argument_end(text, since, mark.start(), last_value_close)) is not None:  # argument text
-            visible.append(text[mark.start() : end])
+            visible.append(TURN_TOKEN.sub("", text[mark.start() : end]))
             pos = since = end
         elif mark[0] == OPEN:
             body = read(text, mark.end())
