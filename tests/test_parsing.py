@@ -507,20 +507,26 @@ def test_every_ms_swift_agent_template_is_parsed_in_its_own_format_or_refused(na
     # the tools prompt of the template asks for what was parsed: its example call is in that format
     user = {"role": "user", "content": "Hi"}  # some templates (Llama's) write the tools into it
     shown = agent._format_tools(tools, "Be brief.", user) + user["content"]
-    assert ("<function=" in shown) == (found == "qwen3_coder")
+    assert ("<function=" in shown) == (found == "qwen3_coder") or found.startswith(
+        "ms-swift:"
+    )  # its own reader
 
 
 @pytest.mark.parametrize(
     "name",
     ["mistral", "deepseek_v3_1", "glm4_5", "glm4_7", "kimi_k25", "minimax_m2", "hunyuan_hermes", "react_en"],
 )
-def test_templates_whose_calls_hermes_would_read_as_answers_are_refused(name):
+def test_templates_whose_calls_hermes_would_read_as_answers_are_read_by_their_own_reader_or_refused(name):
+    """Read by the template's own ``get_toolcall`` in training and local eval; refused where calls come back
+    structured and are written as hermes (a served model)."""
     from swift.agent_template import agent_template_map
 
     from swift_rlfactory.adapters.swift_template import TemplateByName, call_format
 
+    template = TemplateByName(template_meta=None, agent_template=agent_template_map[name]())
+    assert call_format(template) == f"ms-swift:{name}"
     with pytest.raises(ValueError, match=f"agent template '{name}'"):
-        call_format(TemplateByName(template_meta=None, agent_template=agent_template_map[name]()))
+        call_format(template, swift_reader=False)
 
 
 @pytest.mark.parametrize(

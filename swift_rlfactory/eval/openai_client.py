@@ -99,7 +99,7 @@ class OpenAIChatPolicy:
             redaction.remember(self.api_key, "<api key>")
         redaction.remember_url(self.url, "<base_url credential>")
         self.template = template_by_name(template)
-        self.call_format = call_format(self.template)  # refuses a template whose calls we cannot read
+        self.call_format = call_format(self.template, swift_reader=False)  # calls come back structured
         self.max_tokens = max_tokens
         self.max_length = max_length
         self.body: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": max_tokens}
