@@ -90,7 +90,7 @@ def _tools_list(args: argparse.Namespace) -> int:
 
 def _tools_call(args: argparse.Namespace) -> int:
     from .env.environment import Environment
-    from .tools.parsing import ToolCall
+    from .tools.calls import ToolCall
 
     try:
         arguments = json.loads(args.arguments)

@@ -15,7 +15,7 @@ import pytest
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.retrieval.format import parse_hits
 from swift_rlfactory.rewards.rules import normalize_answer
-from swift_rlfactory.tools.parsing import ToolCall
+from swift_rlfactory.tools.calls import ToolCall
 
 from .conftest import AGENT_ENV, ROOT
 from .test_eval import scripted_server, write_dataset

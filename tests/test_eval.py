@@ -1329,7 +1329,7 @@ def test_eval_with_a_template_parses_the_calls_its_prompt_asks_for(tmp_path: Pat
 )
 def test_calls_a_server_parsed_are_written_back_in_the_format_of_the_template(arguments, expected):
     from swift_rlfactory.eval.openai_client import _written
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     properties = {"a": {"type": ["array", "integer"]}, "b": {"type": "string"}}
     tools = [{"name": "add", "parameters": {"properties": properties}}]

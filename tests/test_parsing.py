@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swift_rlfactory.tools.parsing import has_tool_call, parse_tool_calls
+from swift_rlfactory.tools.calls import parse_tool_calls
+from swift_rlfactory.tools.calls.scanner import has_tool_call
 
 
 def test_hermes_block_with_surrounding_text():
@@ -318,7 +319,7 @@ XML_TOOLS = [
 
 
 def xml(text: str, tools=XML_TOOLS):
-    from swift_rlfactory.tools.xml_calls import parse_xml_tool_calls
+    from swift_rlfactory.tools.calls import parse_xml_tool_calls
 
     return parse_xml_tool_calls(text, tools)
 
@@ -330,7 +331,7 @@ def xml_call(name: str, **params: str) -> str:
 
 def test_plan_turn_reads_xml_calls_in_the_format_the_prompt_asked_for():
     from swift_rlfactory.rollout.episode import plan_turn
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     text = "<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n</function>\n</tool_call>"
     plan = plan_turn(text, 1, 4, parse=call_parser("qwen3_coder", XML_TOOLS))
@@ -475,7 +476,7 @@ def test_every_ms_swift_agent_template_is_parsed_in_its_own_format_or_refused(na
     from swift.agent_template import agent_template_map
 
     from swift_rlfactory.adapters.swift_template import CALL_FORMAT_OF, TemplateByName, call_format
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     agent = agent_template_map[name]()
     template = TemplateByName(template_meta=None, agent_template=agent)
@@ -506,20 +507,26 @@ def test_every_ms_swift_agent_template_is_parsed_in_its_own_format_or_refused(na
     # the tools prompt of the template asks for what was parsed: its example call is in that format
     user = {"role": "user", "content": "Hi"}  # some templates (Llama's) write the tools into it
     shown = agent._format_tools(tools, "Be brief.", user) + user["content"]
-    assert ("<function=" in shown) == (found == "qwen3_coder")
+    assert ("<function=" in shown) == (found == "qwen3_coder") or found.startswith(
+        "ms-swift:"
+    )  # its own reader
 
 
 @pytest.mark.parametrize(
     "name",
     ["mistral", "deepseek_v3_1", "glm4_5", "glm4_7", "kimi_k25", "minimax_m2", "hunyuan_hermes", "react_en"],
 )
-def test_templates_whose_calls_hermes_would_read_as_answers_are_refused(name):
+def test_templates_whose_calls_hermes_would_read_as_answers_are_read_by_their_own_reader_or_refused(name):
+    """Read by the template's own ``get_toolcall`` in training and local eval; refused where calls come back
+    structured and are written as hermes (a served model)."""
     from swift.agent_template import agent_template_map
 
     from swift_rlfactory.adapters.swift_template import TemplateByName, call_format
 
+    template = TemplateByName(template_meta=None, agent_template=agent_template_map[name]())
+    assert call_format(template) == f"ms-swift:{name}"
     with pytest.raises(ValueError, match=f"agent template '{name}'"):
-        call_format(TemplateByName(template_meta=None, agent_template=agent_template_map[name]()))
+        call_format(template, swift_reader=False)
 
 
 @pytest.mark.parametrize(
@@ -588,7 +595,7 @@ PROSE_TOOLS = [
 )
 def test_llama_calls_after_prose_are_calls(text, calls):
     from swift_rlfactory.rollout.episode import plan_turn
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     plan = plan_turn(text, 1, 4, parse=call_parser("llama3_json", PROSE_TOOLS))
     assert not plan.finished
@@ -610,7 +617,7 @@ def test_llama_calls_after_prose_are_calls(text, calls):
 )
 def test_a_call_object_outside_the_format_is_an_error_showing_it_never_an_answer(call_format, shows, text):
     from swift_rlfactory.rollout.episode import plan_turn
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     plan = plan_turn(text, 1, 4, parse=call_parser(call_format, PROSE_TOOLS))
     [call] = plan.calls
@@ -619,7 +626,7 @@ def test_a_call_object_outside_the_format_is_an_error_showing_it_never_an_answer
 
 
 def test_a_bare_call_object_is_an_error_in_the_xml_format():
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     [call] = call_parser("qwen3_coder", PROSE_TOOLS)('{"name": "search", "arguments": {"query": "x"}}')
     assert "<function=search>" in call.error
@@ -637,14 +644,14 @@ def test_a_bare_call_object_is_an_error_in_the_xml_format():
 )
 def test_prose_that_only_mentions_json_stays_an_answer(call_format, text):
     from swift_rlfactory.rollout.episode import plan_turn
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     assert plan_turn(text, 1, 4, parse=call_parser(call_format, PROSE_TOOLS)).stop_reason == "answer"
 
 
 @pytest.mark.parametrize("call_format", ["hermes", "llama3_json"])
 def test_tagged_hermes_blocks_read_as_before_in_both_json_formats(call_format):
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     text = 'Searching.\n<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call>'
     [call] = call_parser(call_format, PROSE_TOOLS)(text)
@@ -652,7 +659,7 @@ def test_tagged_hermes_blocks_read_as_before_in_both_json_formats(call_format):
 
 
 def test_a_broken_call_object_after_prose_is_an_error_call_and_ends_the_search():
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     parse = call_parser("llama3_json", PROSE_TOOLS)
     text = 'Go: {"name": "search", "parameters": {"query": x}} and {"name": "now", "parameters": {}}'
@@ -686,7 +693,7 @@ def test_a_python_tag_without_a_json_call_is_an_error_call(text):
 
 
 def call_parser_for(call_format: str):
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     return call_parser(call_format, PROSE_TOOLS)
 
@@ -727,7 +734,7 @@ FORMATS = ["hermes", "llama3_json", "qwen3_coder"]
     ],
 )
 def test_every_format_reads_its_own_call_back_exactly(call_format, name, arguments):
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     text = f"Let me do that.\n{written(call_format, name, arguments)}"
     calls = call_parser(call_format, CASE_TOOLS)(text)
@@ -736,7 +743,7 @@ def test_every_format_reads_its_own_call_back_exactly(call_format, name, argumen
 
 @pytest.mark.parametrize("call_format", FORMATS)
 def test_every_format_reads_several_calls_of_one_turn_in_order(call_format):
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     args = [{"query": q} for q in ("a", "β", "c d")]
     text = "Three searches:\n" + "\n".join(written(call_format, "search", a) for a in args)
@@ -747,7 +754,7 @@ def test_every_format_reads_several_calls_of_one_turn_in_order(call_format):
 @pytest.mark.parametrize("call_format", FORMATS)
 def test_every_format_ignores_calls_in_reasoning(call_format):
     from swift_rlfactory.rollout.episode import plan_turn
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     parse = call_parser(call_format, CASE_TOOLS)
     thought = written(call_format, "search", {"query": "considered"})
@@ -761,7 +768,7 @@ def test_every_format_ignores_calls_in_reasoning(call_format):
 @pytest.mark.parametrize("call_format", FORMATS)
 def test_a_call_cut_at_max_tokens_never_runs(call_format):
     from swift_rlfactory.rollout.episode import plan_turn
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     parse = call_parser(call_format, CASE_TOOLS)
     whole = written(call_format, "search", {"query": "capital of France"})
@@ -792,7 +799,7 @@ def test_a_call_cut_at_max_tokens_never_runs(call_format):
 )
 @pytest.mark.parametrize("where", ["<tool_call>{}</tool_call>", "Looking it up: {}"])
 def test_near_json_calls_are_repaired_in_blocks_and_in_llama_prose(text, arguments, where):
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     call_format = "hermes" if where.startswith("<tool_call>") else "llama3_json"
     [call] = call_parser(call_format, CASE_TOOLS)(where.format(text))
@@ -802,7 +809,7 @@ def test_near_json_calls_are_repaired_in_blocks_and_in_llama_prose(text, argumen
 @pytest.mark.parametrize("tools", [5, "search", {"name": "search"}, [None, 3, "x"]])
 def test_xml_calls_of_a_row_whose_tools_are_not_schemas_run_untyped(tools):
     """A dataset row's ``tools`` may hold anything: the call is read, its values stay text."""
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     [call] = call_parser("qwen3_coder", tools)(xml_call("search", top_k="3"))
     assert (call.name, call.arguments, call.error) == ("search", {"top_k": "3"}, None)
@@ -910,7 +917,7 @@ def test_an_xml_value_whose_ref_is_the_schema_root_is_typed_by_the_root():
 def test_a_think_tag_outside_any_call_is_still_reasoning(call_format, text, visible, runs):
     """Only a tag inside a call's argument is text: one in prose, or after a call has ended, still opens
     or closes reasoning, and calls in that reasoning do not run."""
-    from swift_rlfactory.tools.call_formats import call_parser, read_reply
+    from swift_rlfactory.tools.calls import call_parser, read_reply
 
     assert read_reply(text).visible == visible
     calls = call_parser(call_format, CASE_TOOLS)(text)
@@ -940,7 +947,7 @@ def test_a_tag_in_an_untagged_call_reaches_the_tool(call_format, reasoning, code
     ``</think>`` was taken for the end of reasoning the prompt opened, a ``<think>`` opened reasoning never
     closed, and a ``<tool_call>`` opened a block mid-string (an error call); after reasoning,
     ``<think>a</think>`` was cut out of the argument."""
-    from swift_rlfactory.tools.call_formats import call_parser, read_reply
+    from swift_rlfactory.tools.calls import call_parser, read_reply
 
     call = written(call_format, "run", {"code": code})
     untagged = call.removeprefix("<tool_call>").removesuffix("</tool_call>").strip()
@@ -958,7 +965,7 @@ def test_a_json_call_whose_string_holds_a_tag_is_a_call_in_every_format(call_for
     for ``qwen3_coder``) it is the error call that names the tool and shows the format, as without the
     tag. Before, the call was lost and the turn ended as an answer, or a block opened mid-string and the
     error quoted the rest of the string."""
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     text = before + json.dumps({"name": "run", "parameters": {"code": code}})
     [call] = call_parser(call_format, CASE_TOOLS)(text)
@@ -973,7 +980,7 @@ def test_a_json_call_whose_string_holds_a_tag_is_a_call_in_every_format(call_for
 @pytest.mark.parametrize("code", [*BLOCK_TAG_CODE, "print('</think>')"])
 def test_only_the_second_call_holding_a_tag_keeps_both_calls(call_format, tagged, code):
     """Several calls in one reply, the tag in the second one's argument: both run, in order."""
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     written_calls = [
         written(call_format, "search", {"query": "a"}),
@@ -1018,7 +1025,7 @@ def test_a_block_tag_in_an_xml_value_is_text_but_a_call_after_a_value_never_clos
 )  # fmt: skip
 def test_a_block_tag_outside_any_call_still_opens_a_block(call_format, text, runs):
     """Only a tag inside an argument that reads whole across it is text."""
-    from swift_rlfactory.tools.call_formats import call_parser, read_reply
+    from swift_rlfactory.tools.calls import call_parser, read_reply
 
     calls = call_parser(call_format, CASE_TOOLS)(text)
     assert [c.name for c in calls if c.error is None] == runs

@@ -408,7 +408,7 @@ def test_warm_start_episodes_read_their_answer_off_a_real_search(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from swift_rlfactory.tools.parsing import parse_tool_calls
+    from swift_rlfactory.tools.calls import parse_tool_calls
 
     monkeypatch.setenv("RLFACTORY_CACHE", str(cache_dir))  # the MCP server reuses the module's BM25 index
     (tmp_path / "env.yaml").write_text((EXAMPLE / "env.yaml").read_text())
@@ -451,7 +451,7 @@ def test_warm_start_episodes_read_their_answer_off_a_real_search(
 def test_recheck_demonstrations_try_a_wrong_name_of_the_bridge_passage_then_recover(
     build_sft: ModuleType, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from swift_rlfactory.tools.parsing import parse_tool_calls
+    from swift_rlfactory.tools.calls import parse_tool_calls
 
     monkeypatch.setenv("RLFACTORY_CACHE", str(cache_dir))
     (tmp_path / "env.yaml").write_text((EXAMPLE / "env.yaml").read_text())

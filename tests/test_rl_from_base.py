@@ -17,7 +17,7 @@ from swift_rlfactory.bundled.calculator.tools import calculate
 from swift_rlfactory.data.qa import as_question
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.rollout.episode import Generation, run_episode
-from swift_rlfactory.tools.parsing import ToolCall
+from swift_rlfactory.tools.calls import ToolCall
 
 HERE = Path(__file__).resolve().parents[1] / "examples" / "arithmetic"
 

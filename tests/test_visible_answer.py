@@ -21,7 +21,7 @@ from swift_rlfactory.rewards import process, rules
 from swift_rlfactory.rewards.rules import extract_answer, normalize_answer, visible_reply
 from swift_rlfactory.rollout.episode import Generation, run_episode
 from swift_rlfactory.tools import Limits, ToolExecutor, tool
-from swift_rlfactory.tools.parsing import parse_tool_calls
+from swift_rlfactory.tools.calls import parse_tool_calls
 from swift_rlfactory.tools.toolset import PythonProvider
 from swift_rlfactory.trajectory import Trajectory
 
@@ -278,9 +278,8 @@ def _xml(name: str) -> str:
 @given(pieces=_pieces(), xml=st.booleans(), bare=st.booleans())
 def test_answers_once_sees_every_call_some_parser_reads_and_the_reply_they_read(pieces, xml, bare):
     """One scan gives the visible reply the parsers read and sees each call any of them finds."""
-    from swift_rlfactory.tools.call_formats import read_reply
-    from swift_rlfactory.tools.parsing import parse_json_calls, visible_text
-    from swift_rlfactory.tools.xml_calls import parse_xml_tool_calls
+    from swift_rlfactory.tools.calls import parse_json_calls, parse_xml_tool_calls, read_reply
+    from swift_rlfactory.tools.calls.scanner import visible_text
 
     text = "".join(_xml("a") if xml and p == "@" else "<answer>a</answer>" if p == "@" else p for p in pieces)
     if bare:
@@ -325,7 +324,7 @@ def test_an_answer_in_the_argument_of_a_call_the_parser_reads_earns_nothing(call
     call written without tags (or an XML block whose value holds ``</tool_call>``) was read for answers,
     so a policy could be paid for an answer it only passed to a tool, in a turn that did not end the
     episode."""
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     [call] = call_parser(call_format, CODE_TOOLS)(text)
     assert call.error is None and "<answer>Paris</answer>" in call.arguments["code"]
@@ -354,7 +353,7 @@ def test_a_last_turn_that_only_calls_with_the_answer_in_its_argument_scores_noth
     the episode ends at ``max_turns`` without an answer, and the ``em`` reward scores it 0."""
     from swift_rlfactory.rewards.registry import RewardSpec
     from swift_rlfactory.rewards.terms import RewardTerm
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
 
     @tool
     def run(code: str) -> str:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swift_rlfactory.tools.xml_calls import parse_xml_tool_calls
+from swift_rlfactory.tools.calls import parse_xml_tool_calls
 
 WHERE = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 CAT = {"type": "object", "properties": {"kind": {"const": "cat", "type": "string"}}}
@@ -352,7 +352,7 @@ def test_a_fastmcp_server_taking_models_gets_them_typed_from_xml_calls(values):
     """End to end with a real MCP server (the SDK derives its schema from pydantic models): every model, an
     optional one, a discriminated union, a list of models and a recursive model arrive as objects."""
     from swift_rlfactory.tools import ToolExecutor
-    from swift_rlfactory.tools.call_formats import call_parser
+    from swift_rlfactory.tools.calls import call_parser
     from swift_rlfactory.tools.mcp import McpProvider
     from swift_rlfactory.tools.mcp.config import McpServerConfig
     from tests.test_mcp import ROOT

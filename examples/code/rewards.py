@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from swift_rlfactory.tools.call_formats import read_reply
+from swift_rlfactory.tools.calls import read_reply
 from swift_rlfactory.trajectory import Trajectory
 
 CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)

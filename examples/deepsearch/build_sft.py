@@ -60,7 +60,7 @@ from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.eval.runner import load_rows, question_of
 from swift_rlfactory.retrieval.format import parse_hits
 from swift_rlfactory.rollout.episode import tool_messages
-from swift_rlfactory.tools.parsing import ToolCall
+from swift_rlfactory.tools.calls import ToolCall
 
 HERE = Path(__file__).parent
 STOPWORDS = frozenset(STOPWORDS_EN) | {"what", "who", "which", "from", "its", "were"}

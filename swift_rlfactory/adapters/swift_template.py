@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..tools.call_formats import HERMES, LLAMA3_JSON, QWEN3_CODER
+from ..tools.calls import HERMES, LLAMA3_JSON, QWEN3_CODER, register, registered
+from ..tools.calls.delegated import DelegatedFormat
 
 TURN_END = "<|im_end|>"
 
@@ -22,8 +23,42 @@ CALL_FORMAT_OF = {
     "qwen3_coder": QWEN3_CODER,
     "qwen3_5": QWEN3_CODER,
 }
-"""The ms-swift agent templates whose prompt asks for a format we read, and that format; any other
-is refused at start-up by :func:`call_format` (why: docs/ms-swift.md)."""
+"""The ms-swift agent templates whose prompt asks for a format our own parsers read, and that format."""
+
+SWIFT_READS = {
+    **dict.fromkeys(("glm4_5", "glm4_7", "glm5_1", "ling3", "seed_oss", "spark2_5"), True),
+    **dict.fromkeys(
+        (
+            "chatglm4",
+            "glm4",
+            "deepseek_v3_1",
+            "deepseek_v4",
+            "deepseek_v41",
+            "gemma4",
+            "hunyuan_hermes",
+            "hy_v3",
+        )
+        + (
+            "hy_v3_preview",
+            "kimi_k25",
+            "kimi_k3",
+            "minicpm5",
+            "minimax_m2",
+            "minimax_m3",
+            "mistral",
+            "xing4_0",
+        )
+        + ("qwen_en", "qwen_en_parallel", "qwen_zh", "qwen_zh_parallel", "react_en", "react_grpo", "react_zh")
+        + ("toolbench",),
+        False,
+    ),
+}
+"""The other ms-swift agent templates, whose calls their own ``get_toolcall`` reads (each checked by a test:
+a call rendered as the template renders one reads back, a final answer reads as none), and whether it gives
+every argument as text, to be typed by the tool's schema. Any other agent template (a plugin's) is refused
+at start-up by :func:`call_format`. The table: docs/tool-calls.md."""
+SWIFT_FORMAT = "ms-swift:"
+"""The prefix of the name a format read by an ms-swift agent template's ``get_toolcall`` is registered as."""
 
 
 def with_system_prompt(
@@ -117,21 +152,39 @@ def agent_template_name(template: Any) -> str:
     return type(agent).__name__
 
 
-def call_format(template: Any) -> str:
+def call_format(template: Any, swift_reader: bool = True) -> str:
     """The tool-call format ``template``'s agent template tells the model to write (``None``: hermes).
 
-    Raises ``ValueError`` naming the agent template and the supported ones when no parser of ours reads it.
+    An agent template none of our parsers reads is read by its own ``get_toolcall`` (:data:`SWIFT_READS`),
+    registered as the format ``ms-swift:NAME``, unless ``swift_reader`` is off (a served model's structured
+    calls are written back as hermes). Raises ``ValueError`` naming the agent template and the supported
+    ones when no reader is trusted: a run that cannot read its model's calls must stop before it starts.
     """
     if template is None:
         return HERMES
     name = agent_template_name(template)
     found = CALL_FORMAT_OF.get(name)
-    if found is None:
-        template_type = getattr(getattr(template, "template_meta", None), "template_type", None)
-        of = f"template {template_type!r}: " if template_type else ""
-        raise ValueError(
-            f"{of}agent template {name!r} asks the model for tool calls in a format swift-rlfactory does not "
-            f"read; use a template whose agent template is one of {', '.join(CALL_FORMAT_OF)} "
-            "(ms-swift's --agent_template, or eval's --template)"
-        )
-    return found
+    if found is not None:
+        return found
+    if swift_reader and name in SWIFT_READS:
+        return _swift_format(name, template.agent_template)
+    template_type = getattr(getattr(template, "template_meta", None), "template_type", None)
+    of = f"template {template_type!r}: " if template_type else ""
+    supported = [*CALL_FORMAT_OF, *SWIFT_READS] if swift_reader else list(CALL_FORMAT_OF)
+    raise ValueError(
+        f"{of}agent template {name!r} asks the model for tool calls in a format swift-rlfactory does not "
+        f"read; use a template whose agent template is one of {', '.join(supported)} "
+        "(ms-swift's --agent_template, or eval's --template)"
+    )
+
+
+def _swift_format(name: str, agent: Any) -> str:
+    """The format read by ``agent.get_toolcall``, registered once as ``ms-swift:NAME``; its name."""
+    format_name = SWIFT_FORMAT + name
+    if registered(format_name) is None:
+
+        def read(text: str) -> list[tuple[str, Any]]:
+            return [(function.name, function.arguments) for function in agent.get_toolcall(text)]
+
+        register(DelegatedFormat(format_name, read, typed_values=SWIFT_READS[name]))
+    return format_name

@@ -16,9 +16,9 @@ from typing import Any
 from ..rewards.registry import RewardSpec
 from ..tools.builtin import builtin_providers
 from ..tools.cache import ToolCache
+from ..tools.calls import ToolCall
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..tools.mcp import mcp_providers
-from ..tools.parsing import ToolCall
 from ..tools.python_tool import load_python_tools
 from ..tools.toolset import PythonProvider
 from .config import EnvConfig, EnvConfigError, load_env_config

@@ -46,7 +46,7 @@ from swift_rlfactory.runtime.json_api import content_text, retry_after, sendable
 
 from ..adapters.swift_template import TURN_END, call_format, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
-from ..tools.call_formats import QWEN3_CODER
+from ..tools.calls import QWEN3_CODER
 
 # Responses worth asking again: rate limits and server-side trouble.
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -99,7 +99,7 @@ class OpenAIChatPolicy:
             redaction.remember(self.api_key, "<api key>")
         redaction.remember_url(self.url, "<base_url credential>")
         self.template = template_by_name(template)
-        self.call_format = call_format(self.template)  # refuses a template whose calls we cannot read
+        self.call_format = call_format(self.template, swift_reader=False)  # calls come back structured
         self.max_tokens = max_tokens
         self.max_length = max_length
         self.body: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": max_tokens}

@@ -39,7 +39,7 @@ from ..env.environment import Environment
 from ..rewards import rules
 from ..rewards.registry import GOLDEN_ANSWERS, row_has_field
 from ..rollout.episode import Generation, Messages, run_episode
-from ..tools.call_formats import HERMES, call_parser
+from ..tools.calls import HERMES, call_parser
 from ..tools.toolset import DescriptionCap
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class Policy(Protocol):
 
     max_length: int | None  # context budget in tokens, or None for no check
     max_tokens: int  # completion tokens allowed per turn, reserved when checking the budget
-    call_format: str  # the tool-call format its prompt asks for (tools.call_formats), "hermes" if absent
+    call_format: str  # the tool-call format its prompt asks for (tools.calls), "hermes" if absent
 
     def render_prompt(
         self, messages: Messages, system_prompt: str | None, tools: list[dict] | None

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from ..tools.call_formats import read_reply
-from ..tools.parsing import call_arguments
+from ..tools.calls import read_reply
+from ..tools.calls.scanner import call_arguments
 from ..trajectory import Trajectory
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -40,7 +40,7 @@ _OVER_LIMIT = "could not parse tool call: too many tool calls in one turn"
 
 def visible_reply(text: str) -> str:
     """``text`` as the tool-call parser reads it: without reasoning and without ``<tool_call>`` blocks
-    (:func:`~swift_rlfactory.tools.call_formats.read_reply`; docs/rewards-and-credit.md).
+    (:func:`~swift_rlfactory.tools.calls.read_reply`; docs/rewards-and-credit.md).
 
     >>> visible_reply("<think>Maybe <answer>Paris</answer>?</think> I don't know.")
     " I don't know."
@@ -214,7 +214,7 @@ def parse_failed(call: dict[str, Any]) -> bool:
 def answers_once(text: str) -> bool:
     """Whether an assistant turn is a well-formed answer: exactly one non-empty ``<answer>`` block in its
     visible reply, and no tool call in any format we read, well-formed or not (reasoning may mention
-    both). One scan of the text (:func:`~swift_rlfactory.tools.call_formats.read_reply`)."""
+    both). One scan of the text (:func:`~swift_rlfactory.tools.calls.read_reply`)."""
     reply = read_reply(text)
     answers = reply_answers(reply.visible)
     return len(answers) == 1 and bool(answers[0].strip()) and not reply.writes_call

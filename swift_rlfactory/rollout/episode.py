@@ -11,9 +11,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tools.call_formats import CallParser
+from ..tools.calls import CallParser, ToolCall, parse_tool_calls
 from ..tools.executor import ToolExecutor, ToolRecord
-from ..tools.parsing import ToolCall, parse_tool_calls
 from ..trajectory import Trajectory
 
 Messages = list[dict[str, Any]]

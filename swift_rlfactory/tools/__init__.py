@@ -2,9 +2,9 @@
 
 from .base import Tool, ToolError, ToolProvider, ToolSpec, TransportError
 from .cache import ToolCache
+from .calls import ToolCall, parse_tool_calls
 from .executor import ExecutorClosed, Limits, ToolExecutor, ToolRecord
 from .mcp import McpProvider, mcp_providers
-from .parsing import ToolCall, parse_tool_calls
 from .python_tool import PythonTool, tool
 
 __all__ = [

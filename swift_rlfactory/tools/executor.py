@@ -38,9 +38,9 @@ from swift_rlfactory.redaction import redact_recorded
 
 from .base import Tool, ToolError, ToolProvider, TransportError, current_call, stray_cancellation
 from .cache import ToolCache, cache_key
+from .calls import ToolCall
 from .loop import LoopThread
 from .observation import CUT_RULE, cut, error_text, measure, render_bounded
-from .parsing import ToolCall
 from .sync_pool import SYNC_POOL
 from .toolset import ToolSet
 

@@ -15,7 +15,7 @@ from ..env.config import EnvConfigError
 from ..env.environment import Environment
 from ..rewards.rescore import Recorded, rescore
 from ..rollout.episode import tool_messages
-from ..tools.parsing import ToolCall
+from ..tools.calls import ToolCall
 from ..trajectory import Trajectory
 
 

@@ -18,14 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swift_rlfactory.tools.parsing import (
-    MAX_DEPTH,
-    ToolCall,
-    has_tool_call,
-    parse_json_calls,
-    parse_tool_calls,
-)
-from swift_rlfactory.tools.xml_calls import parse_xml_tool_calls
+from swift_rlfactory.tools.calls import ToolCall, parse_json_calls, parse_tool_calls, parse_xml_tool_calls
+from swift_rlfactory.tools.calls.call import MAX_DEPTH
+from swift_rlfactory.tools.calls.scanner import has_tool_call
 
 NAMES = frozenset({"f"})  # the tool offered: its call objects in prose are looked at
 

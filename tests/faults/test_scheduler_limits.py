@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -235,9 +236,34 @@ def test_a_call_object_after_prose_runs_or_teaches_the_format_never_ends_as_an_a
 
 
 @pytest.mark.parametrize("agent_template", ["mistral", "deepseek_v3_1", "glm4_5"])
-def test_an_agent_template_whose_calls_we_cannot_read_stops_the_scheduler_at_start_up(
+def test_an_agent_template_our_parsers_do_not_read_has_its_calls_read_by_its_own_get_toolcall(
     run_state, agent_model, agent_template
 ):
+    """Refused at start-up before: now ms-swift's own ``get_toolcall`` reads the template's calls in the
+    scheduler, and each is checked and typed as any call (GLM-4.5 writes ``n`` as text: 3 by its schema)."""
     template = qwen3_template(agent_model, agent_template=agent_template)
-    with pytest.raises(ValueError, match=f"agent template '{agent_template}'.*qwen3_5"):
+    sched = scheduler(template)
+    assert sched.call_format == f"ms-swift:{agent_template}"
+    TOOLS.CALLS.clear()
+    written = json.dumps({"name": "words", "arguments": {"n": 3}})
+    rendered = template.agent_template._format_tool_calls([{"role": "assistant", "content": written}])
+    outputs = run_batch(
+        sched, template, [request("swift")], {"swift": ["I will count.\n" + rendered]}, max_turns=6
+    )
+
+    out = info(outputs["swift"])
+    assert [(c["tool"], c["arguments"], c["error"]) for c in out["tool_calls"]] == [("words", {"n": 3}, None)]
+    assert out["stop_reason"] == "answer"
+
+
+def test_a_plugin_agent_template_stops_the_scheduler_at_start_up(run_state, agent_model, monkeypatch):
+    """An agent template a plugin adds to ms-swift's registry: no reader of it is trusted, the run stops."""
+    from swift.agent_template import agent_template_map
+
+    class PluginAgentTemplate(agent_template_map["hermes"]):
+        pass
+
+    monkeypatch.setitem(agent_template_map, "my_plugin", PluginAgentTemplate)
+    template = qwen3_template(agent_model, agent_template="my_plugin")
+    with pytest.raises(ValueError, match="agent template 'my_plugin'.*qwen3_5"):
         scheduler(template)
