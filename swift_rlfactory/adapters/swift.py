@@ -33,6 +33,7 @@ from ..env.prompt_size import check_prompt_room
 from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.metrics import tool_metrics
+from ..run_config import PLUGIN_NAME
 from ..tools.calls import CallParser, call_parser
 from ..tools.executor import ToolRecord
 from .swift_run import (
