@@ -51,9 +51,9 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from swift_rlfactory import redaction
 from swift_rlfactory.runtime.json_api import content_text, retry_after
+from swift_rlfactory.runtime.loops import LoopThread
 
 from ..tools.cache import ToolCache
-from ..tools.loop import LoopThread
 from ..trajectory import Trajectory
 from . import judge_text
 

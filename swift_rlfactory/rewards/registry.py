@@ -35,7 +35,7 @@ the function returns a list; declare user per-turn rewards in the YAML, so a fai
 yields a per-turn fallback and every trajectory of a group has the same keys.
 
 Scoring runs every component of every trajectory concurrently (async rewards such as model judges overlap)
-and never raises. User code never runs on the caller's event loop (:mod:`~swift_rlfactory.rewards.workers`):
+and never raises. User code never runs on the caller's event loop (:mod:`~swift_rlfactory.runtime.calls`):
 a sync function runs in a daemon thread, an async one on an event loop of its term's own, so ``timeout_s``
 holds even for an ``async def`` that blocks (``time.sleep``, a synchronous HTTP client) or swallows the
 timeout's cancellation. A component that raises, takes longer than its ``timeout_s``, returns NaN or
@@ -65,15 +65,14 @@ from pydantic import ValidationError
 
 from swift_rlfactory.data.answers import missing, reference_answers
 from swift_rlfactory.runtime import blocking
+from swift_rlfactory.runtime.calls import CallStuck, UserCode, cancelled_by_caller, yields
 from swift_rlfactory.runtime.user_code import import_target
 
-from ..tools.base import cancelled_by_caller
 from ..tools.cache import ToolCache
 from ..trajectory import Trajectory
 from . import process, rules
 from .judge import Judge
 from .terms import DEFAULT_TIMEOUT_S, RewardTerm
-from .workers import RewardStuck, RewardWorkers, yields
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +94,7 @@ class RewardDef:
         requires: dataset-row fields it cannot score without (``golden_answers`` also accepts the
             ``solution``/``answer``/``answers`` columns that :attr:`Trajectory.golden_answers` reads).
         inline: fast, bounded code of ours that never blocks, called (and awaited) on the caller's event
-            loop; user code runs in :class:`~swift_rlfactory.rewards.workers.RewardWorkers` instead.
+            loop; user code runs in :class:`~swift_rlfactory.runtime.calls.UserCode` instead.
         build: for a reward with state (a model judge): ``build(args, cache, base_dir) -> fn`` makes the
             scoring callable from the term's ``args`` (validated there, a relative ``${file:...}`` taken
             from ``base_dir``, the environment's folder) and the environment's cache. The callable
@@ -164,7 +163,7 @@ class RewardComponent:
     inline: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     fallback: float = 0.0
-    workers: RewardWorkers | None = None
+    workers: UserCode | None = None
     """Where user code runs (``None`` for ``inline`` rewards)."""
 
 
@@ -183,7 +182,7 @@ def score_value(raw: Any) -> float | list[float]:
     """What a reward returned, read as its score: one float per turn for a list, a tuple or a 1-d array
     (per-turn scores), else one float. Raises :class:`NotAScore` saying what was returned.
 
-    It runs where the reward ran (:class:`~swift_rlfactory.rewards.workers.RewardWorkers`' ``convert``):
+    It runs where the reward ran (:class:`~swift_rlfactory.runtime.calls.UserCode`' ``convert``):
     ``float()`` calls the value's own ``__float__``, which is user code like the reward.
 
     >>> score_value((1, "0.5"))
@@ -245,7 +244,7 @@ class RewardSpec:
                     inline=found.inline,
                     timeout_s=term.timeout_s,
                     fallback=term.fallback,
-                    workers=None if found.inline else RewardWorkers(name, convert=score_value),
+                    workers=None if found.inline else UserCode(name, convert=score_value),
                 )
             )
         self.errors = 0
@@ -374,7 +373,7 @@ class RewardSpec:
             raw = await asyncio.wait_for(self._call(component, trajectory), component.timeout_s)
         except NotAScore as exc:  # a value float() cannot read (a user reward's, read in its worker)
             return self._not_a_score(component, n_turns, exc)
-        except RewardStuck as exc:  # logged once by the workers, when the bound is reached
+        except CallStuck as exc:  # logged once by the workers, when the bound is reached
             return self._failed(component, n_turns, f"timeout: {exc}")
         except TimeoutError:
             if component.name not in timed_out:  # once a batch: the count is in rewards/timeouts
