@@ -172,7 +172,7 @@ def _shown(value: Any) -> str:
         raise TypeError(f"a {type(value).__name__} is not a value the model can read")
     text = str(value)
     if _ADDRESS.search(text):
-        raise TypeError(f"a {type(value).__name__} has no text of its own (it reads {text[:80]!r})")
+        raise TypeError(f"a {type(value).__name__} has no text of its own, only its address")
     return text
 
 
