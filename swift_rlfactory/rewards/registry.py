@@ -52,6 +52,7 @@ score.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 import math
@@ -400,7 +401,7 @@ class RewardSpec:
         worker, so a blocking ``__float__`` is bounded by timeout_s too)."""
         fn, args = component.fn, component.args
         if component.workers is not None:  # user code may block: off this loop, so timeout_s holds
-            return await component.workers.call(fn, trajectory, **args)
+            return await component.workers.call(fn, term_view(trajectory), **args)
         value = fn(trajectory, **args)
         if inspect.isawaitable(value):
             value = await value
@@ -478,6 +479,14 @@ class RewardSpec:
 
 
 _SUMMED = {"judge/calls", "judge/errors"}
+
+
+def term_view(trajectory: Trajectory) -> Trajectory:
+    """A copy of ``trajectory`` for one user reward term to read (and change, if it likes): a deep copy of
+    its messages, tool calls, row and scores, sharing only its ``tool_env`` (the live environment). What the
+    term changes reaches neither another term nor the logged trajectory."""
+    env = trajectory.tool_env
+    return copy.deepcopy(trajectory, {} if env is None else {id(env): env})
 
 
 def _built(
