@@ -478,7 +478,7 @@ class RewardSpec:
         )  # fmt: skip
 
 
-_SUMMED = {"judge/calls", "judge/errors"}
+_SUMMED = {"judge/calls", "judge/errors", "judge/out_of_range"}
 
 
 def term_view(trajectory: Trajectory) -> Trajectory:
