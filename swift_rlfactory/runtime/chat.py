@@ -19,8 +19,8 @@ from .json_api import retry_after
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 """Statuses worth asking again (any other 5xx too): rate limits and server-side trouble."""
-BACKOFF_S = (0.25, 2.0)
-"""Back-off before attempt ``n + 1``: ``min(0.25 * 2**n, 2.0)`` seconds, or longer when the server asks."""
+BACKOFF_S = (1.0, 30.0)
+"""Back-off before attempt ``n + 2``: ``min(1.0 * 2**n, 30.0)`` seconds, or longer when the server asks."""
 MAX_REPLY_BYTES = 8 << 20
 """Longest response body read (counted decompressed): a completion is kilobytes, so this is room for
 logprobs and verbose servers, while a server that sends without end cannot fill the process's memory."""
