@@ -1,22 +1,8 @@
 """What a model judge reads and how its reply becomes a score: pure functions, no I/O.
 
-A pointwise judgment shows the judge one trajectory; a group judgment shows it the trajectories of one GRPO
-group side by side (RULER-style), the shared prompt once and each distinct continuation once, and asks for
-scores relative to each other. The rubric is the environment author's text with placeholders filled in:
-
-=====================  ========================================================================
-``{question}``         the last user message before the first assistant turn
-``{response}``         the final assistant message, whole
-``{answer}``           the content of its last ``<answer>`` block (the whole message when absent)
-``{golden_answers}``   the row's reference answers, ``" | "``-joined (``none`` when absent)
-``{trajectory}``       every assistant turn and tool observation, as a transcript
-``{row.FIELD}``        any other field of the dataset row
-=====================  ========================================================================
-
-Other braces stay as they are, so a rubric may show the judge JSON examples. Replies are read leniently:
-``<think>`` blocks are dropped, then the last ``<score>X</score>``, the last JSON object with a ``score``
-(or, for groups, ``scores``), or a reply that is only a number. Scores are divided by ``max_score``; one
-outside [0, 1] raises :class:`ScoreOutOfRange` (never clamped), and a reply with no readable score is ``None``.
+Pointwise and group (RULER-style) prompts from a rubric with placeholders, and lenient reply reading; a
+score off the rubric's scale raises :class:`ScoreOutOfRange`. The placeholders and reading rules are in
+docs/rewards.md, "The judge".
 """
 
 from __future__ import annotations

@@ -1,52 +1,8 @@
 """The reward registry: an environment's reward spec as a weighted sum of named components.
 
-A reward is one function of a finished :class:`~swift_rlfactory.trajectory.Trajectory`, sync or async,
-with optional keyword arguments from the YAML ``args``. It returns either one float (an outcome reward) or
-one float per assistant turn (a per-turn, or process, reward)::
-
-    async def judged(trajectory, model="qwen-judge") -> float: ...
-    def searched_well(trajectory) -> list[float]: ...        # len == len(trajectory.assistant_turns)
-
-It is named in the environment by a built-in name (``em``, ``f1``, ``format``, ``tool_use``,
-``turn_tool_success``, ``turn_format``), by a name registered with :func:`register_reward`, or by a
-``module:function`` / ``file.py:function`` path. Names are resolved when the environment loads, so a typo
-fails at start-up, not at the first reward.
-
-What scoring stores on each trajectory (the contract turn-level credit and the logs read):
-
-* ``trajectory.rewards[name]``: one float per component. For a per-turn component it is the **mean over
-  its turns** (the fallback when the trajectory has no assistant turn).
-* ``trajectory.rewards["total"]``: ``sum(weight * rewards[name])`` over all components, per-turn ones
-  included through their mean, so ``credit: {mode: trajectory}`` keeps a sensible scalar.
-* ``trajectory.turn_rewards[name]``: for every per-turn component, one float per assistant turn, in turn
-  order (``len == len(trajectory.assistant_turns)``), and ``turn_rewards["total"]``: per turn, the weighted
-  sum over the per-turn components only. Empty when the spec has no per-turn component.
-* ``trajectory.reward_errors[name]``: why a component scored its fallback, as ``cause`` or ``cause: detail``
-  with cause one of ``error``, ``timeout``, ``non_finite``, ``wrong_length``, ``missing_field``; and
-  ``reward_errors["total"]`` (``non_finite: ...``) when finite scores summed past float's range, so the
-  total, or every turn's total, is the weighted sum of the fallbacks instead.
-
-Loading checks what it can: a reward file that fails at import, ``args`` the function cannot take (a
-misspelt keyword) and the name ``total`` fail naming the term. Two terms of one name (two judges with
-different rubrics) are stored as ``judge`` and ``judge_2``, each with its own score, metric and error.
-
-A component is per-turn when its built-in is (``turn_*``), when the YAML says ``per_turn: true``, or when
-the function returns a list; declare user per-turn rewards in the YAML, so a failure of one trajectory still
-yields a per-turn fallback and every trajectory of a group has the same keys.
-
-Scoring runs every component of every trajectory concurrently (async rewards such as model judges overlap)
-and never raises. User code never runs on the caller's event loop (:mod:`~swift_rlfactory.runtime.calls`):
-a sync function runs in a daemon thread, an async one on an event loop of its term's own, so ``timeout_s``
-holds even for an ``async def`` that blocks (``time.sleep``, a synchronous HTTP client) or swallows the
-timeout's cancellation. A component that raises, takes longer than its ``timeout_s``, returns NaN or
-infinity, returns a list of the wrong length, or lacks a dataset field it needs (``em``/``f1`` without
-golden answers) scores its ``fallback`` (default 0) for that trajectory, is counted in ``errors`` and
-recorded in ``reward_errors``, so it shows up in the logs instead of killing or hanging the run. So does one
-that raises ``SystemExit`` or ``CancelledError`` on its own, one whose value ``float()`` cannot read
-(``10**400``, ``None``, ``"0.7 or so"``: logged once per component; the reading runs in the worker, so a
-value whose ``__float__`` blocks times out like the reward itself), and, without running, the call of a term whose earlier calls hold ``MAX_STUCK`` workers
-(``timeout: not started ...``). A generator function (``yield``) fails at load: it could never return a
-score.
+Resolves each term (a built-in, a registered name, ``module:function``), runs user terms through
+:class:`~swift_rlfactory.runtime.calls.UserCode`, each on its own copy of the trajectory, and stores scores,
+per-turn scores and errors on it; the contract and every fault rule are in docs/rewards.md.
 """
 
 from __future__ import annotations
