@@ -158,11 +158,12 @@ def test_concurrency_limit_holds(server):
     wide.close()
 
 
-def test_replies_are_clamped_and_tags_are_read(server):
-    scale = judge_spec(server, model="scale")
-    assert scale.score([traj("Paris"), traj("Lyon")]) == [1.0, 0.0]  # 15 and -3 clamped to [0, 1]
-    out_of_ten = judge_spec(server, model="scale", max_score=10)
-    assert out_of_ten.score([traj("Paris"), traj("Lyon")]) == [1.0, 0.0]
+def test_replies_are_scaled_and_tags_are_read(server):
+    scale = judge_spec(server, model="scale", max_score=20)
+    assert scale.score([traj("Paris")]) == [0.75]  # 15 out of 20
+    out_of_ten = judge_spec(server, model="scale", max_score=10, fallback=0.5)
+    # issue 32: 15 and -3 are off a 0-10 scale: errors that score the fallback, never clamped
+    assert out_of_ten.score([traj("Paris"), traj("Lyon")]) == [0.5, 0.5]
     parts = judge_spec(server, model="parts")  # the reply as content parts
     assert parts.score([traj("Paris"), traj("Lyon")]) == [1.0, 0.0]
     parts.close()
@@ -257,9 +258,9 @@ def test_the_cache_keeps_replies_so_settings_that_change_scores_apply(server, tm
     cache = ToolCache(sqlite_path=tmp_path / "cache.sqlite")
     specs = [
         judge_spec(server, model="scale", cache=cache, **args)
-        for args in ({}, {"max_score": 30}, {"temperature": 0.7})
+        for args in ({"max_score": 20}, {"max_score": 30}, {"temperature": 0.7, "max_score": 20})
     ]
-    assert specs[0].score([traj("Paris")]) == [1.0]  # 15, clamped
+    assert specs[0].score([traj("Paris")]) == [0.75]  # 15 of 20 (issue 32: 15 of 1 is an error, not 1.0)
     assert specs[1].score([traj("Paris")]) == [0.5]
     assert server.requests("scale") == 1  # the second run read the cached reply
     specs[2].score([traj("Paris")])
@@ -387,12 +388,15 @@ def test_reply_parsing():
     assert judge_text.parse_score('{"reason": "The answer is right, so the score is 1 and') is None
     assert judge_text.parse_score("<think>unfinished <score>1</score>") is None
     assert judge_text.parse_score("good answer") is None
-    assert judge_text.parse_score('{"score": 3}') == 1.0 and judge_text.parse_score("-2") == 0.0
+    for off_scale in ('{"score": 3}', "-2", '{"score": 1e308}'):  # issue 32: an error, not a clamp
+        with pytest.raises(judge_text.ScoreOutOfRange):
+            judge_text.parse_score(off_scale)
     group = judge_text.parse_group_scores
     assert group('{"scores": [{"id": 2, "score": 0.1}, {"id": 1, "score": 0.9}]}', 2) == [0.9, 0.1]
     assert group('{"scores": [{"trajectory_id": "1", "explanation": "x", "score": 1}]}', 1) == [1.0]
     assert group('{"scores": {"1": 0.5, "2": 1}}', 2) == [0.5, 1.0]
-    assert group('{"scores": [0.2, 0.4, 2]}', 3) == [0.2, 0.4, 1.0]
+    with pytest.raises(judge_text.ScoreOutOfRange):
+        group('{"scores": [0.2, 0.4, 2]}', 3)
     assert group('{"scores": [0.2, 0.4]}', 3) is None
     assert group('{"scores": [{"id": 1, "score": 1}, {"id": 1, "score": 0}]}', 2) is None
     assert group("<score>1</score><score>0</score>", 2) == [1.0, 0.0]

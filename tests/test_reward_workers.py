@@ -199,7 +199,7 @@ def test_a_reward_that_blocks_its_loop_or_ignores_cancellation_costs_its_score(
 
 @pytest.mark.timeout(30)
 def test_a_blocked_loop_is_left_behind_and_the_next_step_scores(plugin, caplog):
-    from swift_rlfactory.rewards.workers import GRACE_S
+    from swift_rlfactory.runtime.calls import GRACE_S
 
     block, release = plugin / "block", plugin / "release"
     block.touch()
@@ -226,7 +226,7 @@ def test_a_blocked_loop_is_left_behind_and_the_next_step_scores(plugin, caplog):
 
 @pytest.mark.timeout(30)
 def test_a_loop_whose_reward_ignores_cancellation_is_retired(plugin, caplog):
-    from swift_rlfactory.rewards.workers import GRACE_S
+    from swift_rlfactory.runtime.calls import GRACE_S
 
     spec = RewardSpec([RewardTerm(name="rewards.py:stubborn", timeout_s=0.3)], base_dir=plugin)
     assert spec.score([traj(), traj()]) == [0.0, 0.0]
@@ -271,7 +271,7 @@ def test_stuck_sync_workers_are_bounded_then_calls_are_not_started(plugin, caplo
 
 @pytest.mark.timeout(30)
 def test_stuck_async_loops_are_bounded_too(plugin):
-    from swift_rlfactory.rewards.workers import GRACE_S
+    from swift_rlfactory.runtime.calls import GRACE_S
 
     release, calls = plugin / "release", plugin / "calls"
     term = RewardTerm(

@@ -18,10 +18,10 @@ evaluating what was trained:
 * A server that parses tool calls anyway (``message.tool_calls``) has them written back after the text
   in the format the template asks for (hermes ``<tool_call>`` blocks, or Qwen3.5's XML), so they run; content given as parts is joined from its text parts.
   Any other shape of answer fails the episode with the endpoint's URL and the start of its body.
-* Each request attempt is bounded as a whole by ``timeout_s`` (``eval --timeout``, default 600 s), a server
-  that trickles its answer too. A transport error, a timeout, 429 and 5xx are asked again, after an
-  exponential back-off or the server's ``Retry-After`` (:func:`~swift_rlfactory.runtime.json_api.retry_after`) when
-  it asks for longer; any other error status fails the episode.
+* Requests go through :class:`~swift_rlfactory.runtime.chat.ChatClient`: each attempt bounded as a whole by
+  ``timeout_s`` (``eval --timeout``, default 600 s), a server that trickles its answer too, and retried by
+  its one rule (transport errors, timeouts, 408/409/429/5xx; the server's ``Retry-After`` honoured); any
+  other error status fails the episode.
 * The API key (and a password in ``base_url``) is recorded as a secret: no error or log shows it. Lone
   surrogates in a message (half an emoji) are sent as U+FFFD, since no HTTP body can carry them.
 
@@ -33,23 +33,19 @@ server's chat template; serve with ``swift deploy --template T`` to get ms-swift
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
-
 from swift_rlfactory import redaction
-from swift_rlfactory.runtime.json_api import content_text, retry_after, sendable
+from swift_rlfactory.runtime.chat import ChatClient, ChatError, chat_url
+from swift_rlfactory.runtime.json_api import content_text, sendable
 
 from ..adapters.swift_template import TURN_END, call_format, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
 from ..tools.calls import QWEN3_CODER
 
-# Responses worth asking again: rate limits and server-side trouble.
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _END_TOKENS = (TURN_END, "<|endoftext|>", "<|eot_id|>", "</s>")
 
 
@@ -91,8 +87,7 @@ class OpenAIChatPolicy:
         retries: int = 3,
         concurrency: int = 32,
     ):
-        root = httpx.URL(base_url)  # the path grows; a query (?api-version=...) stays a query
-        self.url = str(root.copy_with(path=root.path.rstrip("/") + "/chat/completions"))
+        self.url = chat_url(base_url)
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if self.api_key:
@@ -112,7 +107,7 @@ class OpenAIChatPolicy:
         self.timeout_s = timeout_s
         self.retries = retries
         self.concurrency = concurrency
-        self._client: httpx.AsyncClient | None = None
+        self._client: ChatClient | None = None
 
     def render_prompt(
         self, messages: Messages, system_prompt: str | None, tools: list[dict] | None
@@ -125,42 +120,31 @@ class OpenAIChatPolicy:
         return OpenAIEpisode(self)
 
     async def complete(self, messages: Messages) -> dict[str, Any]:
-        """One chat completion, retried on transport errors, 429 and 5xx (after the server's
-        ``Retry-After`` when it asks for longer than the back-off); other errors raise."""
+        """One chat completion by the chat client's retry rule; a failure raises naming the endpoint."""
         if self._client is None:  # created on the running loop, which owns its connections
-            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            limits = httpx.Limits(
-                max_connections=self.concurrency, max_keepalive_connections=self.concurrency
+            self._client = ChatClient(
+                self.url,
+                api_key=self.api_key,
+                timeout_s=self.timeout_s,
+                retries=self.retries,
+                connections=self.concurrency,
             )
-            self._client = httpx.AsyncClient(headers=headers, timeout=self.timeout_s, limits=limits)
         body = {
             **self.body,
             "messages": [{"role": m["role"], "content": sendable(m.get("content") or "")} for m in messages],
         }
-        where = redaction.redact(self.url)
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            asked = None  # the server's Retry-After, in seconds
-            try:
-                async with asyncio.timeout(self.timeout_s):  # the whole answer: a trickling server too
-                    response = await self._client.post(self.url, json=body)
-            except (httpx.TransportError, TimeoutError) as exc:
-                if last:
-                    cause = (
-                        f"no answer within {self.timeout_s:g} s" if _is_timeout(exc) else type(exc).__name__
-                    )
-                    raise RuntimeError(f"{where}: {cause} ({attempt + 1} attempts)") from None
-            else:
-                if response.status_code < 400:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise RuntimeError(f"{where} answered no JSON: {_start(response.text)}") from None
-                if response.status_code not in _RETRY_STATUS or last:
-                    raise RuntimeError(f"{where} answered {response.status_code}: {_start(response.text)}")
-                asked = retry_after(response.headers)
-            await asyncio.sleep(max(min(2.0**attempt, 30.0), asked or 0.0))
-        raise AssertionError("unreachable")
+        try:
+            return await self._client.complete(body)
+        except ChatError as exc:
+            where = redaction.redact(self.url)
+            if exc.kind == "transport":
+                cause = f"no answer within {self.timeout_s:g} s" if exc.timed_out else str(exc)
+                raise RuntimeError(f"{where}: {cause} ({exc.attempts} attempts)") from None
+            if exc.kind == "not_json":
+                raise RuntimeError(f"{where} answered no JSON: {_start(exc.text)}") from None
+            if exc.kind == "status":
+                raise RuntimeError(f"{where} answered {exc.status}: {_start(exc.text)}") from None
+            raise RuntimeError(f"{where}: {exc}") from None
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -197,10 +181,6 @@ class OpenAIEpisode:
         if isinstance(usage.get("prompt_tokens"), int):
             self.tokens_used = usage["prompt_tokens"] + (usage.get("completion_tokens") or 0)
         return Generation(text=sendable(text), finish_reason=choices[0].get("finish_reason"))
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    return isinstance(exc, TimeoutError | httpx.TimeoutException)
 
 
 def _start(text: str) -> str:

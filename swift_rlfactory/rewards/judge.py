@@ -1,34 +1,8 @@
 """The ``judge`` reward: a model scores trajectories through any OpenAI-compatible chat endpoint.
 
-    reward:
-      - name: judge
-        weight: 1.0
-        timeout_s: 120                 # the whole judgment, retries included (then: fallback, counted)
-        fallback: 0.0
-        args:
-          mode: pointwise              # or group: one call per GRPO group, relative scores (RULER-style)
-          base_url: http://127.0.0.1:8000/v1   # swift deploy, vLLM, SGLang, a hosted API
-          model: Qwen2.5-0.5B-Instruct
-          api_key: ${JUDGE_API_KEY}    # optional; expanded at load, never logged
-          rubric: |
-            Is the response's final answer to "{question}" correct? Reference answers: {golden_answers}.
-
-Judgments run on a private event loop (one HTTP client, one concurrency limit for the whole run) and can
-start before the reward is asked for: the ms-swift scheduler hands each finished trajectory to
-:meth:`Judge.start` (a group starts when its last member finishes), so judge calls overlap the rest of the
-rollout, and the reward then awaits results that are already there or on the way. A judgment nobody waits
-for any more (its reward timed out) is cancelled, so a hung judge cannot hold the concurrency slots that
-later judgments need. Each reply is cached in the environment's cache (key: the endpoint, the model, the
-sampling settings and the exact prompt, which holds the trajectory text; the score is read from the reply
-each time, so a new ``max_score`` applies to cached replies too), retried on transport errors, 429 and 5xx
-(after the server's ``Retry-After``, up to :data:`~swift_rlfactory.runtime.json_api.RETRY_AFTER_MAX_S`), and bounded
-by ``call_timeout_s`` and, in size, by :data:`MAX_REPLY_BYTES`.
-The API key and every ``${VAR}`` value are recorded as secrets, so no log or error shows them. A judgment
-that cannot be had (the endpoint is down, the reply holds no score) raises :class:`JudgeError`; the reward
-spec turns that into the term's ``fallback`` and counts it. Metrics: ``judge/calls``,
-``judge/cache_hit_rate``, ``judge/errors``, ``judge/latency_p50_s`` (see :meth:`Judge.drain_metrics`).
-
-The prompt and reply formats are pure functions in :mod:`swift_rlfactory.rewards.judge_text`.
+Judgments run on a private loop, may start as each trajectory finishes (:meth:`Judge.start`), are cached,
+retried by the one chat client's rule (:mod:`swift_rlfactory.runtime.chat`) and never clamped: the YAML,
+the metrics and every rule are in docs/rewards.md, "The judge". Prompt and reply formats: :mod:`.judge_text`.
 """
 
 from __future__ import annotations
@@ -39,7 +13,6 @@ import json
 import logging
 import statistics
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,13 +20,13 @@ from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 from swift_rlfactory import redaction
-from swift_rlfactory.runtime.json_api import content_text, retry_after
+from swift_rlfactory.runtime.chat import RETRY_STATUS, ChatClient, ChatError, chat_url
+from swift_rlfactory.runtime.json_api import content_text
+from swift_rlfactory.runtime.loops import LoopThread
 
 from ..tools.cache import ToolCache
-from ..tools.loop import LoopThread
 from ..trajectory import Trajectory
 from . import judge_text
 
@@ -66,11 +39,6 @@ DEFAULT_RUBRIC = (
     "or missing, and values in between only for a partly correct answer."
 )
 _PENDING_LIMIT = 8192  # judgments kept for the reward to pick up; older ones are recomputed (or cached)
-_BACKOFF = wait_exponential(multiplier=0.25, max=2.0)
-MAX_REPLY_BYTES = 8 << 20
-"""Longest response body read: a reply of ``max_tokens`` tokens is kilobytes, so this is room for logprobs and
-verbose servers, while a server that sends without end (at local speed, gigabytes before ``call_timeout_s``,
-once per request in flight) cannot fill the training process's memory."""
 
 
 class JudgeError(RuntimeError):
@@ -89,7 +57,7 @@ class JudgeConfig(BaseModel):
         model: the model name the endpoint serves; expanded the same way.
         api_key: bearer token, normally ``${VAR}`` or ``${file:PATH}``; held as a secret, never logged.
         rubric: the instructions, with placeholders (see :mod:`~swift_rlfactory.rewards.judge_text`).
-        max_score: the top of the rubric's scale (scores are divided by it, then clamped to [0, 1]).
+        max_score: the top of the rubric's scale (scores are divided by it; one outside [0, 1] is an error).
         max_concurrency: requests in flight at once, over the whole run.
         call_timeout_s: seconds one request may take.
         retries: extra attempts after a transport error, a 429 or a 5xx.
@@ -157,21 +125,6 @@ def _expanded(text: str, info: ValidationInfo, secret: bool = False) -> str:
     return redaction.expand(text, base_dir=base_dir, secret=secret)
 
 
-class _Transient(Exception):
-    """A failure worth retrying: transport error, timeout, 429 or 5xx (``retry_after``: the server's wait)."""
-
-    def __init__(self, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-def _wait(state: RetryCallState) -> float:
-    """Exponential back-off, or the server's ``Retry-After`` when it asks for longer."""
-    failure = state.outcome.exception() if state.outcome is not None else None
-    # the term's timeout_s bounds the whole judgment, waits included
-    return max(_BACKOFF(state), getattr(failure, "retry_after", None) or 0.0)
-
-
 class JudgeStats:
     """Counters since the last :meth:`Judge.drain_metrics` (updated on the judge's loop)."""
 
@@ -180,6 +133,7 @@ class JudgeStats:
         self.hits = 0
         self.calls = 0
         self.errors = 0
+        self.out_of_range = 0
         self.latencies: list[float] = []
 
 
@@ -196,8 +150,8 @@ class Judge:
         self.cache = cache if cache is not None else ToolCache(max_entries=10_000)
         self.stats = JudgeStats()
         self._loop: LoopThread | None = None
-        self._client: httpx.AsyncClient | None = None
-        self._limit: asyncio.Semaphore | None = None
+        self._client: ChatClient | None = None
+        self._warned_range = False
         self._lock = threading.Lock()  # the scheduler's loop and the reward's loop both start judgments
         self._loop_lock = threading.Lock()
         self._pending: OrderedDict[str, concurrent.futures.Future[float]] = OrderedDict()
@@ -295,6 +249,8 @@ class Judge:
             "judge/cache_hit_rate": stats.hits / stats.lookups,
             "judge/errors": float(stats.errors),
         }
+        if stats.out_of_range:  # a mis-scaled rubric or reply: shown once it happens
+            metrics["judge/out_of_range"] = float(stats.out_of_range)
         if stats.latencies:
             metrics["judge/latency_p50_s"] = statistics.median(stats.latencies)
         return metrics
@@ -306,7 +262,7 @@ class Judge:
         if self._client is not None:
             self._loop.run(self._client.aclose())
         self._loop.stop()
-        self._loop, self._client, self._limit = None, None, None
+        self._loop, self._client = None, None
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def _pending_key(self, trajectory: Trajectory) -> str:
@@ -377,7 +333,7 @@ class Judge:
         messages = self._pointwise_messages(trajectory)
 
         def score(reply: str) -> float:
-            value = judge_text.parse_score(reply, self.config.max_score)
+            value = self._in_range(judge_text.parse_score, reply, self.config.max_score)
             if value is None:
                 raise JudgeError(f"the judge's reply holds no score: {redaction.excerpt(reply)!r}")
             return value
@@ -388,7 +344,7 @@ class Judge:
         messages = judge_text.group_messages(self.config.rubric, members, self.config.max_chars)
 
         def scores(reply: str) -> list[float]:
-            values = judge_text.parse_group_scores(reply, len(members), self.config.max_score)
+            values = self._in_range(judge_text.parse_group_scores, reply, len(members), self.config.max_score)
             if values is None:
                 shown = redaction.excerpt(reply)
                 raise JudgeError(f"the judge's reply holds no {len(members)} scores: {shown!r}")
@@ -416,22 +372,42 @@ class Judge:
                 error = exc
             else:  # down, timed out, 429/5xx to the last retry: name the endpoint (credentials redacted)
                 where = redaction.redact(self.config.base_url)
-                error = JudgeError(f"no judgment from {where}: {_describe(exc)}")
+                error = JudgeError(f"no judgment from {where}: {type(exc).__name__}")
             # one warning per metrics window: a judge that is down must not flood the log
             logger.log(logging.WARNING if self.stats.errors == 1 else logging.DEBUG, "judge: %s", error)
             raise error from None
         self.stats.hits += hit
         return value
 
+    def _in_range(self, parse: Any, reply: str, *args: Any) -> Any:
+        """``parse(reply, *args)``; a score outside the rubric's scale is counted (``judge/out_of_range``),
+        logged once with the rubric, and raised as :class:`JudgeError`: the term's fallback applies."""
+        try:
+            return parse(reply, *args)
+        except judge_text.ScoreOutOfRange as exc:
+            self.stats.out_of_range += 1
+            if not self._warned_range:
+                self._warned_range = True
+                logger.warning(
+                    "judge: %s; the reply is an error and the term scores its fallback (counted in "
+                    "judge/out_of_range, logged once). Set max_score to the rubric's top score. Rubric: %s",
+                    exc, redaction.excerpt(self.config.rubric, 500),
+                )  # fmt: skip
+            raise JudgeError(str(exc)) from None
+
     async def _chat(self, messages: judge_text.Messages) -> str:
-        """One chat completion, retried on transient failures; returns the reply text."""
+        """One chat completion by the chat client's retry rule; returns the reply text."""
         if self._client is None:
-            headers = {}
-            if self.config.api_key is not None:
-                headers["Authorization"] = f"Bearer {self.config.api_key.get_secret_value()}"
-            timeout = httpx.Timeout(self.config.call_timeout_s)
-            self._client = httpx.AsyncClient(base_url=self.config.base_url, headers=headers, timeout=timeout)
-            self._limit = asyncio.Semaphore(self.config.max_concurrency)
+            key = self.config.api_key
+            self._client = ChatClient(
+                chat_url(self.config.base_url),
+                api_key=None if key is None else key.get_secret_value(),
+                timeout_s=self.config.call_timeout_s,
+                retries=self.config.retries,
+                connections=self.config.max_concurrency,
+                max_in_flight=self.config.max_concurrency,
+                on_attempt=self._attempted,
+            )
         body = {
             "model": self.config.model,
             "messages": messages,
@@ -439,45 +415,18 @@ class Judge:
             "max_tokens": self.config.max_tokens,
             **self.config.extra_body,
         }
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.retries + 1),
-            wait=_wait,
-            retry=retry_if_exception(lambda exc: isinstance(exc, _Transient)),
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                return await self._attempt(body)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _attempt(self, body: dict[str, Any]) -> str:
-        assert self._client is not None and self._limit is not None
-        async with self._limit:
-            self.stats.calls += 1
-            t0 = time.perf_counter()
-            try:
-                async with (
-                    asyncio.timeout(self.config.call_timeout_s),
-                    self._client.stream("POST", "/chat/completions", json=body) as response,
-                ):
-                    if response.status_code == 429 or response.status_code >= 500:
-                        raise _Transient(f"HTTP {response.status_code}", retry_after(response.headers))
-                    data = await _read(response)
-            except (httpx.TransportError, TimeoutError) as exc:
-                raise _Transient(_describe(exc)) from None
-            latency = time.perf_counter() - t0
-        text = data.decode("utf-8", "replace")
-        if response.is_redirect:
-            where = redaction.redact(response.headers.get("location", "?"))
-            raise JudgeError(f"HTTP {response.status_code}: redirected to {where}; point base_url there")
-        if response.status_code >= 400:
-            raise JudgeError(f"HTTP {response.status_code}: {redaction.excerpt(text)!r}")
         try:
-            choice = json.loads(data)["choices"][0]
+            data = await self._client.complete(body)
+        except ChatError as exc:
+            raise self._failed(exc) from None
+        try:
+            choice = data["choices"][0]
             reply = content_text(choice["message"]["content"])
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise JudgeError(f"not a chat completion: {redaction.excerpt(text)!r}") from None
-        self.stats.latencies.append(latency)
+        except (KeyError, IndexError, TypeError):
+            shown = redaction.excerpt(json.dumps(data, ensure_ascii=False))
+            raise JudgeError(f"not a chat completion: {shown!r}") from None
+        if self._client.latency_s is not None:
+            self.stats.latencies.append(self._client.latency_s)
         if not reply.strip():  # a thinking judge that spent max_tokens thinking sends null content
             why = choice.get("finish_reason")
             hint = (
@@ -489,23 +438,20 @@ class Judge:
             )
         return reply
 
+    def _attempted(self) -> None:
+        self.stats.calls += 1
 
-async def _read(response: httpx.Response) -> bytes:
-    """The body of ``response``, or :class:`JudgeError` once it passes :data:`MAX_REPLY_BYTES` (counted
-    decompressed, so a small gzip body that inflates to gigabytes is stopped too)."""
-    chunks, size = [], 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > MAX_REPLY_BYTES:
-            raise JudgeError(f"the reply passed {MAX_REPLY_BYTES >> 20} MiB: not a chat completion")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _describe(exc: BaseException) -> str:
-    """An error's type and message without URLs or headers (httpx puts the request URL in some)."""
-    if isinstance(exc, _Transient | JudgeError):
-        return str(exc)
-    if isinstance(exc, TimeoutError | httpx.TimeoutException):
-        return "timed out"
-    return type(exc).__name__
+    def _failed(self, exc: ChatError) -> JudgeError:
+        """The judge's words for a completion the client could not get (never the key or the URL's path)."""
+        if exc.kind == "not_json":
+            return JudgeError(f"not a chat completion: {redaction.excerpt(exc.text)!r}")
+        if exc.kind == "too_large":
+            return JudgeError(str(exc))
+        status = exc.status or 0
+        if exc.kind == "status" and status < 400:
+            where = redaction.redact(exc.location or "?")
+            return JudgeError(f"HTTP {status}: redirected to {where}; point base_url there")
+        if exc.kind == "status" and status not in RETRY_STATUS and status < 500:
+            return JudgeError(f"HTTP {status}: {redaction.excerpt(exc.text)!r}")
+        # down, timed out, 429/5xx to the last retry: name the endpoint (credentials redacted)
+        return JudgeError(f"no judgment from {redaction.redact(self.config.base_url)}: {exc}")

@@ -1,7 +1,8 @@
 """What a model judge reads and how its reply becomes a score: pure functions, no I/O.
 
-The rubric's placeholders and the reply formats read (pointwise and group):
-docs/rewards-and-credit.md#what-a-judge-reads-and-how-its-reply-is-scored.
+Pointwise and group (RULER-style) prompts from a rubric with placeholders, and lenient reply reading; a
+score off the rubric's scale raises :class:`ScoreOutOfRange`. The placeholders and reading rules are in
+docs/rewards.md, "The judge".
 """
 
 from __future__ import annotations
@@ -173,42 +174,54 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def clamp(score: float, max_score: float = 1.0) -> float:
-    """``score / max_score`` clamped to [0, 1]."""
-    return min(1.0, max(0.0, score / max_score))
+class ScoreOutOfRange(ValueError):
+    """The judge's score lies outside the rubric's scale, ``[0, max_score]``: a mis-scaled rubric or reply."""
+
+    def __init__(self, score: float, max_score: float):
+        super().__init__(f"the judge's score {score:g} is outside the rubric's scale 0-{max_score:g}")
+        self.score = score
+        self.max_score = max_score
+
+
+def scaled(score: float, max_score: float = 1.0) -> float:
+    """``score / max_score``, which must lie in [0, 1]; else :class:`ScoreOutOfRange`."""
+    value = score / max_score
+    if not 0.0 <= value <= 1.0:
+        raise ScoreOutOfRange(score, max_score)
+    return value
 
 
 def parse_score(reply: str, max_score: float = 1.0) -> float | None:
-    """The score in a pointwise reply, clamped to [0, 1], or ``None`` when there is none."""
+    """The score in a pointwise reply, scaled to [0, 1] (:func:`scaled`), or ``None`` when there is none."""
     text = _visible(reply)
     tags = _SCORE_TAG.findall(text)
     if tags:
-        return clamp(float(tags[-1]), max_score)
+        return scaled(float(tags[-1]), max_score)
     for obj in reversed(_json_objects(text)):
         if isinstance(obj, dict) and "score" in obj:
             number = _number(obj["score"])
             if number is not None:
-                return clamp(number, max_score)
+                return scaled(number, max_score)
     cut = _CUT_SCORE.match(text)
     if cut:
-        return clamp(float(cut.group(1)), max_score)
+        return scaled(float(cut.group(1)), max_score)
     number = _number(text)
-    return None if number is None else clamp(number, max_score)
+    return None if number is None else scaled(number, max_score)
 
 
 def parse_group_scores(reply: str, n: int, max_score: float = 1.0) -> list[float] | None:
-    """The ``n`` scores of a group reply, in response-id order, clamped, or ``None`` unless every response
-    got exactly one readable score (the formats read: docs/rewards-and-credit.md).
+    """The ``n`` scores of a group reply, in response-id order, scaled, or ``None`` unless every response
+    got exactly one readable score (the formats read: docs/rewards.md).
     """
     text = _visible(reply)
     for obj in reversed(_json_objects(text)):
         if isinstance(obj, dict) and "scores" in obj:
             scores = _group_from_json(obj["scores"], n)
             if scores is not None:
-                return [clamp(s, max_score) for s in scores]
+                return [scaled(s, max_score) for s in scores]
     tags = _SCORE_TAG.findall(text)
     if len(tags) == n:
-        return [clamp(float(t), max_score) for t in tags]
+        return [scaled(float(t), max_score) for t in tags]
     return None
 
 

@@ -1,57 +1,14 @@
 """The reward registry: an environment's reward spec as a weighted sum of named components.
 
-A reward is one function of a finished :class:`~swift_rlfactory.trajectory.Trajectory`, sync or async,
-with optional keyword arguments from the YAML ``args``. It returns either one float (an outcome reward) or
-one float per assistant turn (a per-turn, or process, reward)::
-
-    async def judged(trajectory, model="qwen-judge") -> float: ...
-    def searched_well(trajectory) -> list[float]: ...        # len == len(trajectory.assistant_turns)
-
-It is named in the environment by a built-in name (``em``, ``f1``, ``format``, ``tool_use``,
-``turn_tool_success``, ``turn_format``), by a name registered with :func:`register_reward`, or by a
-``module:function`` / ``file.py:function`` path. Names are resolved when the environment loads, so a typo
-fails at start-up, not at the first reward.
-
-What scoring stores on each trajectory (the contract turn-level credit and the logs read):
-
-* ``trajectory.rewards[name]``: one float per component. For a per-turn component it is the **mean over
-  its turns** (the fallback when the trajectory has no assistant turn).
-* ``trajectory.rewards["total"]``: ``sum(weight * rewards[name])`` over all components, per-turn ones
-  included through their mean, so ``credit: {mode: trajectory}`` keeps a sensible scalar.
-* ``trajectory.turn_rewards[name]``: for every per-turn component, one float per assistant turn, in turn
-  order (``len == len(trajectory.assistant_turns)``), and ``turn_rewards["total"]``: per turn, the weighted
-  sum over the per-turn components only. Empty when the spec has no per-turn component.
-* ``trajectory.reward_errors[name]``: why a component scored its fallback, as ``cause`` or ``cause: detail``
-  with cause one of ``error``, ``timeout``, ``non_finite``, ``wrong_length``, ``missing_field``; and
-  ``reward_errors["total"]`` (``non_finite: ...``) when finite scores summed past float's range, so the
-  total, or every turn's total, is the weighted sum of the fallbacks instead.
-
-Loading checks what it can: a reward file that fails at import, ``args`` the function cannot take (a
-misspelt keyword) and the name ``total`` fail naming the term. Two terms of one name (two judges with
-different rubrics) are stored as ``judge`` and ``judge_2``, each with its own score, metric and error.
-
-A component is per-turn when its built-in is (``turn_*``), when the YAML says ``per_turn: true``, or when
-the function returns a list; declare user per-turn rewards in the YAML, so a failure of one trajectory still
-yields a per-turn fallback and every trajectory of a group has the same keys.
-
-Scoring runs every component of every trajectory concurrently (async rewards such as model judges overlap)
-and never raises. User code never runs on the caller's event loop (:mod:`~swift_rlfactory.rewards.workers`):
-a sync function runs in a daemon thread, an async one on an event loop of its term's own, so ``timeout_s``
-holds even for an ``async def`` that blocks (``time.sleep``, a synchronous HTTP client) or swallows the
-timeout's cancellation. A component that raises, takes longer than its ``timeout_s``, returns NaN or
-infinity, returns a list of the wrong length, or lacks a dataset field it needs (``em``/``f1`` without
-golden answers) scores its ``fallback`` (default 0) for that trajectory, is counted in ``errors`` and
-recorded in ``reward_errors``, so it shows up in the logs instead of killing or hanging the run. So does one
-that raises ``SystemExit`` or ``CancelledError`` on its own, one whose value ``float()`` cannot read
-(``10**400``, ``None``, ``"0.7 or so"``: logged once per component; the reading runs in the worker, so a
-value whose ``__float__`` blocks times out like the reward itself), and, without running, the call of a term whose earlier calls hold ``MAX_STUCK`` workers
-(``timeout: not started ...``). A generator function (``yield``) fails at load: it could never return a
-score.
+Resolves each term (a built-in, a registered name, ``module:function``), runs user terms through
+:class:`~swift_rlfactory.runtime.calls.UserCode`, each on its own copy of the trajectory, and stores scores,
+per-turn scores and errors on it; the contract and every fault rule are in docs/rewards.md.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 import math
@@ -65,15 +22,14 @@ from pydantic import ValidationError
 
 from swift_rlfactory.data.answers import missing, reference_answers
 from swift_rlfactory.runtime import blocking
+from swift_rlfactory.runtime.calls import CallStuck, UserCode, cancelled_by_caller, yields
 from swift_rlfactory.runtime.user_code import import_target
 
-from ..tools.base import cancelled_by_caller
 from ..tools.cache import ToolCache
 from ..trajectory import Trajectory
 from . import process, rules
 from .judge import Judge
 from .terms import DEFAULT_TIMEOUT_S, RewardTerm
-from .workers import RewardStuck, RewardWorkers, yields
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +51,7 @@ class RewardDef:
         requires: dataset-row fields it cannot score without (``golden_answers`` also accepts the
             ``solution``/``answer``/``answers`` columns that :attr:`Trajectory.golden_answers` reads).
         inline: fast, bounded code of ours that never blocks, called (and awaited) on the caller's event
-            loop; user code runs in :class:`~swift_rlfactory.rewards.workers.RewardWorkers` instead.
+            loop; user code runs in :class:`~swift_rlfactory.runtime.calls.UserCode` instead.
         build: for a reward with state (a model judge): ``build(args, cache, base_dir) -> fn`` makes the
             scoring callable from the term's ``args`` (validated there, a relative ``${file:...}`` taken
             from ``base_dir``, the environment's folder) and the environment's cache. The callable
@@ -164,7 +120,7 @@ class RewardComponent:
     inline: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     fallback: float = 0.0
-    workers: RewardWorkers | None = None
+    workers: UserCode | None = None
     """Where user code runs (``None`` for ``inline`` rewards)."""
 
 
@@ -183,7 +139,7 @@ def score_value(raw: Any) -> float | list[float]:
     """What a reward returned, read as its score: one float per turn for a list, a tuple or a 1-d array
     (per-turn scores), else one float. Raises :class:`NotAScore` saying what was returned.
 
-    It runs where the reward ran (:class:`~swift_rlfactory.rewards.workers.RewardWorkers`' ``convert``):
+    It runs where the reward ran (:class:`~swift_rlfactory.runtime.calls.UserCode`' ``convert``):
     ``float()`` calls the value's own ``__float__``, which is user code like the reward.
 
     >>> score_value((1, "0.5"))
@@ -245,7 +201,7 @@ class RewardSpec:
                     inline=found.inline,
                     timeout_s=term.timeout_s,
                     fallback=term.fallback,
-                    workers=None if found.inline else RewardWorkers(name, convert=score_value),
+                    workers=None if found.inline else UserCode(name, convert=score_value),
                 )
             )
         self.errors = 0
@@ -374,7 +330,7 @@ class RewardSpec:
             raw = await asyncio.wait_for(self._call(component, trajectory), component.timeout_s)
         except NotAScore as exc:  # a value float() cannot read (a user reward's, read in its worker)
             return self._not_a_score(component, n_turns, exc)
-        except RewardStuck as exc:  # logged once by the workers, when the bound is reached
+        except CallStuck as exc:  # logged once by the workers, when the bound is reached
             return self._failed(component, n_turns, f"timeout: {exc}")
         except TimeoutError:
             if component.name not in timed_out:  # once a batch: the count is in rewards/timeouts
@@ -401,7 +357,7 @@ class RewardSpec:
         worker, so a blocking ``__float__`` is bounded by timeout_s too)."""
         fn, args = component.fn, component.args
         if component.workers is not None:  # user code may block: off this loop, so timeout_s holds
-            return await component.workers.call(fn, trajectory, **args)
+            return await component.workers.call(fn, term_view(trajectory), **args)
         value = fn(trajectory, **args)
         if inspect.isawaitable(value):
             value = await value
@@ -478,7 +434,15 @@ class RewardSpec:
         )  # fmt: skip
 
 
-_SUMMED = {"judge/calls", "judge/errors"}
+_SUMMED = {"judge/calls", "judge/errors", "judge/out_of_range"}
+
+
+def term_view(trajectory: Trajectory) -> Trajectory:
+    """A copy of ``trajectory`` for one user reward term to read (and change, if it likes): a deep copy of
+    its messages, tool calls, row and scores, sharing only its ``tool_env`` (the live environment). What the
+    term changes reaches neither another term nor the logged trajectory."""
+    env = trajectory.tool_env
+    return copy.deepcopy(trajectory, {} if env is None else {id(env): env})
 
 
 def _built(

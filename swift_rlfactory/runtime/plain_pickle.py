@@ -1,7 +1,7 @@
 """Unpickling that builds plain data and runs nothing: for bytes another process wrote.
 
 ``pickle.loads`` runs any callable the bytes name; bytes from a process that runs model-written code (an
-isolated tool's child, :mod:`swift_rlfactory.tools.isolation`) must not get that power in the trainer.
+isolated call's child, :mod:`swift_rlfactory.runtime.process`) must not get that power in the trainer.
 This module imports the standard library only, so a child interpreter loads it in milliseconds.
 """
 

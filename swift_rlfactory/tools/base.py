@@ -14,7 +14,6 @@ Two kinds of failure are distinguished because the executor treats them differen
 
 from __future__ import annotations
 
-import asyncio
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -24,23 +23,11 @@ class ToolError(Exception):
     """The tool ran and reported a failure; shown to the model, never retried."""
 
 
-def cancelled_by_caller() -> bool:
-    """Whether a :class:`asyncio.CancelledError` just caught belongs to the caller, and must propagate.
-
-    A timeout or a caller that gave up cancels the running task, and ``cancelling()`` counts that request.
-    A CancelledError while nobody cancelled the task came out of the tool itself (it cancelled a task of its
-    own and awaited it): that is the tool's failure, an error observation like any other. Let through, it
-    would pass every ``except Exception`` boundary (CancelledError is a BaseException) and end the batch.
-    Rewards are told apart from their callers the same way (:mod:`swift_rlfactory.rewards.registry`).
-    """
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
 def stray_cancellation(name: str) -> ToolError:
     """The error a call of tool ``name`` ends in when the tool raised CancelledError of its own (see
-    :func:`cancelled_by_caller`). :meth:`PythonTool.call <.python_tool.PythonTool.call>` raises it, and
-    the executor for any other backend, so the model reads the same words whatever the backend."""
+    :func:`~swift_rlfactory.runtime.calls.cancelled_by_caller`). :meth:`PythonTool.call
+    <.python_tool.PythonTool.call>` raises it, and the executor for any other backend, so the model reads
+    the same words whatever the backend."""
     return ToolError(f"CancelledError: tool {name!r} awaited something that was cancelled; the call was not")
 
 

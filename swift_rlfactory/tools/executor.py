@@ -19,8 +19,8 @@ that tells the model what went wrong. The error boundary spans every step of a c
 lookup, cache, the tool, rendering, truncation, the tokenizer): nothing here raises into the trainer, and
 one poison call in a batch of a hundred leaves ninety-nine good records.
 
-All work runs on the executor's private :class:`~.loop.LoopThread`, so the same executor serves synchronous
-callers (:meth:`ToolExecutor.execute_batch`) and callers inside another event loop (:meth:`ToolExecutor.aexecute`).
+All work runs on the executor's private :class:`~swift_rlfactory.runtime.loops.LoopThread`, so the same
+executor serves synchronous callers (:meth:`ToolExecutor.execute_batch`) and callers inside another event loop (:meth:`ToolExecutor.aexecute`).
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from swift_rlfactory.redaction import redact_recorded
+from swift_rlfactory.runtime.loops import LoopThread
+from swift_rlfactory.runtime.threads import SYNC_POOL
 
 from .base import Tool, ToolError, ToolProvider, TransportError, current_call, stray_cancellation
 from .cache import ToolCache, cache_key
 from .calls import ToolCall
-from .loop import LoopThread
 from .observation import CUT_RULE, cut, error_text, measure, render_bounded
-from .sync_pool import SYNC_POOL
 from .toolset import ToolSet
 
 logger = logging.getLogger(__name__)

@@ -17,9 +17,10 @@ to the token budget by encoding bounded prefixes only, never the whole text, and
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 CUT_RULE = "marker-within-cap;media-tags-defused;controls-shown;blobs-described"
@@ -33,7 +34,8 @@ _SHORT_MARKER = "..."  # marks a cut where the cap cannot hold the full marker (
 _MERGE_REACH = 256
 _MARKER = re.compile(r"\n\.\.\. \[truncated (?:at least )?(\d+) characters\]\Z")
 _PYDANTIC_URL = re.compile(r"\n?[ \t]*For further information visit https://errors\.pydantic\.dev/\S*")
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")  # an object's default repr: where it lives, not what it is
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=lambda value: _shown(value))
 # A chat format's control token written as text: ChatML's "<|im_end|>" and "<|im_start|>", Llama 3's
 # "<|eot_id|>", DeepSeek's "<｜end▁of▁sentence｜>" (full-width bars). A tokenizer reads such text as the
 # control token itself, so a tool result holding one (a page about chat templates, a hostile server) would
@@ -135,7 +137,7 @@ def _render(result: Any, sink: _Sink) -> None:
 
 def _render_json(value: Any, sink: _Sink) -> None:
     if sink.left is None:
-        sink.emit(json.dumps(value, ensure_ascii=False, default=str))
+        sink.emit(json.dumps(value, ensure_ascii=False, default=_shown))
         return
     for chunk in _ENCODER.iterencode(value):  # lazily, so a huge dict costs only the budget
         sink.emit(chunk)
@@ -160,7 +162,18 @@ def _render_mcp_block(block: Any, sink: _Sink) -> None:
     elif hasattr(block, "model_dump"):
         _render_json(block.model_dump(mode="json"), sink)
     else:
-        sink.emit(str(block))
+        sink.emit(_shown(block))
+
+
+def _shown(value: Any) -> str:
+    """``str(value)``, unless that is no text a model can use: an iterator, an awaitable, or any other
+    object whose text is its address (``<generator object f at 0x7f...>``), which raises instead."""
+    if isinstance(value, Iterator | AsyncIterator | Awaitable) or inspect.isawaitable(value):
+        raise TypeError(f"a {type(value).__name__} is not a value the model can read")
+    text = str(value)
+    if _ADDRESS.search(text):
+        raise TypeError(f"a {type(value).__name__} has no text of its own, only its address")
+    return text
 
 
 def _media_note(kind: str, mime_type: str | None, data: str | None) -> str:

@@ -15,37 +15,40 @@ parameter as ``3`` and a missing argument becomes a :class:`ToolError` the model
         \"\"\"
         return a + b
 
-Sync functions run on the daemon threads of :data:`~.sync_pool.SYNC_POOL`, so a slow one never blocks the
-event loop and a hung one costs one thread, never the pool; async ones are awaited, and so is a coroutine a
-sync one returns. A sync tool that may hang in native code or crash the interpreter can opt in to a child
-process per call, killed on timeout: ``@tool(isolation="process")`` (see :mod:`.isolation`).
+Calls run through :class:`~swift_rlfactory.runtime.calls.UserCode` (sync ones on daemon threads, async ones
+awaited, ``@tool(isolation="process")`` in a child interpreter); docs/rewards.md, "Running user code", says
+how, and how a returned generator or coroutine is read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, get_type_hints
+from typing import Any, get_type_hints
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from swift_rlfactory.runtime.calls import Isolation, UserCode, cancelled_by_caller
+from swift_rlfactory.runtime.process import ProcessCallFailed, check_isolatable
+from swift_rlfactory.runtime.threads import SYNC_POOL
 from swift_rlfactory.runtime.user_code import import_target
 
-from .base import Tool, ToolError, ToolSpec, TransportError, cancelled_by_caller, stray_cancellation
-from .isolation import call_in_process, check_isolatable
-from .sync_pool import SYNC_POOL
+from .base import Tool, ToolError, ToolSpec, TransportError, stray_cancellation
+from .observation import render
 
-Isolation = Literal["thread", "process"]
+MAX_ITEMS = 10_000
+"""Items of a returned generator or iterator that are read; the rest are left unread and the generator closed."""
 
 
 class PythonTool:
     """A :class:`Tool` backed by a Python callable (sync or async).
 
     ``isolation="process"`` runs every call of a synchronous function in a child interpreter that a
-    timeout kills (see :mod:`.isolation`); the default ``"thread"`` runs it on :data:`SYNC_POOL`.
+    timeout kills; the default ``"thread"`` runs it on :data:`~swift_rlfactory.runtime.threads.SYNC_POOL`.
     """
 
     def __init__(
@@ -71,6 +74,16 @@ class PythonTool:
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         self.spec = ToolSpec(name=name or fn.__name__, description=description or summary, parameters=schema)
+        self._code = UserCode(
+            self.spec.name,
+            kind="tool",
+            pool=SYNC_POOL,
+            own_loop=False,  # async tools share the executor's loop with what they keep between calls
+            isolation=isolation,
+            render=f"{__name__}:rendered",
+            max_stuck=None,
+            convert=drained,
+        )
 
     async def call(self, arguments: dict[str, Any]) -> Any:
         """Validate ``arguments`` against the signature, then run the function."""
@@ -80,14 +93,9 @@ class PythonTool:
             raise ToolError(f"invalid arguments for {self.spec.name}: {_short(exc)}") from None
         kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
         try:
-            if inspect.iscoroutinefunction(self.fn):
-                return await self.fn(**kwargs)
-            if self.isolation == "process":
-                return await call_in_process(self.fn, kwargs)
-            result = await SYNC_POOL.run(self.fn, **kwargs)
-            if inspect.isawaitable(result):  # a sync wrapper handing back its helper's coroutine
-                result = await result
-            return result
+            return await self._code.call(self.fn, **kwargs)
+        except ProcessCallFailed as exc:
+            raise ToolError(str(exc)) from None
         except (ToolError, TransportError):  # a tool may ask for a retry by raising TransportError
             raise
         except ValidationError as exc:  # pydantic inside the tool: its own summary, without the URL lines
@@ -120,6 +128,28 @@ def tool(
         return PythonTool(f, name=name, description=description, isolation=isolation)
 
     return wrap(fn) if fn is not None else wrap
+
+
+def drained(value: Any) -> Any:
+    """A returned generator or other iterator read into a list of at most :data:`MAX_ITEMS` items (a last
+    item says so when more were left); anything else as it is. It runs where the tool ran: the items are
+    the tool's own code."""
+    if isinstance(value, AsyncIterator):
+        raise TypeError("the tool returned an async iterator, which is not read; return its items instead")
+    if not isinstance(value, Iterator) or isinstance(value, str | bytes):
+        return value
+    items = list(itertools.islice(value, MAX_ITEMS + 1))
+    if len(items) > MAX_ITEMS:
+        items[MAX_ITEMS:] = [f"... [the tool's iterator was stopped after {MAX_ITEMS} items]"]
+    close = getattr(value, "close", None)
+    if close is not None:
+        close()
+    return items
+
+
+def rendered(value: Any) -> str:
+    """What an isolated tool's child sends back for a result that is not plain data: its observation text."""
+    return render(drained(value))
 
 
 def _arguments_model(fn: Callable[..., Any], descriptions: dict[str, str | None]) -> type[BaseModel]:

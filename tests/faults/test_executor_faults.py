@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from swift_rlfactory.runtime.threads import SYNC_POOL
 from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolError, ToolExecutor, tool
-from swift_rlfactory.tools.sync_pool import SYNC_POOL
 from swift_rlfactory.tools.toolset import PythonProvider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -423,7 +423,7 @@ def test_a_given_up_isolated_call_reaps_its_child_before_returning(tmp_path, mon
     seen in CI as an unraisable exception during a later test)."""
     import psutil
 
-    from swift_rlfactory.tools.isolation import call_in_process
+    from swift_rlfactory.runtime.process import call_in_process
     from tests.faults.isolated_tools import spin
 
     pidfile = tmp_path / "pid"
@@ -518,7 +518,7 @@ def test_an_isolated_tool_whose_module_is_gone_says_why(tmp_path):
 def test_an_isolated_childs_own_imports_stay_light():
     """The child reads its reply check from a module of standard-library imports: importing the tools
     package (the MCP SDK, pydantic) cost a plain function about 0.9 s a call."""
-    from swift_rlfactory.tools.isolation import call_in_process
+    from swift_rlfactory.runtime.process import call_in_process
 
     from . import bare_tool
 

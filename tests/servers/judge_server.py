@@ -6,7 +6,8 @@ The requested ``model`` picks the behaviour, so one server serves every test:
 ``rule``       grade by rule: 1 when the ``<answer>`` equals a reference answer, else 0 (pointwise
                replies ``{"reason", "score"}``; group replies ``{"scores": [{"id", "score"}]}``)
 ``tagged``     the same, as ``<think>...</think>`` then ``<score>X</score>``
-``scale``      scores out of 10, and 15 / -3 out of range (the client must clamp)
+``scale``      scores out of 10, and 15 / -3 out of range (off a 0-1 or 0-10 scale: an error)
+``verbatim``   the pointwise score is the trajectory's ``<answer>`` text as it is (``1e308``, ``7``, ``-5``)
 ``malformed``  a reply with no score in it
 ``hang``       never answers (the client's timeout must fire)
 ``trickle``    starts a reply and sends one byte every 0.1 s forever (a per-read timeout never fires)
@@ -78,6 +79,8 @@ def _reply(model: str, messages: list[dict]) -> str:
     scores, group = _grade(messages)
     if model == "malformed":
         return "I think this answer is quite good, well done."
+    if model == "verbatim":
+        return '{"score": ' + _ANSWER.findall(" ".join(m["content"] for m in messages))[-1].strip() + "}"
     if model == "scale":
         scaled = [15.0 if s else -3.0 for s in scores] if group else (15.0 if scores else -3.0)
         return json.dumps({"scores": scaled} if group else {"score": scaled})

@@ -1,20 +1,6 @@
-"""Worker threads for synchronous tools, where a hung call costs one thread and never the pool.
+"""Daemon worker threads for synchronous user code, where a hung call costs one thread and never the pool.
 
-A synchronous Python function cannot be interrupted: when the executor's timeout fires, the call goes on
-running in its thread. Run on ``asyncio.to_thread``, such a call keeps one of the loop's few default
-workers for ever; a handful of hung calls and every later sync tool waits in the queue until it too times
-out, and the interpreter can never exit, because ``concurrent.futures`` joins its workers at exit.
-
-:class:`SyncPool` runs each call on one of its own daemon threads. When the awaiting coroutine is cancelled
-(the timeout) while the function is still running, that worker is *abandoned*: it is no longer counted,
-a fresh worker takes its place, and the stuck thread retires on its own if the function ever returns.
-Daemon threads never hold up interpreter exit.
-
-The pool must be as wide as the calls that may run at once: a call waiting in its queue is already on the
-executor's clock, so with a narrow pool a burst of slow calls times out without ever having run. A started
-:class:`~.executor.ToolExecutor` therefore reserves ``max_concurrency`` threads (:meth:`SyncPool.reserve`;
-each of its running calls holds a global slot, so it never has more in flight) and releases them on close.
-Threads are started only when calls need them, so a wide reservation costs nothing until it is used.
+A thread stuck in a given-up call is abandoned and replaced (docs/rewards.md, "Running user code").
 """
 
 from __future__ import annotations
@@ -39,7 +25,7 @@ class _Worker:
     def __init__(self, pool: SyncPool, number: int):
         self.pool = pool
         self.abandoned = False
-        self.thread = threading.Thread(target=self._serve, name=f"rlfactory-sync-tool-{number}", daemon=True)
+        self.thread = threading.Thread(target=self._serve, name=f"{pool.name}-{number}", daemon=True)
 
     def _serve(self) -> None:
         pool = self.pool
@@ -51,6 +37,8 @@ class _Worker:
                 job.worker = self
             try:
                 result = job.fn()
+            except StopIteration as exc:  # a future refuses it: the awaiting side would never be woken
+                job.future.set_exception(RuntimeError(f"{type(exc).__name__}{exc.args!r}"))
             except Exception as exc:
                 job.future.set_exception(exc)
             except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt: re-raised on the event
@@ -76,15 +64,19 @@ class _Job:
 
 
 class SyncPool:
-    """At most ``max_workers`` threads serving calls; a thread stuck in a timed-out call is replaced.
+    """At most ``max_workers`` threads serving calls (``None``: a thread for every call that finds none
+    idle); a thread stuck in a given-up call is abandoned and, in a bounded pool, replaced.
 
     ``max_workers`` starts at the given base (for calls made outside any executor) and grows by every
     :meth:`reserve`. ``stuck`` counts abandoned threads that are still inside their call (each holds
-    whatever the hung function holds; nothing can free it short of the function returning).
+    whatever the hung function holds; nothing can free it short of the function returning). ``name``
+    prefixes the threads' names and, unless ``quiet``, a warning names each abandoned call.
     """
 
-    def __init__(self, max_workers: int = 32):
+    def __init__(self, max_workers: int | None = 32, name: str = "rlfactory-sync-tool", quiet: bool = False):
         self.max_workers = max_workers
+        self.name = name
+        self.quiet = quiet
         self.stuck = 0
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -95,20 +87,23 @@ class SyncPool:
     def reserve(self, workers: int) -> None:
         """Allow ``workers`` more threads, for a caller that may have that many calls in flight at once."""
         with self._lock:
-            self.max_workers += workers
+            if self.max_workers is not None:
+                self.max_workers += workers
 
     def release(self, workers: int) -> None:
         """Give back a :meth:`reserve`; threads already started stay, idle, to serve later calls."""
         with self._lock:
-            self.max_workers -= workers
+            if self.max_workers is not None:
+                self.max_workers -= workers
 
-    async def run(self, fn: Callable[..., T], /, **kwargs: Any) -> T:
-        """Run ``fn(**kwargs)`` on a worker (with the caller's context variables) and await its result."""
-        job = _Job(functools.partial(contextvars.copy_context().run, fn, **kwargs))
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(*args, **kwargs)`` on a worker (with the caller's context variables) and await its
+        result. ``SystemExit`` and ``KeyboardInterrupt`` come back as ``RuntimeError``."""
+        job = _Job(functools.partial(contextvars.copy_context().run, fn, *args, **kwargs))
         self._queue.put(job)
         if not self._idle.acquire(blocking=False):
             with self._lock:
-                if self._live < self.max_workers:
+                if self.max_workers is None or self._live < self.max_workers:
                     self._spawn()
         try:
             return await asyncio.wrap_future(job.future)
@@ -126,14 +121,16 @@ class SyncPool:
             worker.abandoned = True
             self._live -= 1
             self.stuck += 1
-            self._spawn()
+            if self.max_workers is not None:  # a bounded pool keeps its width; else the next call spawns
+                self._spawn()
             stuck = self.stuck
-        logger.warning(
-            "sync tool %s is still running after its call was given up; its thread is abandoned and "
-            "replaced (%d abandoned threads still running)",
-            name,
-            stuck,
-        )
+        if not self.quiet:
+            logger.warning(
+                "sync call %s is still running after it was given up; its thread is abandoned "
+                "(%d abandoned threads still running)",
+                name,
+                stuck,
+            )
 
     def _spawn(self) -> None:  # caller holds the lock
         self._spawned += 1
@@ -142,4 +139,4 @@ class SyncPool:
 
 
 SYNC_POOL = SyncPool()
-"""The pool every synchronous :class:`~.python_tool.PythonTool` runs on."""
+"""The pool every synchronous Python tool runs on; a reward term has a pool of its own."""
