@@ -13,7 +13,6 @@ from pydantic import ValidationError
 
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.retrieval.format import parse_hits
-from swift_rlfactory.rewards import registry
 from swift_rlfactory.rewards.needless_calls import (
     build,
     contains_answer,
@@ -21,7 +20,7 @@ from swift_rlfactory.rewards.needless_calls import (
     needless_calls,
     turn_needless_calls,
 )
-from swift_rlfactory.rewards.registry import GOLDEN_ANSWERS, RewardDef, RewardSpec
+from swift_rlfactory.rewards.registry import RewardSpec
 from swift_rlfactory.rewards.rules import normalize_answer
 from swift_rlfactory.rewards.terms import RewardTerm
 from swift_rlfactory.rollout.episode import Generation, run_episode
@@ -94,7 +93,7 @@ def test_the_default_verifier_normalises_as_em(observation: str, answers: list[s
     assert contains_answer(observation, answers) is holds
 
 
-def test_a_verifier_the_environment_names(tmp_path: Path, monkeypatch):
+def test_a_verifier_the_environment_names(tmp_path: Path):
     (tmp_path / "verify.py").write_text(
         "def titled(observation, answers):\n    return 'Title: ' + answers[0] in observation\n"
     )
@@ -107,13 +106,7 @@ def test_a_verifier_the_environment_names(tmp_path: Path, monkeypatch):
         build(per_turn=False)({"penalty": -1}, None, tmp_path)
     with pytest.raises(ValueError, match="verifier 'verify.py:nothing'"):
         build(per_turn=False)({"verifier": "verify.py:nothing"}, None, tmp_path)
-    # by name in an environment's reward (the registry entries), its verifier a file of the env's folder
-    monkeypatch.setitem(
-        registry._REGISTRY, "turn_needless_calls", RewardDef(build=build(True), per_turn=True)
-    )
-    monkeypatch.setitem(
-        registry._REGISTRY, "needless_calls", RewardDef(build=build(False), requires=(GOLDEN_ANSWERS,))
-    )
+    # by name in an environment's reward (the registry's entries), its verifier a file of the env's folder
     spec = RewardSpec(
         [RewardTerm(name="needless_calls", weight=0.5), RewardTerm(name="turn_needless_calls", args={"verifier": "verify.py:titled"})],
         base_dir=tmp_path,

@@ -27,7 +27,7 @@ from swift_rlfactory.runtime.user_code import import_target
 
 from ..tools.cache import ToolCache
 from ..trajectory import Trajectory
-from . import process, rules
+from . import needless_calls, process, rules
 from .judge import Judge
 from .terms import DEFAULT_TIMEOUT_S, RewardTerm
 
@@ -74,6 +74,8 @@ _REGISTRY: dict[str, RewardDef] = {
     "turn_tool_success": RewardDef(process.turn_tool_success, per_turn=True, inline=True),
     "turn_format": RewardDef(process.turn_format, per_turn=True, inline=True),
     "judge": RewardDef(build=Judge.from_args, inline=True),  # it only awaits its own private loop
+    "needless_calls": RewardDef(build=needless_calls.build(False), requires=(GOLDEN_ANSWERS,)),
+    "turn_needless_calls": RewardDef(build=needless_calls.build(True), per_turn=True),
 }
 
 
