@@ -3,7 +3,7 @@
 Stock ms-swift GRPO until an environment sets ``credit: {mode: turn}``; then, right after ms-swift's
 ``_postprocess_batch``, each turn's ``A_out + turn_weight * A_turn[t]`` lands on its trained tokens. Where it
 hooks in and which ms-swift options it covers or refuses:
-docs/rewards-and-credit.md#inside-ms-swifts-grpo-trainer.
+docs/rewards.md#inside-ms-swifts-grpo-trainer.
 """
 
 from __future__ import annotations

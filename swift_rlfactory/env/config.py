@@ -127,7 +127,7 @@ class CreditConfig(_Strict):
     """How rewards become advantages: one per trajectory (ms-swift's GRPO) or one per assistant turn.
 
     ``mode: turn`` adds ``turn_weight`` x the group-normalised discounted return of the per-turn rewards to
-    ms-swift's outcome advantage (docs/rewards-and-credit.md#per-turn-credit).
+    ms-swift's outcome advantage (docs/rewards.md#per-turn-credit).
     """
 
     mode: Literal["trajectory", "turn"] = Field(

@@ -2,7 +2,7 @@
 
 With ``credit: {mode: turn}`` a token of turn ``t`` gets ``A_out + turn_weight * A_turn[t]``, ``A_turn``
 being the discounted return of the turn rewards normalised per (GRPO group, turn index). The formula, why
-this shape against MT-GRPO, GiGPO and ROLL, and the overflow rule: docs/rewards-and-credit.md#per-turn-credit.
+this shape against MT-GRPO, GiGPO and ROLL, and the overflow rule: docs/rewards.md#per-turn-credit.
 The ms-swift trainer that applies it is ``adapters/swift_credit.py``.
 """
 
@@ -107,7 +107,7 @@ def trained_token_turns(
     """Which assistant turn each trained token of an encoded trajectory belongs to, in sequence order.
 
     One entry per position with ``label != -100``: the turn index, or ``None`` for a token of no turn found
-    (the matching rule: docs/rewards-and-credit.md#which-tokens-a-turn-owns).
+    (the matching rule: docs/rewards.md#which-tokens-a-turn-owns).
     """
     n = len(input_ids)
     owner: list[int | None] = [None] * n

@@ -1,5 +1,5 @@
 """Training metrics about rewards (``rlfactory/*``, ``rewards/errors`` and its causes) of a batch of scored
-trajectories; each is described in docs/rewards-and-credit.md#reward-metrics.
+trajectories; each is described in docs/rewards.md#reward-metrics.
 """
 
 from __future__ import annotations

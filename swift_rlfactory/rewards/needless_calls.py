@@ -2,7 +2,7 @@
 
 Verified against the tools' results: a verifier ``(observation, answers) -> bool`` (by default
 :func:`contains_answer`) finds the first turn whose observations hold a reference answer, and every call of
-a later turn is charged. Rules and an example: docs/rewards-and-credit.md#needless-calls.
+a later turn is charged. Rules and an example: docs/rewards.md#needless-calls.
 """
 
 from __future__ import annotations

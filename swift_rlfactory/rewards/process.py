@@ -1,7 +1,7 @@
 """Built-in per-turn (process) rewards: one score per assistant turn, not one per trajectory.
 
 Each returns one float per generated assistant turn, in order; what each scores:
-docs/rewards-and-credit.md#per-turn-process-rewards.
+docs/rewards.md#per-turn-process-rewards.
 """
 
 from __future__ import annotations

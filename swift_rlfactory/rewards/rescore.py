@@ -1,7 +1,7 @@
 """Re-score recorded trajectories with an environment's reward spec: try a reward before training on it.
 
 Reads a training or ``eval`` ``trajectories.jsonl`` (or its folder) and scores it in one batch for the CLI
-(``swift-rlfactory rewards``) and the web UI; the reading rules are in docs/rewards-and-credit.md
+(``swift-rlfactory rewards``) and the web UI; the reading rules are in docs/rewards.md
 ("Re-scoring recorded trajectories").
 """
 

@@ -2,7 +2,7 @@
 
 The answer is read from the last assistant message's visible reply (reasoning and calls removed by the
 parser's own rules), normalised as SQuAD does for every script, except that numbers keep their value.
-The rules, with examples: docs/rewards-and-credit.md#rule-rewards.
+The rules, with examples: docs/rewards.md#rule-rewards.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ _OVER_LIMIT = "could not parse tool call: too many tool calls in one turn"
 
 def visible_reply(text: str) -> str:
     """``text`` as the tool-call parser reads it: without reasoning and without ``<tool_call>`` blocks
-    (:func:`~swift_rlfactory.tools.calls.read_reply`; docs/rewards-and-credit.md).
+    (:func:`~swift_rlfactory.tools.calls.read_reply`; docs/rewards.md).
 
     >>> visible_reply("<think>Maybe <answer>Paris</answer>?</think> I don't know.")
     " I don't know."
@@ -51,7 +51,7 @@ def visible_reply(text: str) -> str:
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD normalisation for every script; numbers keep their value (docs/rewards-and-credit.md#numbers).
+    """SQuAD normalisation for every script; numbers keep their value (docs/rewards.md#numbers).
 
     >>> normalize_answer("The  O’Brien–Smith Act.")
     'obriensmith act'
@@ -142,7 +142,7 @@ def extract_answer(text: str) -> str | None:
 
 def as_number(text: str) -> Decimal | None:
     """The value of a plain number ("-1,234.50", "+7", "12.", "１９８４", "1 000 000"), else ``None``
-    (what counts: docs/rewards-and-credit.md#numbers).
+    (what counts: docs/rewards.md#numbers).
     """
     found = _PLAIN_NUMBER.fullmatch(unicodedata.normalize("NFKC", text).strip())
     if found is None:

@@ -1,7 +1,7 @@
 """One ``reward:`` entry of an environment file, validated at load time.
 
 The config type that both the environment file and the reward registry read, so it lives below both;
-the fields are tabled in docs/rewards-and-credit.md#reward-terms.
+the fields are tabled in docs/rewards.md#reward-terms.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one way user code runs under a deadline: sync, async or in a child process, off the caller's clock.
 
 :class:`UserCode` runs one user callable's calls for tools and rewards alike: giving up on a call (a
-timeout, a cancelled caller) returns at once, whatever the code does (docs/rewards.md, "Running user code").
+timeout, a cancelled caller) returns at once, whatever the code does (docs/runtime.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One client for OpenAI-compatible chat endpoints: the judge, the eval policy, a simulated user.
 
 One retry rule for all: a transport error, a timeout, 408, 409, 429 and 5xx are asked again after an
-exponential back-off, or the server's ``Retry-After`` when it asks for longer (docs/rewards.md, "Chat client").
+exponential back-off, or the server's ``Retry-After`` when it asks for longer (docs/runtime.md, "Chat client").
 """
 
 from __future__ import annotations

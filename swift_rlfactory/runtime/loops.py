@@ -1,7 +1,7 @@
 """A private event loop on a daemon thread, reachable from sync code and from other event loops.
 
 Sync callers block on :meth:`LoopThread.run`; async callers await :meth:`LoopThread.arun`, so their own
-loop keeps serving while the work runs here (docs/rewards.md, "Running user code").
+loop keeps serving while the work runs here (docs/runtime.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One call of a user function in a fresh interpreter, killed the moment the call is given up.
 
 For code that may hang in native code or crash the interpreter (``@tool(isolation="process")``); the reply
-is read as plain data only (docs/rewards.md, "Running user code").
+is read as plain data only (docs/runtime.md).
 """
 
 from __future__ import annotations

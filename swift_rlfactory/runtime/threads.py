@@ -1,6 +1,6 @@
 """Daemon worker threads for synchronous user code, where a hung call costs one thread and never the pool.
 
-A thread stuck in a given-up call is abandoned and replaced (docs/rewards.md, "Running user code").
+A thread stuck in a given-up call is abandoned and replaced (docs/runtime.md).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ parameter as ``3`` and a missing argument becomes a :class:`ToolError` the model
         return a + b
 
 Calls run through :class:`~swift_rlfactory.runtime.calls.UserCode` (sync ones on daemon threads, async ones
-awaited, ``@tool(isolation="process")`` in a child interpreter); docs/rewards.md, "Running user code", says
+awaited, ``@tool(isolation="process")`` in a child interpreter); docs/runtime.md says
 how, and how a returned generator or coroutine is read.
 """
 

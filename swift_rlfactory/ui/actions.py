@@ -1,5 +1,5 @@
 """What the Agent RL tab's buttons do, as plain functions of plain values (no gradio here), so the same code
-answers the browser and a unit test; environments stay loaded between clicks (docs/ui-viewer.md).
+answers the browser and a unit test; environments stay loaded between clicks (docs/ui.md).
 """
 
 from __future__ import annotations

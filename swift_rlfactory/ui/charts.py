@@ -1,7 +1,7 @@
 """The Live metrics charts as Vega-Lite specs: one pure function from metric points to a chart.
 
 A line and a dot per value (so a lone first step is visible), non-finite values left out, long series
-thinned to :data:`MAX_POINTS`; why each: docs/ui-viewer.md#live-metrics-charts.
+thinned to :data:`MAX_POINTS`; why each: docs/ui.md#live-metrics-charts.
 """
 
 from __future__ import annotations

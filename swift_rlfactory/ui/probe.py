@@ -1,5 +1,5 @@
 """Gradio's check that its own server answers, given the time a busy machine needs (gradio gives up after
-3 s; why that is too short: docs/ui-viewer.md#the-launch-probe).
+3 s; why that is too short: docs/ui.md#the-launch-probe).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One trajectory as HTML, turn by turn: what the model wrote, what it called, what it saw, what it scored.
 
 Pure functions over the plain dicts of ``trajectories.jsonl``; all text is escaped. What is shown, and
-when: docs/ui-viewer.md#the-trajectory-viewer.
+when: docs/ui.md#the-trajectory-viewer.
 """
 
 from __future__ import annotations
