@@ -29,6 +29,7 @@ from swift_rlfactory.redaction import redact
 from ..rewards.terms import RewardTerm
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
+from ..tools.limit_scope import LimitScope, rank_share
 from ..tools.mcp.config import McpConfig, McpServerConfig, read_config_file, workspace_folder
 
 
@@ -79,6 +80,12 @@ class LimitsConfig(_Strict):
     max_concurrency: int = Field(default=256, gt=0, description="tool calls in flight at once, all tools")
     per_tool_concurrency: dict[str, int] = Field(
         default_factory=dict, description="tool name -> calls in flight"
+    )
+    concurrency_scope: LimitScope = Field(
+        default="rank",
+        description="who shares max_concurrency and per_tool_concurrency: each rank (process) alone, the "
+        "ranks of one node (divided by LOCAL_WORLD_SIZE) or the whole run (divided by WORLD_SIZE); at "
+        "least 1 per rank",
     )
     max_output_tokens: int | None = Field(default=1024, gt=0, description="observation length cap (tokens)")
     max_calls_per_turn: int = Field(
