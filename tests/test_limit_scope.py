@@ -1,6 +1,7 @@
 """Concurrency limits for the whole run: ``limits.concurrency_scope`` divides ``max_concurrency`` and
 ``per_tool_concurrency`` by the ranks that share them, read from the launcher's variables of a real
-subprocess, and the executor there holds that many calls in flight at most."""
+subprocess, and the executor there holds that many calls in flight at most; a judge's
+``concurrency_scope`` does the same for its requests."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+import httpx
 import pytest
 
+from swift_rlfactory.rewards.registry import RewardSpec
+from swift_rlfactory.rewards.terms import RewardTerm
 from swift_rlfactory.tools.limit_scope import rank_share, ranks_sharing
+
+from .conftest import judge_server
+from .test_judge import traj
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,3 +94,18 @@ def test_a_share_is_at_least_one_call_and_odd_variables_count_as_one_rank():
     assert rank_share(10, "run", {"WORLD_SIZE": "4"}) == 2
     assert rank_share(10, "node", {"WORLD_SIZE": "4"}) == 10  # LOCAL_WORLD_SIZE unset
     assert [ranks_sharing("run", {"WORLD_SIZE": w}) for w in ("", "0", "-2", "two", " 3 ")] == [1, 1, 1, 1, 3]
+
+
+def test_a_judge_with_a_run_wide_limit_holds_its_share(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with judge_server() as url:
+        term = RewardTerm(
+            name="judge",
+            args={"base_url": f"{url}/v1", "model": "slow", "max_concurrency": 4, "concurrency_scope": "run"},
+        )
+        spec = RewardSpec([term])
+        try:
+            spec.score([traj(f"city {i}") for i in range(6)])
+        finally:
+            spec.close()
+        assert httpx.get(f"{url}/stats").json()["max_in_flight"] == 2  # 4 for the run, 2 ranks

@@ -53,6 +53,7 @@ from swift_rlfactory import redaction
 from swift_rlfactory.runtime.json_api import content_text, retry_after
 
 from ..tools.cache import ToolCache
+from ..tools.limit_scope import LimitScope, rank_share
 from ..tools.loop import LoopThread
 from ..trajectory import Trajectory
 from . import judge_text
@@ -90,7 +91,10 @@ class JudgeConfig(BaseModel):
         api_key: bearer token, normally ``${VAR}`` or ``${file:PATH}``; held as a secret, never logged.
         rubric: the instructions, with placeholders (see :mod:`~swift_rlfactory.rewards.judge_text`).
         max_score: the top of the rubric's scale (scores are divided by it, then clamped to [0, 1]).
-        max_concurrency: requests in flight at once, over the whole run.
+        max_concurrency: requests in flight at once, over this process (one rank); see concurrency_scope.
+        concurrency_scope: who shares ``max_concurrency``: each rank alone (``rank``), the ranks of one
+            node (``node``) or every rank of the run (``run``), each then holding its share
+            (:func:`~swift_rlfactory.tools.limit_scope.rank_share`).
         call_timeout_s: seconds one request may take.
         retries: extra attempts after a transport error, a 429 or a 5xx.
         temperature, max_tokens: sampling of the judge's reply.
@@ -107,6 +111,7 @@ class JudgeConfig(BaseModel):
     rubric: str = DEFAULT_RUBRIC
     max_score: float = Field(default=1.0, gt=0)
     max_concurrency: int = Field(default=16, gt=0)
+    concurrency_scope: LimitScope = "rank"
     call_timeout_s: float = Field(default=15.0, gt=0)
     retries: int = Field(default=2, ge=0)
     temperature: float = Field(default=0.0, ge=0)
@@ -431,7 +436,9 @@ class Judge:
                 headers["Authorization"] = f"Bearer {self.config.api_key.get_secret_value()}"
             timeout = httpx.Timeout(self.config.call_timeout_s)
             self._client = httpx.AsyncClient(base_url=self.config.base_url, headers=headers, timeout=timeout)
-            self._limit = asyncio.Semaphore(self.config.max_concurrency)
+            self._limit = asyncio.Semaphore(
+                rank_share(self.config.max_concurrency, self.config.concurrency_scope)
+            )
         body = {
             "model": self.config.model,
             "messages": messages,
