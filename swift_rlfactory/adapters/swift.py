@@ -206,7 +206,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         (the executor itself abandons a call that swallows its cancellation), and it turns a hang inside
         the executor or a backend, which would hold the batch forever, into this trajectory's error.
         """
-        limits = env.config.limits
+        limits = env.executor.limits  # this rank's share of the limits (concurrency_scope)
         self._in_flight += len(calls)
         try:
             slots = min(

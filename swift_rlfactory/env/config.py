@@ -19,14 +19,17 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
+from swift_rlfactory import redaction
 from swift_rlfactory.data import yaml_errors
 from swift_rlfactory.redaction import redact
 
 from ..rewards.terms import RewardTerm
 from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
+from ..tools.limit_scope import LimitScope, rank_share
 from ..tools.mcp.config import McpConfig, McpServerConfig, read_config_file, workspace_folder
 
 
@@ -78,6 +81,12 @@ class LimitsConfig(_Strict):
     per_tool_concurrency: dict[str, int] = Field(
         default_factory=dict, description="tool name -> calls in flight"
     )
+    concurrency_scope: LimitScope = Field(
+        default="rank",
+        description="who shares max_concurrency and per_tool_concurrency: each rank (process) alone, the "
+        "ranks of one node (divided by LOCAL_WORLD_SIZE) or the whole run (divided by WORLD_SIZE); at "
+        "least 1 per rank",
+    )
     max_output_tokens: int | None = Field(default=1024, gt=0, description="observation length cap (tokens)")
     max_calls_per_turn: int = Field(
         default=8,
@@ -102,11 +111,14 @@ class LimitsConfig(_Strict):
         return value
 
     def executor_limits(self) -> Limits:
-        """The subset the executor needs."""
+        """The subset the executor needs, the concurrency limits as this rank's share of them."""
+        scope = self.concurrency_scope
         return Limits(
             call_timeout_s=self.call_timeout_s,
-            max_concurrency=self.max_concurrency,
-            per_tool_concurrency=dict(self.per_tool_concurrency),
+            max_concurrency=rank_share(self.max_concurrency, scope),
+            per_tool_concurrency={
+                name: rank_share(n, scope) for name, n in self.per_tool_concurrency.items()
+            },
             max_output_tokens=self.max_output_tokens,
             retries=self.retries,
             max_description_chars=self.max_description_chars,
@@ -120,7 +132,32 @@ class CacheConfig(_Strict):
     max_entries: int = Field(default=10_000, gt=0)
     max_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
     ttl_s: float | None = Field(default=None, gt=0, description="seconds an entry lives; none = forever")
-    sqlite_path: str | None = Field(default=None, description="persistent store shared by processes")
+    sqlite_path: str | None = Field(
+        default=None, description="persistent store shared by the processes of one machine (a local disk)"
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="a Redis or Valkey server as the store instead, shared by processes on any machine: "
+        "redis://[:password@]host:port/db, rediss:// or unix://; ${VAR} expanded, held as a secret",
+    )
+
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _expand_url(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        source = (info.context or {}).get("source")
+        url = redaction.expand(value, base_dir=source.parent if source else Path("."), secret=True).strip()
+        redaction.remember_url(url, "<cache.redis_url credential>")
+        if url.partition("://")[0] not in ("redis", "rediss", "unix"):
+            raise ValueError("not a Redis URL: it must start with redis://, rediss:// or unix://")
+        return url
+
+    @model_validator(mode="after")
+    def _one_store(self) -> CacheConfig:
+        if self.sqlite_path and self.redis_url:
+            raise ValueError("give either sqlite_path or redis_url, not both")
+        return self
 
 
 class CreditConfig(_Strict):

@@ -62,9 +62,11 @@ class Environment:
                     max_bytes=cache_cfg.max_bytes,
                     ttl_s=cache_cfg.ttl_s,
                     sqlite_path=config.resolve(cache_cfg.sqlite_path) if cache_cfg.sqlite_path else None,
+                    redis_url=cache_cfg.redis_url,
                 )
-            except ValueError as exc:  # a file that can never hold the cache: say so before any model loads
-                raise EnvConfigError(f"cache.sqlite_path: {exc}") from None
+            except ValueError as exc:  # a store that can never hold the cache: say so before any model loads
+                field = "cache.redis_url" if cache_cfg.redis_url else "cache.sqlite_path"
+                raise EnvConfigError(f"{field}: {exc}") from None
         cached_tools = None if "*" in cache_cfg.tools else set(cache_cfg.tools)
         self._start_lock = threading.Lock()
         try:

@@ -27,6 +27,7 @@ from swift_rlfactory.runtime.json_api import content_text
 from swift_rlfactory.runtime.loops import LoopThread
 
 from ..tools.cache import ToolCache
+from ..tools.limit_scope import LimitScope, rank_share
 from ..trajectory import Trajectory
 from . import judge_text
 
@@ -58,7 +59,10 @@ class JudgeConfig(BaseModel):
         api_key: bearer token, normally ``${VAR}`` or ``${file:PATH}``; held as a secret, never logged.
         rubric: the instructions, with placeholders (see :mod:`~swift_rlfactory.rewards.judge_text`).
         max_score: the top of the rubric's scale (scores are divided by it; one outside [0, 1] is an error).
-        max_concurrency: requests in flight at once, over the whole run.
+        max_concurrency: requests in flight at once, over this process (one rank); see concurrency_scope.
+        concurrency_scope: who shares ``max_concurrency``: each rank alone (``rank``), the ranks of one
+            node (``node``) or every rank of the run (``run``), each then holding its share
+            (:func:`~swift_rlfactory.tools.limit_scope.rank_share`).
         call_timeout_s: seconds one request may take.
         retries: extra attempts after a transport error, a 429 or a 5xx.
         temperature, max_tokens: sampling of the judge's reply.
@@ -75,6 +79,7 @@ class JudgeConfig(BaseModel):
     rubric: str = DEFAULT_RUBRIC
     max_score: float = Field(default=1.0, gt=0)
     max_concurrency: int = Field(default=16, gt=0)
+    concurrency_scope: LimitScope = "rank"
     call_timeout_s: float = Field(default=15.0, gt=0)
     retries: int = Field(default=2, ge=0)
     temperature: float = Field(default=0.0, ge=0)
@@ -399,13 +404,14 @@ class Judge:
         """One chat completion by the chat client's retry rule; returns the reply text."""
         if self._client is None:
             key = self.config.api_key
+            share = rank_share(self.config.max_concurrency, self.config.concurrency_scope)
             self._client = ChatClient(
                 chat_url(self.config.base_url),
                 api_key=None if key is None else key.get_secret_value(),
                 timeout_s=self.config.call_timeout_s,
                 retries=self.config.retries,
-                connections=self.config.max_concurrency,
-                max_in_flight=self.config.max_concurrency,
+                connections=share,
+                max_in_flight=share,
                 on_attempt=self._attempted,
             )
         body = {

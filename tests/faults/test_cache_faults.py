@@ -23,7 +23,7 @@ import pytest
 from swift_rlfactory.env.config import EnvConfigError
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor, tool
-from swift_rlfactory.tools import cache as cache_module
+from swift_rlfactory.tools import cache_sqlite as cache_module
 from swift_rlfactory.tools.cache import cache_key
 from swift_rlfactory.tools.executor import call_cache_key
 from swift_rlfactory.tools.toolset import PythonProvider

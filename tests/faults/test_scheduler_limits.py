@@ -267,3 +267,22 @@ def test_a_plugin_agent_template_stops_the_scheduler_at_start_up(run_state, agen
     template = qwen3_template(agent_model, agent_template="my_plugin")
     with pytest.raises(ValueError, match="agent template 'my_plugin'.*qwen3_5"):
         scheduler(template)
+
+
+def test_the_watchdog_counts_this_ranks_share_of_a_run_wide_limit(run_state, template, tmp_path, monkeypatch):
+    """``max_concurrency: 16`` for a run of 16 ranks is one slot here: 16 calls of 0.9 s queue about 14 s.
+    The watchdog must count the one slot (16 waves), not the 16 of the file (1 wave: 2 x 1.9 + 5 s = 8.8 s)."""
+    env = tmp_path / "run_wide.yaml"
+    env.write_text(
+        f"tools: {{python: ['{ENV_DIR / 'tools.py'}']}}\n"
+        "limits: {call_timeout_s: 1.0, retries: 0, max_concurrency: 16, concurrency_scope: run}\n"
+        "reward: [{name: em}]\n"
+    )
+    monkeypatch.setenv("WORLD_SIZE", "16")
+    requests = [request(f"rank-share-{i}", env=str(env)) for i in range(16)]
+    scripts = {r.uuid: [call("nap", seconds=0.9)] for r in requests}
+    outputs = run_batch(scheduler(template), template, requests, scripts, max_turns=6)
+
+    for out in outputs.values():
+        assert info(out)["stop_reason"] == "answer", info(out).get("error")
+        assert [(c["observation"], c["error"]) for c in info(out)["tool_calls"]] == [("rested", None)]
