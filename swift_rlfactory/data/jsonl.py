@@ -31,7 +31,7 @@ import lzma
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 # UTF-32's little-endian mark begins with UTF-16's: the longer ones are looked for first.
 _OTHER_BOMS = (
@@ -104,6 +104,36 @@ def read_bytes(path: Path) -> bytes:
         return decompress(data)
     except errors as exc:  # not of that format, or cut short
         raise ValueError(f"{path}: not a complete {name} file ({exc})") from None
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """``path`` opened for reading bytes, decompressed as it is read when it is gzip, bzip2 or xz data (by
+    name or by magic number, as :func:`read_bytes` tells), so a reader can go line by line through a file
+    larger than memory; a zstd one raises ``ValueError`` as in :func:`read_bytes`. Data that turns out not
+    to be complete data of its format raises, while it is read, what :data:`DECOMPRESSION_ERRORS` lists.
+    ``OSError`` is the caller's."""
+    f = open(path, "rb")  # noqa: SIM115 - returned open for the caller to close
+    head = f.read(8)
+    f.seek(0)
+    suffix = compression(path)
+    if suffix in _ZSTD_SUFFIXES or head.startswith(_ZSTD_MAGIC):
+        f.close()
+        read_bytes(path)  # raises its ValueError naming the file
+    if suffix is None:
+        suffix = next((s for s, (_, magic, *_) in _COMPRESSIONS.items() if head.startswith(magic)), None)
+    if suffix is None:
+        return f
+    f.close()
+    return _OPENERS[suffix](path)
+
+
+_OPENERS: dict[str, Callable[[Path], IO[bytes]]] = {
+    ".gz": gzip.GzipFile,
+    ".bz2": bz2.BZ2File,
+    ".xz": lzma.LZMAFile,
+}
+# what reading an :func:`open_binary` file raises on data that is not complete data of its format
+DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, ValueError, lzma.LZMAError)
 
 
 def read_text(path: Path) -> str:
