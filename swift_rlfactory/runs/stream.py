@@ -19,7 +19,12 @@ Position = tuple[int, int]  # (the log's place in a run's chain, the line's numb
 
 
 class NotJSON(ValueError):
-    """A line that is not JSON; its message says why (never quoting more than the line's start)."""
+    """A line that is not JSON; its message says why (never quoting more than the line's start), ``reason``
+    is the parser's own word (``Expecting value``)."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 def raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -42,7 +47,8 @@ def parse(raw: bytes) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise NotJSON(f"not valid JSON ({exc.msg}, column {exc.colno}): {text.rstrip()[:80]!r}") from None
+        why = f"not valid JSON ({exc.msg}, column {exc.colno}): {text.rstrip()[:80]!r}"
+        raise NotJSON(why, exc.msg) from None
 
 
 class Restarts:
