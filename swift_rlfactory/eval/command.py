@@ -36,7 +36,7 @@ from swift_rlfactory.runtime import blocking
 
 from ..env.environment import Environment
 from .choose import CHOSEN_FILE, choose
-from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
+from .metrics import episode_score, groups_table, metrics_table, scored_fields, summarize, summarize_groups
 from .robustness import check_options, run_shifts
 from .runner import (
     EvalRun,
@@ -46,6 +46,7 @@ from .runner import (
     evaluate,
     load_dataset,
     pending_tasks,
+    resume_fields,
 )
 
 # Settings that change results: a resumed run must use the same ones.
@@ -169,7 +170,7 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
             failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters), runner=runner)
     if options.choose_by:
         chosen = choose({each.adapters: each.output for each in runs}, options.choose_by)
-        _write_json(Path(options.output) / CHOSEN_FILE, chosen)
+        write_json(Path(options.output) / CHOSEN_FILE, chosen)
         console.print(
             f"chosen by {options.choose_by}: {escape(chosen['checkpoint'])} ({chosen['score']:.4f})"
         )
@@ -201,7 +202,7 @@ def run_eval(
             score = lambda each: _run_loaded(each, console, policy, runner, model, env)  # noqa: E731
             report = run_shifts(options, console, score, env.reward.required_fields)
         metrics = Path(options.output) / "metrics.json"
-        _write_json(metrics, {**json.loads(metrics.read_text(encoding="utf-8")), **report.metrics})
+        write_json(metrics, {**json.loads(metrics.read_text(encoding="utf-8")), **report.metrics})
         return report.code
 
 
@@ -231,7 +232,7 @@ def _run_loaded(
         _check_settings(out / EVAL_CONFIG, settings)
 
         log = EvalLog.in_folder(out)
-        logged = log.load()
+        logged = log.load(keep=resume_fields)  # what resuming compares, never the conversations
         check_same_dataset(logged, rows, log.path)
         done = current_records(logged, rows)
         tasks = pending_tasks(rows, options.samples, done)
@@ -256,7 +257,8 @@ def _run_loaded(
             failures = run.failures
             console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
 
-        records = [r for (_, s), r in current_records(log.load(), rows).items() if s < options.samples]
+        logged = log.load(keep=scored_fields)
+        records = [r for (_, s), r in current_records(logged, rows).items() if s < options.samples]
         metrics = {**summarize(records, options.samples), "skipped_rows": len(skipped)}
         groups = {
             column: summarize_groups(records, rows, column, options.samples) for column in options.group_by
@@ -380,7 +382,7 @@ def _run_with_progress(
         TimeRemainingColumn(),
         console=console,
     )
-    scores: list[float] = []
+    scores = [0.0, 0]  # the sum and count of EM so far: the bar's mean in constant time per episode
     lines = ProgressLines(len(tasks), console)  # where no live bar shows (a file, a pipe): plain lines
     with progress:
         bar = progress.add_task("episodes", total=len(tasks), em="-")  # "-" until a row with a reference ends
@@ -388,8 +390,9 @@ def _run_with_progress(
         def on_done(record: dict[str, Any]) -> None:
             score = episode_score(record, "em")  # as metrics.json counts it
             if score is not None:
-                scores.append(score)
-            em = f"{sum(scores) / len(scores):.3f}" if scores else "-"
+                scores[0] += score
+                scores[1] += 1
+            em = f"{scores[0] / scores[1]:.3f}" if scores[1] else "-"
             progress.update(bar, advance=1, em=em)
             lines.done(em)
 
