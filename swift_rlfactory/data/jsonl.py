@@ -169,6 +169,15 @@ def decode(data: bytes, path: Path) -> str:
     return text
 
 
+def decode_line(data: bytes, path: Path, number: int) -> str:
+    """Line ``number`` of file ``path`` (its bytes ``data``) as :func:`decode` reads a whole file, for a
+    reader that goes line by line; its errors name that line."""
+    try:
+        return decode(data, path)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(f"{path}: line 1,", f"{path}: line {number},", 1)) from None
+
+
 def records(path: Path, skipped: list[tuple[int, str]] | None = None) -> list[tuple[int, Any]]:
     """``(line number, value)`` of each line of the JSON Lines file ``path`` that is not blank.
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from swift_rlfactory import redaction
+from swift_rlfactory.data import jsonl
 from swift_rlfactory.runs import stream
 from swift_rlfactory.runs.folder import TRAJECTORIES
 from swift_rlfactory.runs.log import append_lines
@@ -58,8 +59,9 @@ class EvalLog:
                         f.truncate(whole)
                 break
             whole += len(raw)
+            text = jsonl.decode_line(raw, self.path, number)  # a file in another encoding stops the resume
             try:
-                record = stream.parse(raw)
+                record = stream.parse(text)
                 if record is not None:
                     done[episode_key(record)] = keep(record) if keep else record
             except stream.NotJSON as exc:

@@ -38,10 +38,11 @@ def raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             raise ValueError(f"{path}: not complete compressed data ({exc})") from None
 
 
-def parse(raw: bytes) -> Any:
-    """The JSON value of one line (a byte order mark opening it is read past); ``None`` for a blank line.
-    Raises :class:`NotJSON`."""
-    text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+def parse(raw: bytes | str) -> Any:
+    """The JSON value of one line (a byte order mark opening it is read past; bytes that are not UTF-8
+    read as U+FFFD); ``None`` for a blank line. Raises :class:`NotJSON`."""
+    text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+    text = text.removeprefix("\ufeff")
     if not text.strip():
         return None
     try:
