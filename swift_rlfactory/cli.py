@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import sys
+from itertools import chain, islice
 from pathlib import Path
 
 from rich.console import Console
@@ -390,53 +391,25 @@ def _add_select_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _rewards(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from .env.environment import Environment
-    from .rewards.rescore import TrajectoryFileError, load_run, rescore, trajectories_file
+    from .rewards.rescore import TrajectoryFileError, batches, iter_run, trajectories_file
+    from .rewards.rescore_report import print_rescored
 
     try:
         path = trajectories_file(args.trajectories)
-        recorded = load_run(args.trajectories, limit=args.limit)  # a resumed run's whole chain
+        recorded = batches(islice(iter_run(args.trajectories), args.limit))  # a resumed run's whole chain
+        first = next(recorded)  # the first file is checked whole before anything is scored
     except TrajectoryFileError as exc:
         errors.print(f"--trajectories: {exc}", markup=False)
         return 2
     env = Environment.load(args.env)
-    for r in recorded:  # tool-verified rewards (trajectory.call_tool) run the env's tools, started on demand
-        r.trajectory.tool_env = env
     try:
-        report = rescore(recorded, env.reward, file=str(path))
+        return print_rescored(chain([first], recorded), env, path, args, console, errors)
+    except TrajectoryFileError as exc:  # a later log of the chain
+        errors.print(f"--trajectories: {exc}", markup=False)
+        return 2
     finally:
         env.close()
-    if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
-        return 0
-    table = Table(title=f"{len(report.rows)} trajectories re-scored with {env.name!r}")
-    for name in ["line", *report.components, "total", "recorded"]:
-        table.add_column(name, justify="right", style="bold" if name == "total" else None)
-    turns = Table(title="per-turn scores")
-    for name in ("line", "component", "scores"):
-        turns.add_column(name, justify="right" if name == "line" else "left")
-    chained = len({row.file for row in report.rows}) > 1  # a resumed run: say which run's log a line is of
-    for row in report.rows:
-        line = f"{Path(row.file).parent.name}:{row.line}" if chained else str(row.line)
-        recorded_total = "" if row.recorded_total is None else f"{row.recorded_total:.3f}"
-        scores = [f"{row.rewards[name]:.3f}" for name in [*report.components, "total"]]
-        table.add_row(line, *scores, recorded_total)
-        for name, values in row.turn_rewards.items():
-            turns.add_row(line, name, " ".join(f"{v:.2f}" for v in values))
-    console.print(table)
-    if turns.row_count:
-        console.print(turns)
-    for row in report.rows:
-        for name, why in row.reward_errors.items():
-            errors.print(f"{row.file}:{row.line}: {name} scored its fallback: {why}", markup=False)
-    means = ", ".join(f"{k} {v:.3f}" for k, v in report.summary.items())
-    console.print(f"mean: {means}", markup=False, highlight=False)
-    console.print(f"read {path}", markup=False, soft_wrap=True)  # a folder's newest run: say which one
-    if report.errors:
-        errors.print(f"{report.errors} component scores fell back", markup=False)
-    return 0
 
 
 def _add_rewards_parser(sub: argparse._SubParsersAction) -> None:

@@ -382,13 +382,13 @@ def _print_summary(run_dir: Path, elapsed: float, console: Console) -> None:
         )
     trajectories_path = run_dir / TRAJECTORIES
     if trajectories_path.is_file():
-        from swift_rlfactory.runs.log import read_trajectories
+        from swift_rlfactory.runs.log import last_step_trajectories
 
-        trajectories = read_trajectories(trajectories_path)
+        count, trajectories = last_step_trajectories(trajectories_path)  # one step's lines, not the log's
         sample = pick_trajectory(trajectories)
         if sample is not None:
             console.print(render_trajectory(sample))
-        console.print(f"{len(trajectories)} trajectories in {trajectories_path}")
+        console.print(f"{count} trajectories in {trajectories_path}")
     adapter = last_checkpoint(run_dir)
     if adapter is not None:
         console.print(f"LoRA adapter: {adapter}")

@@ -31,7 +31,7 @@ import lzma
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 # UTF-32's little-endian mark begins with UTF-16's: the longer ones are looked for first.
 _OTHER_BOMS = (
@@ -106,6 +106,36 @@ def read_bytes(path: Path) -> bytes:
         raise ValueError(f"{path}: not a complete {name} file ({exc})") from None
 
 
+def open_binary(path: Path) -> IO[bytes]:
+    """``path`` opened for reading bytes, decompressed as it is read when it is gzip, bzip2 or xz data (by
+    name or by magic number, as :func:`read_bytes` tells), so a reader can go line by line through a file
+    larger than memory; a zstd one raises ``ValueError`` as in :func:`read_bytes`. Data that turns out not
+    to be complete data of its format raises, while it is read, what :data:`DECOMPRESSION_ERRORS` lists.
+    ``OSError`` is the caller's."""
+    f = open(path, "rb")  # noqa: SIM115 - returned open for the caller to close
+    head = f.read(8)
+    f.seek(0)
+    suffix = compression(path)
+    if suffix in _ZSTD_SUFFIXES or head.startswith(_ZSTD_MAGIC):
+        f.close()
+        read_bytes(path)  # raises its ValueError naming the file
+    if suffix is None:
+        suffix = next((s for s, (_, magic, *_) in _COMPRESSIONS.items() if head.startswith(magic)), None)
+    if suffix is None:
+        return f
+    f.close()
+    return _OPENERS[suffix](path)
+
+
+_OPENERS: dict[str, Callable[[Path], IO[bytes]]] = {
+    ".gz": gzip.GzipFile,
+    ".bz2": bz2.BZ2File,
+    ".xz": lzma.LZMAFile,
+}
+# what reading an :func:`open_binary` file raises on data that is not complete data of its format
+DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, ValueError, lzma.LZMAError)
+
+
 def read_text(path: Path) -> str:
     """The UTF-8 text of ``path``, without the byte order mark it may start with (:func:`decode`),
     decompressed first when it is compressed (:func:`read_bytes`). ``OSError`` (a missing file, a folder) is
@@ -137,6 +167,15 @@ def decode(data: bytes, path: Path) -> str:
             "UTF-16 file without a byte order mark, or not text at all?); save it as UTF-8"
         )
     return text
+
+
+def decode_line(data: bytes, path: Path, number: int) -> str:
+    """Line ``number`` of file ``path`` (its bytes ``data``) as :func:`decode` reads a whole file, for a
+    reader that goes line by line; its errors name that line."""
+    try:
+        return decode(data, path)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(f"{path}: line 1,", f"{path}: line {number},", 1)) from None
 
 
 def records(path: Path, skipped: list[tuple[int, str]] | None = None) -> list[tuple[int, Any]]:

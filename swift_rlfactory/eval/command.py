@@ -36,7 +36,7 @@ from swift_rlfactory.runtime import blocking
 
 from ..env.environment import Environment
 from .choose import CHOSEN_FILE, choose
-from .metrics import episode_score, groups_table, metrics_table, summarize, summarize_groups
+from .metrics import episode_score, groups_table, metrics_table, scored_fields, summarize, summarize_groups
 from .robustness import check_options, run_shifts
 from .runner import (
     EvalRun,
@@ -46,6 +46,7 @@ from .runner import (
     evaluate,
     load_dataset,
     pending_tasks,
+    resume_fields,
 )
 
 # Settings that change results: a resumed run must use the same ones.
@@ -231,7 +232,7 @@ def _run_loaded(
         _check_settings(out / EVAL_CONFIG, settings)
 
         log = EvalLog.in_folder(out)
-        logged = log.load()
+        logged = log.load(keep=resume_fields)  # what resuming compares, never the conversations
         check_same_dataset(logged, rows, log.path)
         done = current_records(logged, rows)
         tasks = pending_tasks(rows, options.samples, done)
@@ -256,7 +257,8 @@ def _run_loaded(
             failures = run.failures
             console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
 
-        records = [r for (_, s), r in current_records(log.load(), rows).items() if s < options.samples]
+        logged = log.load(keep=scored_fields)
+        records = [r for (_, s), r in current_records(logged, rows).items() if s < options.samples]
         metrics = {**summarize(records, options.samples), "skipped_rows": len(skipped)}
         groups = {
             column: summarize_groups(records, rows, column, options.samples) for column in options.group_by
@@ -380,7 +382,7 @@ def _run_with_progress(
         TimeRemainingColumn(),
         console=console,
     )
-    scores: list[float] = []
+    scores = [0.0, 0]  # the sum and count of EM so far: the bar's mean in constant time per episode
     lines = ProgressLines(len(tasks), console)  # where no live bar shows (a file, a pipe): plain lines
     with progress:
         bar = progress.add_task("episodes", total=len(tasks), em="-")  # "-" until a row with a reference ends
@@ -388,8 +390,9 @@ def _run_with_progress(
         def on_done(record: dict[str, Any]) -> None:
             score = episode_score(record, "em")  # as metrics.json counts it
             if score is not None:
-                scores.append(score)
-            em = f"{sum(scores) / len(scores):.3f}" if scores else "-"
+                scores[0] += score
+                scores[1] += 1
+            em = f"{scores[0] / scores[1]:.3f}" if scores[1] else "-"
             progress.update(bar, advance=1, em=em)
             lines.done(em)
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from swift_rlfactory.retrieval.format import parse_hits
 from swift_rlfactory.rewards.rules import extract_answer
-from swift_rlfactory.runs.log import read_trajectories
+from swift_rlfactory.runs.log import iter_trajectories
 
 Episode = dict[str, Any]
 
@@ -121,7 +121,7 @@ def table(runs: list[tuple[str, Path]], kind: Callable[[Episode], str | None], k
     """A markdown table: one row per run, one column per kind, plus the number of questions looked at."""
     lines = [f"| model | questions | {' | '.join(kinds)} |", "| --- " * (len(kinds) + 2) + "|"]
     for name, path in runs:
-        counts = Counter(k for k in map(kind, read_trajectories(path)) if k is not None)
+        counts = Counter(k for k in map(kind, iter_trajectories(path)) if k is not None)
         lines.append(f"| {name} | {sum(counts.values())} | {' | '.join(str(counts[k]) for k in kinds)} |")
     return "\n".join(lines)
 

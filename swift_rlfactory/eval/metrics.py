@@ -41,6 +41,12 @@ def _score(record: dict[str, Any], metric: str) -> float:
     return 0.0 if is_failed(record) else record["metrics"][metric]
 
 
+def scored_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """A log record without its conversation, which no metric reads (``EvalLog.load(keep=...)``): the
+    records of a 100 000-episode eval are held for :func:`summarize` at a fraction of their size."""
+    return {**record, "messages": []} if "messages" in record else record
+
+
 def summarize(records: Sequence[dict[str, Any]], samples: int) -> dict[str, Any]:
     """Metrics over episodes (records of :class:`~swift_rlfactory.runs.eval_log.EvalLog`, failed ones included: docs/eval.md);
     ``samples`` is k of pass@k.

@@ -309,6 +309,13 @@ def current_records(
     }
 
 
+def resume_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """What resuming reads of a log record (:func:`check_same_dataset`, :func:`current_records`,
+    :func:`pending_tasks`): the question, the row it was scored against and whether it failed, so a resume
+    holds these per episode (``EvalLog.load(keep=...)``), not its conversation."""
+    return {k: record[k] for k in ("question", "row", "failed") if k in record}
+
+
 def pending_tasks(
     rows: Mapping[int, dict[str, Any]], samples: int, done: Mapping[tuple[int, int], dict[str, Any]]
 ) -> list[EvalTask]:

@@ -7,22 +7,25 @@ Reads a training or ``eval`` ``trajectories.jsonl`` (or its folder) and scores i
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from swift_rlfactory.data import jsonl
+from swift_rlfactory.runs import stream
 from swift_rlfactory.runs.folder import TRAJECTORIES, resolve_run
-from swift_rlfactory.runs.resume import latest_lines, run_chain, trajectory_step
+from swift_rlfactory.runs.resume import run_chain, trajectory_step
 from swift_rlfactory.runtime import blocking
 
 from ..trajectory import Trajectory
+from . import judge_text
 from .registry import RewardSpec
 
 logger = logging.getLogger(__name__)
+
+BATCH = 256  # trajectories scored at once by the CLI (:func:`batches`): memory holds a batch, not the log
 
 
 class TrajectoryFileError(ValueError):
@@ -82,63 +85,81 @@ def trajectories_file(path: str | Path) -> Path:
     return run / TRAJECTORIES
 
 
-def load_run(path: str | Path, limit: int | None = None) -> list[Recorded]:
-    """:func:`load_recorded` of ``path``, and, when ``path`` is a folder whose run resumed from another
+def iter_run(path: str | Path) -> Iterator[Recorded]:
+    """:func:`iter_recorded` of ``path``, and, when ``path`` is a folder whose run resumed from another
     run's checkpoint (a folder of its own, :func:`~swift_rlfactory.runs.resume.run_chain`), the whole run as
     the web UI shows it: each earlier run's lines up to the checkpoint the next one resumed from, then
-    this run's. The first ``limit`` of them; each names its file (:attr:`Recorded.file`)."""
-    log = trajectories_file(path)
-    chain = run_chain(log.parent) if Path(path).expanduser().is_dir() else []
-    out: list[Recorded] = []
-    for folder, checkpoint in chain:
-        if (folder / TRAJECTORIES).is_file():
-            earlier = load_recorded(folder / TRAJECTORIES)
-            out += [r for r in earlier if r.step is None or r.step <= checkpoint]
-    out += load_recorded(log)
-    return out[:limit]
+    this run's. Each names its file (:attr:`Recorded.file`); read line by line."""
+    for log, checkpoint in earlier_logs(path):
+        earlier = iter_recorded(log)
+        yield from (r for r in earlier if r.step is None or r.step <= checkpoint)
+    yield from iter_recorded(trajectories_file(path))
+
+
+def earlier_logs(path: str | Path) -> list[tuple[Path, int]]:
+    """The logs of the runs that the run ``path`` names continues (when ``path`` is a folder), oldest first,
+    each with the step of the checkpoint the run after it resumed from (:func:`iter_run`)."""
+    if not Path(path).expanduser().is_dir():
+        return []
+    chain = run_chain(trajectories_file(path).parent)
+    return [(folder / TRAJECTORIES, step) for folder, step in chain if (folder / TRAJECTORIES).is_file()]
 
 
 def load_recorded(path: str | Path, limit: int | None = None) -> list[Recorded]:
-    """Read a trajectories log (or a folder holding one): the first ``limit`` lines that count, lines of
-    steps a resumed run logged again left out, failed ``eval`` episodes and a torn last line skipped;
-    raises :class:`TrajectoryFileError` naming the line for anything else that is not a trajectory.
+    """The first ``limit`` of :func:`iter_recorded`, as a list."""
+    return list(islice(iter_recorded(path), limit))
+
+
+def iter_recorded(path: str | Path) -> Iterator[Recorded]:
+    """Read a trajectories log (or a folder holding one) line by line, compressed or not: the lines that
+    count, lines of steps a resumed run logged again left out (:mod:`swift_rlfactory.runs.stream`: the
+    whole file is checked before the first is given, so a line further down that is not JSON stops the
+    read before anything is scored), failed ``eval`` episodes and a torn last line skipped; raises
+    :class:`TrajectoryFileError` naming the line for anything else that is not a trajectory.
     """
     path = trajectories_file(path)
+    passes = 0
+
+    def lines() -> Iterator[tuple[stream.Position, Any]]:
+        nonlocal passes
+        passes += 1
+        return _lines(path, warn=passes == 2)
+
+    found = False
+    for (_, number), data in stream.counted(lines, _step_of):
+        yield replace(_recorded(data, number, f"{path}:{number}"), file=str(path), step=trajectory_step(data))
+        found = True
+    if not found:
+        raise TrajectoryFileError(f"{path}: no trajectories in the file")
+
+
+def _lines(path: Path, warn: bool) -> Iterator[tuple[stream.Position, Any]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        for number, raw in stream.raw_lines(path):
+            try:
+                data = stream.parse(raw)
+            except stream.NotJSON as exc:
+                if not raw.endswith(b"\n"):  # the last line, unfinished
+                    if warn:
+                        logger.warning(
+                            "%s:%d is unfinished (a run stopped while writing it): not scored", path, number
+                        )
+                    return
+                raise TrajectoryFileError(
+                    f"{path}:{number}: not JSON ({exc.reason}); expected one trajectory per line"
+                ) from None
+            if data is not None and not (isinstance(data, dict) and data.get("failed") is True):
+                yield (0, number), data
     except FileNotFoundError:
         raise TrajectoryFileError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, TrajectoryFileError):
+            raise
         raise TrajectoryFileError(f"{path}: cannot be read: {exc}") from None
-    parsed: list[tuple[int, Any]] = []
-    lines = jsonl.lines(text)
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            where = f"{path}:{number}"
-            if number == len(lines) and not text.endswith("\n"):
-                logger.warning("%s is unfinished (a run stopped while writing it): not scored", where)
-                break
-            raise TrajectoryFileError(
-                f"{where}: not JSON ({exc.msg}); expected one trajectory per line"
-            ) from None
-        if isinstance(data, dict) and data.get("failed") is True:
-            continue
-        parsed.append((number, data))
-    # the whole file first: a resumed run's lines at its end replace earlier ones
-    counted = latest_lines(
-        parsed, lambda item: trajectory_step(item[1]) if isinstance(item[1], dict) else None
-    )
-    out = [
-        replace(_recorded(data, number, f"{path}:{number}"), file=str(path), step=trajectory_step(data))
-        for number, data in counted[:limit]
-    ]
-    if not out:
-        raise TrajectoryFileError(f"{path}: no trajectories in the file")
-    return out
+
+
+def _step_of(data: Any) -> int | None:
+    return trajectory_step(data) if isinstance(data, dict) else None
 
 
 def _recorded(data: Any, number: int, where: str) -> Recorded:
@@ -168,12 +189,38 @@ def _recorded(data: Any, number: int, where: str) -> Recorded:
     return Recorded(number, trajectory, total)
 
 
-async def arescore(recorded: Sequence[Recorded], spec: RewardSpec, file: str = "") -> Rescored:
-    """Score ``recorded`` with ``spec`` in one batch and summarise."""
-    trajectories = [r.trajectory for r in recorded]
-    errors_before = spec.errors
-    await spec.ascore(trajectories)
-    rows = [
+class Tally:
+    """The summary of rows scored batch by batch: each component's and the total's mean over rows, each
+    per-turn component's mean over all turns, added up as the rows come (the rows themselves are not kept)."""
+
+    def __init__(self, components: Sequence[str]):
+        self.sums = dict.fromkeys([*components, "total"], 0.0)
+        self.turns: dict[str, list[float]] = {}  # per-turn component -> [sum, count]
+        self.rows = 0
+
+    def add(self, rows: Sequence[RescoredRow]) -> None:
+        """Count ``rows``."""
+        for row in rows:
+            self.rows += 1
+            for name in self.sums:
+                self.sums[name] += row.rewards.get(name, 0.0)
+            for name, values in row.turn_rewards.items():
+                tally = self.turns.setdefault(name, [0.0, 0])
+                for value in values:
+                    tally[0] += value
+                    tally[1] += 1
+
+    def summary(self) -> dict[str, float]:
+        """The means so far."""
+        out = {name: total / self.rows for name, total in self.sums.items()}
+        out.update({f"turn/{name}": s / n for name, (s, n) in sorted(self.turns.items()) if n})
+        return out
+
+
+async def ascore_rows(recorded: Sequence[Recorded], spec: RewardSpec) -> list[RescoredRow]:
+    """Score one batch of ``recorded`` with ``spec``: their rows."""
+    await spec.ascore([r.trajectory for r in recorded])
+    return [
         RescoredRow(
             line=r.line,
             rewards=dict(r.trajectory.rewards),
@@ -185,14 +232,33 @@ async def arescore(recorded: Sequence[Recorded], spec: RewardSpec, file: str = "
         )
         for r in recorded
     ]
-    summary: dict[str, float] = {}
-    for name in [*spec.names, "total"]:
-        summary[name] = sum(row.rewards.get(name, 0.0) for row in rows) / len(rows)
-    for name in sorted({k for row in rows for k in row.turn_rewards}):
-        turns = [v for row in rows for v in row.turn_rewards.get(name, [])]
-        if turns:
-            summary[f"turn/{name}"] = sum(turns) / len(turns)
-    summary.update(spec.drain_metrics())
+
+
+def batches(recorded: Iterable[Recorded], size: int = BATCH) -> Iterator[list[Recorded]]:
+    """``recorded`` in batches of about ``size``, cut only between two training steps, or, in an eval log
+    (no steps), between two questions: a GRPO group (one prompt of one step) is scored in one batch, as a
+    group judge needs it. A batch holds at most ``size`` lines or one step's, whichever is more."""
+    batch: list[Recorded] = []
+    for r in recorded:
+        if len(batch) >= size and _group(r) != _group(batch[-1]):
+            yield batch
+            batch = []
+        batch.append(r)
+    if batch:
+        yield batch
+
+
+def _group(r: Recorded) -> tuple[str, Any]:
+    return (r.file, r.step) if r.step is not None else (r.file, judge_text.group_key(r.trajectory))
+
+
+async def arescore(recorded: Sequence[Recorded], spec: RewardSpec, file: str = "") -> Rescored:
+    """Score ``recorded`` with ``spec`` in one batch and summarise."""
+    errors_before = spec.errors
+    rows = await ascore_rows(recorded, spec)
+    tally = Tally(spec.names)
+    tally.add(rows)
+    summary = {**tally.summary(), **spec.drain_metrics()}
     return Rescored(file, spec.names, rows, summary, spec.errors - errors_before)
 
 

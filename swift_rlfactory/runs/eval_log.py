@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from swift_rlfactory import redaction
 from swift_rlfactory.data import jsonl
+from swift_rlfactory.runs import stream
 from swift_rlfactory.runs.folder import TRAJECTORIES
 from swift_rlfactory.runs.log import append_lines
 from swift_rlfactory.trajectory import Trajectory
@@ -32,27 +34,38 @@ class EvalLog:
         """The log of the eval whose output folder is ``folder``."""
         return cls(Path(folder) / TRAJECTORIES)
 
-    def load(self, repair: bool = True) -> dict[tuple[int, int], dict[str, Any]]:
-        """Each episode's latest record by ``(index, sample)``. A last line torn by a crash is cut off (and
-        so re-run) when ``repair``, which only the eval that holds the folder's lock may do; a reader
-        (``select``) skips it, since it may be a line another run is writing. A line further up that is
-        no record (a writer killed mid-line before another appended) is skipped with one warning, never
-        the end of a resume: its episode is not done, so it runs again."""
+    def load(
+        self, repair: bool = True, keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    ) -> dict[tuple[int, int], dict[str, Any]]:
+        """Each episode's latest record by ``(index, sample)``, read line by line; ``keep``: what of a record
+        to hold (the fields a caller needs: a resume needs no conversations), so memory holds that much per
+        episode, never the log. A last line torn by a crash is cut off (and so re-run) when ``repair``, which
+        only the eval that holds the folder's lock may do; a reader (``select``) skips it, since it may be a
+        line another run is writing. A line further up that is no record (a writer killed mid-line before
+        another appended) is skipped with one warning, never the end of a resume: its episode is not done,
+        so it runs again."""
         if not self.path.exists():
             return {}
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            keep = data.rfind(b"\n") + 1
-            if repair:
-                logger.warning("%s: dropping an unfinished last line (it will be re-run)", self.path)
-                with open(self.path, "r+b") as f:
-                    f.truncate(keep)
-            data = data[:keep]
-        done = {}
+        done: dict[tuple[int, int], dict[str, Any]] = {}
         skipped: list[tuple[int, str]] = []
-        for number, record in jsonl.parse_lines(jsonl.decode(data, self.path), self.path, skipped):
+        whole = 0  # bytes of the lines read whole
+        lines = stream.raw_lines(self.path)
+        for number, raw in lines:
+            if not raw.endswith(b"\n"):  # the last line, unfinished
+                lines.close()
+                if repair:
+                    logger.warning("%s: dropping an unfinished last line (it will be re-run)", self.path)
+                    with open(self.path, "r+b") as f:
+                        f.truncate(whole)
+                break
+            whole += len(raw)
+            text = jsonl.decode_line(raw, self.path, number)  # a file in another encoding stops the resume
             try:
-                done[episode_key(record)] = record
+                record = stream.parse(text)
+                if record is not None:
+                    done[episode_key(record)] = keep(record) if keep else record
+            except stream.NotJSON as exc:
+                skipped.append((number, str(exc)))
             except (ValueError, KeyError, TypeError) as exc:
                 skipped.append((number, f"not an evaluation record ({type(exc).__name__}: {exc})"))
         if skipped:

@@ -11,14 +11,16 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from swift_rlfactory.data import jsonl
 from swift_rlfactory.redaction import redact_data
-from swift_rlfactory.runs.resume import latest_lines, logged_step, trajectory_step
+from swift_rlfactory.runs import stream
+from swift_rlfactory.runs.resume import logged_step, trajectory_step
+from swift_rlfactory.runs.stream import Position
 from swift_rlfactory.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -109,33 +111,64 @@ def append_lines(path: Path, text: str) -> None:
         raise OSError(errno.ENOSPC, f"wrote {written} of {len(data)} bytes (disk full?)", str(path))
 
 
-def read_trajectories(path: str | Path) -> list[dict]:
-    """Every line of a trajectory log that counts, parsed; a ``.gz`` log (as the GPU benchmarks return
-    them) is decompressed (:func:`swift_rlfactory.data.jsonl.read_text`). A line that is not JSON (torn by a
-    writer killed mid-line, then appended to by a resumed run) is skipped with one warning naming it, and
-    the lines of steps a resumed run logged again are left out (:mod:`swift_rlfactory.runs.resume`)."""
+def iter_trajectories(path: str | Path) -> Iterator[dict]:
+    """Every line of a trajectory log that counts, parsed, read line by line (:mod:`swift_rlfactory.runs.
+    stream`); a compressed log (``.gz``, as the GPU benchmarks return them) is decompressed as it is read.
+    A line that is not JSON (torn by a writer killed mid-line, then appended to by a resumed run) is
+    skipped with one warning naming it, and the lines of steps a resumed run logged again are left out
+    (:mod:`swift_rlfactory.runs.resume`)."""
     path = Path(path)
     skipped: list[tuple[int, str]] = []
-    found = [record for _, record in jsonl.records(path, skipped)]
+
+    def lines() -> Iterator[tuple[Position, Any]]:
+        skipped.clear()  # each pass reads the file again
+        return stream.log_lines(path, skipped)
+
+    for _, record in stream.counted(lines, _step_of_object):
+        yield record
     if skipped:
         logger.warning(
             "%s: skipped %d lines that are not JSON (torn by a writer killed mid-line?): %s",
             path, len(skipped), "; ".join(f"line {n}: {why}" for n, why in skipped[:3]),
         )  # fmt: skip
-    return latest_lines(found, trajectory_step)
+
+
+def read_trajectories(path: str | Path) -> list[dict]:
+    """:func:`iter_trajectories` as a list, for a log known to be small."""
+    return list(iter_trajectories(path))
+
+
+def last_step_trajectories(path: str | Path) -> tuple[int, list[dict]]:
+    """How many trajectories count in the log, and those of its last step (a line without a step taken
+    for step 0), which ``train``'s summary picks one of: one step's lines in memory, never the log's."""
+    count, last, kept = 0, -1, []
+    for record in iter_trajectories(path):
+        count += 1
+        step = record.get("step") or 0
+        if step > last:
+            last, kept = step, []
+        if step == last:
+            kept.append(record)
+    return count, kept
 
 
 def read_steps(logging_jsonl: Path) -> list[dict]:
     """The per-step training records of an ms-swift ``logging.jsonl`` (the lines that carry ``reward``),
-    each step once: a step logged again by a resumed run counts by its latest line (:mod:`swift_rlfactory.runs.resume`)."""
+    each step once: a step logged again by a resumed run counts by its latest line (:mod:`swift_rlfactory.runs.resume`).
+    The file is read line by line; a line being written (not JSON yet) is skipped."""
     if not logging_jsonl.is_file():
         return []
-    steps = []
-    for line in jsonl.lines(logging_jsonl.read_text()):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:  # a line being written right now
-            continue
-        if "reward" in record:
-            steps.append(record)
-    return latest_lines(steps, logged_step, one_per_step=True)
+
+    def step_of(record: Any) -> int | None:
+        return logged_step(record) if _is_step(record) else None
+
+    lines = partial(stream.log_lines, logging_jsonl)
+    return [r for _, r in stream.counted(lines, step_of, one_per_step=True) if _is_step(r)]
+
+
+def _is_step(record: Any) -> bool:
+    return isinstance(record, dict) and "reward" in record
+
+
+def _step_of_object(record: Any) -> int | None:
+    return trajectory_step(record) if isinstance(record, dict) else None

@@ -44,6 +44,7 @@ from swift_rlfactory.runs.resume import StepLines, trajectory_step
 from .tail import ChainTail
 
 FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt
+GROUPS = 100  # groups the dropdown offers at once (:meth:`TrajectoryIndex.group_choices`)
 ERROR_CHARS = 200  # of an episode's error kept in the index (the table shows the start; the viewer all)
 
 
@@ -270,6 +271,25 @@ class TrajectoryIndex:
             if step is None or entry.step == step:
                 out.setdefault(entry.group, []).append(entry)
         return out
+
+    def group_choices(
+        self, step: int | None = None, selected: str | None = None, limit: int = GROUPS
+    ) -> list[str]:
+        """The groups the page's dropdown offers: at most ``limit`` of ``step``'s (all steps': of the last
+        step, where the log has steps), in order of first appearance, and ``selected`` (the one shown now)
+        among them; a log of 50 000 questions never becomes a dropdown of 50 000. Any other group is
+        reached by its step, or by the text search (the prompt)."""
+        if step is None:
+            step = max((e.step for e in reversed(self.entries) if e.step is not None), default=None)
+        out: dict[str, None] = {}
+        for entry in self.entries:
+            if (step is None or entry.step == step) and entry.group not in out and self.counts(entry):
+                out[entry.group] = None
+                if len(out) >= limit:
+                    break
+        if selected and selected not in out:
+            out[selected] = None
+        return list(out)
 
     def select(self, filters: Filters, limit: int = 200) -> list[Entry]:
         """Entries matching ``filters``, at most ``limit`` (the page never gets the whole log)."""

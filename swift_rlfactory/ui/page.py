@@ -176,7 +176,7 @@ def _table(folder, step, group, reward_min, reward_max, stop, errors_only, text)
         for e in index.select(filters, limit=PAGE)
     ]
     steps = ["all", *map(str, index.steps())]
-    groups = ["all", *index.groups(filters.step)]
+    groups = ["all", *index.group_choices(filters.step, filters.group)]
     stops = ["all", *index.stop_reasons()]
     note = f"{len(rows)} shown of {index.count()} trajectories" + (
         " (first 200)" if len(rows) >= PAGE else ""
