@@ -1,15 +1,7 @@
 """The tool protocol: what every tool backend (Python function, MCP server) looks like to the executor.
 
-A *tool* is something with a name, an OpenAI-style JSON schema for its arguments and an async ``call``.
-Backends that own resources (an MCP server process, an HTTP session pool) are *tool providers*: they are
-started once, hand out their tools, and are closed at the end of the run.
-
-Two kinds of failure are distinguished because the executor treats them differently:
-
-* :class:`ToolError` - the tool ran and said no (bad arguments, a search that found nothing useful, an
-  exception inside a Python tool). The model should see it; retrying would give the same answer.
-* :class:`TransportError` - the tool could not be reached (a server died, a connection dropped). Retrying
-  (after a restart) may well succeed, so the executor retries these and only these.
+Tools, tool providers, and the two kinds of failure (:class:`ToolError`, not retried;
+:class:`TransportError`, retried) are described in docs/tools.md ("The tool protocol").
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Built-in tools, named in an environment's ``tools.builtin`` list, each with optional settings::
+"""Built-in tools, named in an environment's ``tools.builtin`` list, each with optional settings.
 
-    tools:
-      builtin:
-        - run_python                          # the defaults
-        - run_python: {timeout_s: 5, memory_mb: 512}
-
-Each name maps to its settings model (validated when the environment loads, so a typo names the field)
-and to the provider that serves it.
+Each name maps to its settings model and to the provider that serves it; docs/tools.md ("Built-in tools").
 """
 
 from __future__ import annotations

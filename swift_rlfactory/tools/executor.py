@@ -1,26 +1,7 @@
 """The tool executor: every tool call of every trajectory in a batch, concurrently and safely.
 
-A GRPO step asks for many tool calls at once (``num_generations`` × prompts × calls per turn). Running them
-one after another multiplies tool latency by the batch size; running them together costs about one latency.
-The executor runs them together, bounded by:
-
-* a global concurrency limit (protects the machine and remote services),
-* a per-tool limit (a rate-limited API, a single-threaded server),
-* a per-call timeout (a hung call becomes an error observation, even one that ignores cancellation; the
-  rest of the batch is unaffected),
-* retries with exponential back-off on :class:`TransportError` only (a crashed server is restarted by its
-  provider; a tool that *answered* with an error is not asked again),
-* output truncation (an observation never blows up the context): rendering stops at a character budget
-  and the token cut encodes bounded prefixes, off the event loop for long results,
-* an optional cache (see :mod:`.cache`), opt-in per tool, holding the observation the model saw.
-
-Every call produces a :class:`ToolRecord`; failures are records with ``error`` set and an observation
-that tells the model what went wrong. The error boundary spans every step of a call (parsing errors,
-lookup, cache, the tool, rendering, truncation, the tokenizer): nothing here raises into the trainer, and
-one poison call in a batch of a hundred leaves ninety-nine good records.
-
-All work runs on the executor's private :class:`~swift_rlfactory.runtime.loops.LoopThread`, so the same
-executor serves synchronous callers (:meth:`ToolExecutor.execute_batch`) and callers inside another event loop (:meth:`ToolExecutor.aexecute`).
+Its limits (concurrency, timeout, retries, output, cache) and its error boundary: docs/tools.md
+("The executor").
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """Turn whatever a tool returned into the one string the model will read.
 
-Tools return many shapes: plain text, numbers, dicts and lists (Python tools), or MCP ``CallToolResult``
-content blocks (text, images, embedded resources, structured content). The model only ever sees text, so
-this module is the single place that decides how each shape reads. Dicts are rendered as compact JSON, so
-a tool returning a dict never trips a schema validator (RL-Factory issue #111). Media the model cannot see
-(an image, audio, a binary resource) reads as a note of its type and size, never as base64.
-
-Every observation, a result or an error of any backend, leaves through :func:`render_bounded`, which also
-makes the text safe to tokenize, log and print (:func:`_encodable`): control tokens and media tags written
-as text are defused, and raw control characters (a binary file read as text) are written visibly.
-
-Results can be far larger than the model will ever read (a 100 MB page, a list of a million rows), so
-:func:`render_bounded` stops once it has produced ``max_chars`` characters, and :func:`cut` fits the text
-to the token budget by encoding bounded prefixes only, never the whole text, and never every prefix.
+How each shape of result reads, what is defused, and how a result is bounded and cut to its token budget:
+docs/tools.md ("Observations").
 """
 
 from __future__ import annotations
@@ -244,29 +233,9 @@ def cut(
 ) -> tuple[str, int]:
     """Cut ``text`` to at most ``max_tokens`` tokens, saying how much was dropped; returns ``(text, dropped)``.
 
-    The whole observation fits the cap, the marker (``"\\n... [truncated N characters]"``, about 13 Qwen3
-    tokens) included: the context budget of a rollout is planned with ``max_output_tokens``. The marker is
-    budgeted at its longest (the whole text dropped), the longest prefix within the rest is kept, and the
-    joined text is counted once more, since a tokenizer can merge or split tokens where prefix and marker
-    meet; if it is over, the prefix is refitted that many tokens shorter. The result depends on the inputs
-    alone, so a cached observation is the one a fresh call would make. A text that fits is returned whole,
-    even one whose beginning counts more tokens than all of it (``_MERGE_REACH`` says how far that is
-    looked for).
-
-    A cap too small for the full marker even with no text before it (fewer than about 13 tokens) keeps the
-    longest prefix that fits followed by ``"..."``, so the model still sees that the result goes on
-    (:func:`measure` cannot read a count from it). Only a cap too small even for ``"..."`` is exceeded: the
-    observation is then ``"..."`` alone, which takes a tokenizer spending more than ``max_tokens`` tokens on
-    three dots (Qwen3 spends one, as does the four-characters rule). ``dropped`` is exact in every case.
-
-    ``unrendered`` is what :func:`render_bounded` already left out (``None``: an unknown amount), so the marker and
-    ``dropped`` count the whole result, not just ``text``. Without ``max_tokens`` nothing is cut, and the
-    marker is added only for what rendering left out.
-
-    With a ``count_tokens`` function (a tokenizer) the cut is exact; without one it assumes four
-    characters per token, the observation at most ``4 * max_tokens`` characters: that over-estimates tokens
-    for English, but under-estimates them for CJK or emoji text (a character is a token or more there), so
-    pass a tokenizer when the budget must hold for any text.
+    The marker is within the cap; ``unrendered`` is what :func:`render_bounded` already left out (``None``: an
+    unknown amount); without ``count_tokens`` about four characters count as a token. The rules, and the caps too
+    small for the marker: docs/tools.md ("The token cut").
 
     >>> cut("a" * 50, 2)
     ('aaaaa...', 45)

@@ -1,23 +1,7 @@
 """Python functions as tools: ``@tool`` on a typed, docstringed function is the whole tool.
 
-The JSON schema the model sees is derived from the signature (types, defaults) and the docstring (summary
-and per-argument descriptions, Google/NumPy/reST styles), the same way FastMCP does it. Arguments the model
-sends are validated and coerced by pydantic before the function runs, so ``"3"`` reaches an ``int``
-parameter as ``3`` and a missing argument becomes a :class:`ToolError` the model can read.
-
-    @tool
-    def add(a: float, b: float) -> float:
-        \"\"\"Add two numbers.
-
-        Args:
-            a: first addend
-            b: second addend
-        \"\"\"
-        return a + b
-
-Calls run through :class:`~swift_rlfactory.runtime.calls.UserCode` (sync ones on daemon threads, async ones
-awaited, ``@tool(isolation="process")`` in a child interpreter); docs/runtime.md says
-how, and how a returned generator or coroutine is read.
+How the schema is derived and arguments validated: docs/tools.md ("Python tools"); how calls run:
+docs/runtime.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """A set of tool providers started together, with one namespace of unique, valid tool names.
 
-Two MCP servers may both offer ``search``. The first keeps the plain name; later ones are exposed as
-``<provider>_<tool>`` (``<provider>_<tool>_2``, ``_3``, ... if that is taken too, and never another tool's
-own name), and the description of each of them says which server it comes from. The schema the model sees
-carries that public name while the call still reaches the server under its own name.
-
-Every public name is a valid function name, as OpenAI's API requires (``^[a-zA-Z0-9_-]{1,64}$``) and as the
-XML call format needs (a ``>`` in ``<function=t>x>`` ends the tag): other characters become ``_`` and a name
-longer than 64 keeps its start plus a short hash of the whole, so the same tools always get the same names.
-
-Every tool's description and every ``description`` in its parameter schema is rendered into the system
-prompt of every trajectory, and a third-party MCP server may send a manual's worth of text there. With
-``max_description_chars`` each of them keeps its first that many characters and ends with a note saying
-it was cut and how long it was (:func:`capped_spec`), and a start-up warning names the tool. Only the
-prose is cut: parameter names, types, enums and defaults reach the model and the tool as they were. Tool
-schemas that reach the prompt from elsewhere, a dataset row's own ``tools`` column, are cut the same way
-by a :class:`DescriptionCap`.
+How clashing and invalid names are renamed and long descriptions cut: docs/tools.md ("The tool set").
 """
 
 from __future__ import annotations

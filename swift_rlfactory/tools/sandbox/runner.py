@@ -1,29 +1,6 @@
 """The sandbox runner: one untrusted program in bubblewrap, under hard limits, awaited without blocking.
 
-Each call starts a fresh sandbox (about 30 ms on top of the program's own start-up, see
-``benchmarks/sandbox.py``) and nothing survives it::
-
-    setpriv (only when we are root) ─▶ bwrap ─▶ prlimit ─▶ the program
-
-* **bwrap** (`bubblewrap <https://github.com/containers/bubblewrap>`_) unshares every namespace: no
-  network (not even the host's loopback), its own PIDs, IPC and hostname. The host's root is bound read-only,
-  ``/tmp`` and ``/dev/shm`` are private size-capped tmpfs, ``/proc`` is the sandbox's own, ``/dev`` and an
-  empty ``/run`` are read-only. Home folders (``/home``, ``/root``, ``$HOME``) and the working directory
-  are hidden behind empty read-only tmpfs, so a program cannot print a token file or a project's ``.env``
-  into a trajectory; only the program's own installation (the interpreter's prefix) is bound back.
-  ``--die-with-parent`` kills the sandbox if this process dies; when the program's PID 1 ends, the kernel
-  kills every process left in its PID namespace, so a daemon it forked cannot outlive the call.
-* **prlimit** sets CPU seconds, address space (memory), processes, file size and open files inside the
-  sandbox's user namespace, where the process count is the sandbox's own, so 64 sandboxes do not share one
-  budget.
-* **setpriv**: the kernel never enforces the process limit for uid 0, so a run started as root drops to an
-  unprivileged uid (``nobody``) before bwrap. A fork bomb then stops at ``max_processes``.
-
-The wall-clock limit and the output cap are enforced here: output is read as it comes and a program that
-prints past ``max_output_bytes`` is stopped, so printing forever costs the cap, not the host's memory. On
-timeout, overflow or cancellation the whole process group is killed with SIGKILL.
-
-Memory is capped per process (``RLIMIT_AS``): a program may hold at most ``max_processes × memory_mb``.
+The layers (setpriv, bwrap, prlimit), the limits and what each one stops: docs/tools.md ("The sandbox").
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """``run_python``: the built-in code interpreter tool, one fresh sandbox per call.
 
-Enable it in an environment with ``tools: {builtin: [run_python]}``, or with settings::
-
-    tools:
-      builtin:
-        - run_python: {timeout_s: 5, memory_mb: 512, python: /usr/bin/python3}
-
-The model sends a whole program; it sees what the program printed. A program that fails (an exception, a
-non-zero exit, a limit) is a failed tool call whose observation carries the traceback, so
-``tools/error_rate`` counts crashing code and a reward calling ``run_python`` reads ``record.ok``.
-
-Start-up runs the interpreter once in the sandbox, so a host without bubblewrap or user namespaces stops
-the run before any model is loaded, with the reason and what to install.
+How it is enabled, what the model sees and what start-up checks: docs/tools.md ("run_python").
 """
 
 from __future__ import annotations
