@@ -1,24 +1,7 @@
 """Lines of a JSON Lines file, split where JSON Lines splits them, and a dataset file's text as it was saved.
 
-JSON Lines ends a record at ``\\n`` (a ``\\r`` before it is JSON whitespace) and nowhere else. Python's
-``str.splitlines`` also breaks at U+2028 and U+2029 (line and paragraph separators), U+0085, form and
-vertical feeds, and ``json.dumps(..., ensure_ascii=False)`` writes those characters unescaped inside
-strings. A model that writes a line separator into its answer, or a dataset whose text holds one, then
-becomes a record that ``splitlines`` cuts in two, with neither half JSON. Every reader of our JSONL files
-(datasets, eval logs, recorded trajectories) splits them with :func:`lines`.
-
-Dataset files come from every editor and tool: :func:`read_text` reads them as UTF-8 with or without the
-byte order mark Windows tools write (what Python calls ``utf-8-sig``), and names the file and line of
-anything that is not UTF-8 text, so a user knows which file to save again, and decompresses gzip, bzip2
-and xz data (datasets are often shipped as ``.jsonl.gz``, ``.jsonl.bz2`` or ``.jsonl.xz``, and logs come
-back from the GPU benchmarks so).
-
-The compression rule lives here alone (:func:`compression`, :func:`format_suffix`, :func:`read_bytes`): a
-file is compressed when its name ends in ``.gz``, ``.bz2`` or ``.xz`` (any case) or its bytes open with
-that format's magic number (a ``.jsonl`` that was compressed without being renamed); its format is the
-suffix under the compression one (``nq.JSONL.BZ2`` is JSON Lines). Zstandard (``.zst``, or its magic
-number) is refused, naming the file: the standard library has no decoder for it before Python 3.14, and
-one ``zstd -d`` is cheaper than a dependency every install carries.
+The one place of the line rule (docs/run-folder.md, "JSON Lines") and of the compression rule and text
+decoding of dataset files (docs/data.md, "File formats").
 """
 
 from __future__ import annotations

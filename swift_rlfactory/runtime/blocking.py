@@ -1,15 +1,7 @@
 """Run a coroutine to completion from synchronous code, whether or not the calling thread runs a loop.
 
-The synchronous faces of async work (``RewardSpec.score``, ``rescore``, ``run_eval``) are called from
-plain scripts and from places where an event loop already runs in the calling thread: a Jupyter cell
-(IPython runs every cell inside its loop) or a coroutine of an async application. ``asyncio.run`` refuses
-the second ("cannot be called from a running event loop"), so they go through :func:`run` and
-:class:`Runner` instead: with no loop running they are ``asyncio.run`` and ``asyncio.Runner`` themselves;
-with one, the coroutine runs on a fresh loop in a worker thread while the caller waits.
-
-Either way the coroutine sees the caller's context variables and its result or exception comes back as it
-is. The caller's own loop serves nothing while it waits, as with any synchronous call made from a
-coroutine; async code that wants its loop kept serving awaits the async form (``ascore``, ``arescore``).
+Why (a notebook cell, a coroutine calling a sync face) and how: docs/runtime.md ("Loops and blocking
+callers").
 """
 
 from __future__ import annotations

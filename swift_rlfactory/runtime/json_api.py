@@ -1,16 +1,7 @@
 """Text as it travels to and from JSON APIs (MCP servers, OpenAI-compatible chat endpoints), and when to
-ask them again.
+ask them again: :func:`sendable`, :func:`content_text`, :func:`retry_after`.
 
-Three small facts every client of ours needs:
-
-* A lone UTF-16 surrogate (``"\\ud83d"``, half an emoji that a model wrote or a JSON escape produced) is a
-  valid Python string that no UTF-8 body can carry; :func:`sendable` replaces it with U+FFFD, in nested
-  arguments too, so the request goes out instead of failing.
-* An OpenAI-style message's ``content`` is a string, or a list of parts (``{"type": "text", "text": ...}``,
-  images, ...); :func:`content_text` is its text either way.
-* A server that is busy (429, 503) may say when to come back: ``Retry-After`` holds seconds or an HTTP
-  date (RFC 9110). :func:`retry_after` reads both, so a retry does not arrive while the server is still
-  refusing (and spend an attempt on it).
+docs/runtime.md ("Text to and from JSON APIs") says what each one is for.
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """A byte-offset index over ``trajectories.jsonl``, so the viewer never holds the whole log in memory.
 
-One pass reads the file line by line and keeps, per line, where it starts and a small summary (step,
-group, total reward, stop reason, tool calls and errors). A page of results is then a few ``seek`` +
-``readline`` calls, and :meth:`TrajectoryIndex.refresh` reads only the bytes appended since the last pass, so
-a log that grows while a run trains costs only its new lines. A 100 MB log indexes in seconds and then
-answers in milliseconds; text search scans the raw bytes once per query.
-
-Both a training run's log (``step`` per line) and an eval output's (``index``/``sample`` per line) are read:
-a *group* is the trajectories of one prompt in one step (GRPO's group) or the samples of one eval question.
-An eval episode that failed on every attempt is a line with ``failed: true`` and its ``error`` instead of a
-trajectory: its stop reason here is :data:`FAILED`, so the stop-reason filter finds it. The next eval run
-with the same ``--output`` tries it again and appends the new line, so an eval log can hold several lines of
-one ``(index, sample)`` episode: as for ``eval`` itself (:meth:`~swift_rlfactory.runs.eval_log.EvalLog.load`),
-the last one counts. The table, the filters and the counts show that one only (it knows its earlier
-attempts, :attr:`Entry.earlier`); an earlier line is still read by its number.
-
-A training line is known by its ``step`` alone (it has no id of its own). The lines of steps that a
-*resumed* run (``--resume_from_checkpoint`` into the same folder, or a new run there) logged again are
-replaced by its lines, by the rule every reader of a run's logs follows (:mod:`swift_rlfactory.runs.resume`,
-as the Live metrics tab does with ``logging.jsonl``). The replaced lines are left out of the table, the
-filters and the counts and are still read by their number (:meth:`TrajectoryIndex.resumed_by`). A run
-resumed into a folder of its own is indexed with the logs of the runs it continues, oldest first.
-
-Lines are read by :class:`~swift_rlfactory.ui.tail.JsonlTail` (a torn last line waits, a replaced file
-is indexed again from its start). A line is whatever was written: fields of the wrong type count as
-missing, and a line that is not a JSON object is skipped.
+What it keeps per line, how eval retries and resumed runs count, and what is skipped: docs/ui.md
+("The trajectory index").
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
 """Reading a JSON Lines file that is still being written: each read returns only what was appended since.
 
-A training run appends to ``logging.jsonl`` and ``trajectories.jsonl`` while the viewer reads them, so both
-readers (:class:`~swift_rlfactory.ui.runs.MetricLog`, :class:`~swift_rlfactory.ui.index.TrajectoryIndex`)
-keep a :class:`JsonlTail` and parse each line once. Its rules:
-
-* A line counts once its ``\\n`` is written: a last line without one is still being written (or was torn by
-  a crash) and is read whole by a later read (a torn one that a resumed writer appends to becomes a line
-  that is not JSON, below). A ``\\r\\n`` line end is one too (its ``\\r`` is JSON whitespace), a UTF-8 byte
-  order mark opening a line is read past, a blank line is nothing.
-* Another file at the path (a new run in the same folder, a log deleted or emptied and written again),
-  told by being shorter than what was read, by its inode, or by a first line other than the one read, is
-  read again from its start, and the read says so (``restarted``), so the reader drops what it built from
-  the old file.
-* A line that is not a JSON object (torn in the middle of the file, hand-edited, another tool's) is left
-  out with a warning naming its line, and counted (:attr:`JsonlTail.skipped`), so the page can say so; the
-  lines after it are read as usual. The warning never quotes the line: a log line may hold a credential.
-* A missing file (not written yet, or removed while it is being read) has no new lines; what was read stays.
-
-A tail is not thread-safe: its reader holds its own lock around a read and what it builds from it.
+When a line counts, when the file is read again from its start, what is skipped and counted: docs/ui.md
+("Reading a log while it is written"). A tail is not thread-safe: its reader holds its own lock.
 """
 
 from __future__ import annotations
