@@ -1,16 +1,7 @@
 """ms-swift's inference engines as the agent loop's policy, for evaluation.
 
-:class:`SwiftPolicy` loads a model (plus a LoRA adapter) in ms-swift's ``TransformersEngine`` or
-``VllmEngine`` and hands out one :class:`SwiftEpisode` per trajectory, whose ``generate`` is the
-:data:`~swift_rlfactory.rollout.episode.Generate` that :func:`~swift_rlfactory.rollout.episode.run_episode`
-drives. The prompt is the one training rollouts see, token for token:
-
-* the system prompt and tool schemas go into the system message through the same
-  :func:`~.swift_template.set_system_prompt` the scheduler uses;
-* earlier assistant turns are fed back as the ids the engine sampled (response prefix such as Qwen3's
-  empty think block included, the turn-end token dropped), as ms-swift's multi-turn driver does, rather
-  than as re-encoded text, which the template would strip of its think block and could tokenise
-  differently.
+:class:`SwiftPolicy` hands out one :class:`SwiftEpisode` per trajectory, whose prompt is the one training
+rollouts see, token for token: docs/eval.md ("An ms-swift inference engine").
 """
 
 from __future__ import annotations
@@ -204,14 +195,9 @@ class SwiftEpisode:
     def _config(self, request: InferRequest) -> RequestConfig:
         """The sampling settings of ``request``: the policy's, unless its prompt leaves less room than
         ``max_tokens`` in the context (the model's length, or a shorter ``max_length``) on the transformers
-        engine.
-
-        That engine batches the requests in flight that share their settings, and sizes the completions of
-        a batch by its longest prompt: one prompt 6 tokens short of the model's length cut every episode of
-        its batch to 6 tokens, and one of the whole length failed them all ("leaves no room for
-        generation"). A prompt with less room gets its own ``max_tokens`` here, which puts it in a batch of
-        its own, and one with no room fails its own episode: what vLLM, which sizes each request alone,
-        does with both."""
+        engine; then its own ``max_tokens`` (a batch of its own), and with no room its own episode fails. Why:
+        docs/eval.md ("An ms-swift inference engine").
+        """
         policy, limit = self.policy, self.policy.context_limit
         if not limit:
             return policy.request_config

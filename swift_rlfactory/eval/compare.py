@@ -3,14 +3,7 @@
     python -m swift_rlfactory.eval.compare NAME=eval-a.json NAME=eval-b.json ... [--validation [NAME=]validation.json ...]
         [--out DIR]
 
-Each file is the ``metrics.json`` of one ``swift-rlfactory eval`` run grouped by ``split``, ``cell`` and
-``family`` (what ``benchmarks/deepsearch/h200.sh`` writes as ``eval-*.json``). The first file is the
-baseline: every other column also shows its change against it, so "GRPO's own gain over the SFT model"
-reads off one table. With ``--validation`` (the ``validation.json`` of h200.sh's ``validate`` phase) it
-also draws ``validation.png``: validation EM and searches per question at every scored checkpoint.
-
-Writes ``report.md`` (and the PNG) into ``--out`` (default: the current folder) and prints the tables.
-How much two columns may differ by chance is in ``benchmarks/deepsearch/RESULTS.md`` ("How much noise").
+What it reads and writes (report.md, validation.png): docs/eval.md ("Comparing evaluations").
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Why questions fail: each episode of an evaluation sorted into one kind of outcome, per model.
 
-Reads the ``trajectories-*.jsonl.gz`` files the h200.sh evaluations keep beside their ``eval-*.json``
-(``swift-rlfactory eval``'s episodes: the row, the tool calls with their observations, the messages and the
-rewards) and prints one markdown table row per file::
-
     python -m swift_rlfactory.eval.failures deepsearch sft=ds/trajectories-sft.jsonl.gz grpo=ds/trajectories-trained.jsonl.gz
     python -m swift_rlfactory.eval.failures arithmetic step-0=ar/trajectories-step-0.jsonl.gz step-75=ar/trajectories-step-75.jsonl.gz
 
-``deepsearch`` looks at the two-hop questions of test and holdout and asks, for each miss, which search
-went wrong: the first (the bridge passage, with the answer's name in it, did not come back), the choice of
-the name (the answer is another name the bridge passage prints, or a title the second search brought that
-the passage does not name), or the reading (the second search brought the answer's article and the model
-answered another title); what is left is an answer from none of those, or none. ``arithmetic`` looks at the GSM-Symbolic split (``family: gsm_symbolic``): no
-tool call, only failed calls, the right result seen but not answered, a non-integer last result (an
-expression no story of whole things gives), or a wrong expression.
+What each task's kinds of failure are: docs/eval.md ("Why questions fail").
 """
 
 from __future__ import annotations

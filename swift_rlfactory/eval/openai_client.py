@@ -1,34 +1,7 @@
 """A model behind an OpenAI-compatible chat endpoint (``swift deploy``, ``vllm serve``, SGLang, ...).
 
-Each turn is ``POST {base_url}/chat/completions`` with the conversation so far. What is sent matters for
-evaluating what was trained:
-
-* **Tools go into the system message, not the ``tools`` field.** The schemas are rendered by the same
-  :func:`~swift_rlfactory.adapters.swift_template.set_system_prompt` the training scheduler uses, with
-  the agent template of ``template`` (hermes by default), so the system text is the trained one whatever
-  the server's own tool rendering. Without ``tools`` in the request a server's tool-call parser stays
-  off, and ``<tool_call>`` blocks come back as plain text for our parser, as in training.
-* **No stop strings by default.** The server's chat template ends each turn at the model's end-of-turn
-  token (``<|im_end|>`` for Qwen) and returns ``finish_reason: "stop"``; cutting at ``</tool_call>``
-  would lose the second call of a multi-call turn, and parsing handles whatever the turn holds. A
-  turn cut by ``max_tokens`` comes back as ``"length"``, which ends the episode as in training.
-  An end token left in the text (servers that keep special tokens) is removed.
-* Observations are sent as ``{"role": "tool"}`` messages; the server's chat template wraps them
-  (``<tool_response>`` for Qwen), as ms-swift's does.
-* A server that parses tool calls anyway (``message.tool_calls``) has them written back after the text
-  in the format the template asks for (hermes ``<tool_call>`` blocks, or Qwen3.5's XML), so they run; content given as parts is joined from its text parts.
-  Any other shape of answer fails the episode with the endpoint's URL and the start of its body.
-* Requests go through :class:`~swift_rlfactory.runtime.chat.ChatClient`: each attempt bounded as a whole by
-  ``timeout_s`` (``eval --timeout``, default 600 s), a server that trickles its answer too, and retried by
-  its one rule (transport errors, timeouts, 408/409/429/5xx; the server's ``Retry-After`` honoured); any
-  other error status fails the episode.
-* The API key (and a password in ``base_url``) is recorded as a secret: no error or log shows it. Lone
-  surrogates in a message (half an emoji) are sent as U+FFFD, since no HTTP body can carry them.
-
-The rest of the prompt (role markers, the generation prompt, how earlier turns are re-rendered) is the
-server's chat template; serve with ``swift deploy --template T`` to get ms-swift's own rendering, and pass
-``extra_body={"chat_template_kwargs": {"enable_thinking": False}}`` for Qwen3 on vLLM/SGLang to match
-``--template qwen3``'s empty think block.
+What is sent each turn (tools in the system message, no stop strings, observations as tool messages), how
+answers are read and requests retried: docs/eval.md ("A model behind an OpenAI-compatible endpoint").
 """
 
 from __future__ import annotations
@@ -61,7 +34,7 @@ class OpenAIChatPolicy:
             replies are parsed in (``qwen3_5``: Qwen3.5's XML calls); ``None``: hermes tools, no default.
         temperature, top_p, max_tokens: sampling per turn.
         max_length: context budget for ending episodes with ``context`` (``None``: no check).
-        stop: extra stop strings (none by default, see the module docstring).
+        stop: extra stop strings (none by default; docs/eval.md says why).
         extra_body: merged into every request body (``chat_template_kwargs``, ``top_k``, ``seed``, ...).
         count_tokens: exact token counter for observations (a tokenizer); else about 3 characters a token.
         timeout_s: seconds one request attempt may take, the whole answer included.

@@ -1,22 +1,7 @@
 """The evaluation loop: every (question, sample) through the training agent loop, resumably.
 
-One coroutine per episode, at most ``concurrency`` in flight, each the same
-:func:`~swift_rlfactory.rollout.episode.run_episode` that training's server mode runs, with the
-environment's executor, turn limits and reward spec::
-
-    dataset row ─▶ policy.render_prompt ─▶ run_episode(generate, env.executor) ─▶ Trajectory
-               ─▶ env.reward + em/f1 ─▶ one line of trajectories.jsonl
-
-The engine is behind a small :class:`Policy` protocol (ms-swift engines in
-:mod:`swift_rlfactory.adapters.swift_infer`, an OpenAI-compatible endpoint in :mod:`.openai_client`), so
-this module decides nothing about models. Each episode is appended as soon as it ends, so a stopped run
-loses only the episodes in flight; :class:`EvalLog` reads back what is done and the next run skips it. An
-episode that fails on every attempt (the endpoint answers 401, a prompt over the engine's limit) is a line
-too, with its error instead of a trajectory: it counts as a wrong answer, and the next run asks again.
-
-A line counts for a dataset row only while the row is what it scored against (:func:`current_records`):
-the same question and the same other columns (``golden_answers``/``solution``, and whatever else a reward
-may read). Fix a golden answer and the next run re-runs that question, and its old score is dropped.
+The loop, the :class:`Policy` protocol, what a resumed run skips and how dataset rows are read and skipped:
+docs/eval.md ("The evaluation loop").
 """
 
 from __future__ import annotations
@@ -109,30 +94,9 @@ def load_dataset(
 ) -> dict[int, dict[str, Any]]:
     """Dataset rows as ms-swift rows, by their position in the file, from ``.jsonl``, ``.json`` (a list) or Search-R1 ``.parquet``.
 
-    A row with ``messages`` is used as is (``solution`` / ``golden_answers`` hold the reference); a
-    FlashRAG / Search-R1 record ``{question, golden_answers}`` is converted by
-    :func:`~swift_rlfactory.data.qa.convert_qa_record`. Files are read by
-    :func:`~swift_rlfactory.data.qa.read_records` (UTF-8 with or without a byte order mark,
-    ``\\r\\n`` or ``\\n`` line ends, ``.gz``/``.bz2``/``.xz``, DPR's ``.csv``/``.tsv``).
-
-    A row that cannot be scored is skipped here, never scored 0 once the model has run, and never the end
-    of the whole eval: one warning says how many were skipped and why, naming the line (``.jsonl``) or
-    record of each reason's first ones; a file with no row that can be scored raises ``ValueError``
-    naming it and why. Skipped are a line that is not JSON, a row without a question (no user message,
-    or an empty one), SQuAD v2's unanswerable questions, and a row without a field of ``requires``
-    (field -> the rewards that need it, as
-    :attr:`~swift_rlfactory.rewards.registry.RewardSpec.required_fields` gives it; ``golden_answers`` is
-    any reference answer, :func:`~swift_rlfactory.data.answers.reference_answers`). Rows without a reference
-    answer are otherwise taken, because not every task has one: examples/code scores a function by the
-    row's hidden tests. Such rows are counted and left out of EM, F1 and pass@k
-    (:func:`~.metrics.summarize`), never scored 0.
-
-    ``skipped``: a list that receives each skipped row (where, why, position), for the caller to count
-    (``metrics.json``'s ``skipped_rows``) or to keep its place (:func:`skipped_row`). A row's position (its key, the ``index`` of its episodes in
-    ``trajectories.jsonl``) counts the skipped rows before it
-    (:attr:`~swift_rlfactory.data.qa.DatasetRecord.position`), so fixing a skipped row later
-    and resuming runs that row and leaves every other row's results where they were. ``limit`` keeps the
-    first ``limit`` rows that can be scored.
+    Rows that cannot be scored are skipped (and appended to ``skipped``), never scored 0; rows without a
+    reference answer are kept but left out of EM, F1 and pass@k. ``limit`` keeps the first ``limit`` rows that
+    can be scored. The rules: docs/eval.md ("Dataset rows").
     """
     path = Path(path).expanduser()
     skipped = [] if skipped is None else skipped
