@@ -1,16 +1,6 @@
 """``swift-rlfactory``: train, evaluate, try tools before training, and find the ms-swift plugin.
 
-    swift-rlfactory train [--model M] [--env ENV.yaml] [-- SWIFT_RLHF_FLAGS]  # GRPO; no args: CPU demo
-    swift-rlfactory eval --env ENV.yaml --model M --dataset D --output DIR  # EM, F1, reward, pass@k
-    swift-rlfactory tools list ENV.yaml                 # every tool and the schema the model sees
-    swift-rlfactory tools call ENV.yaml NAME '{"a": 1}' # one real call: observation, latency, cache status
-    swift-rlfactory rewards ENV.yaml --trajectories F   # re-score recorded trajectories with ENV's rewards
-    swift-rlfactory plugin-path                         # the file to pass to --external_plugins
-    swift-rlfactory web-ui [--port 7860]                # ms-swift's web UI plus the Agent RL tab
-    swift-rlfactory view RUN_OR_EVAL_DIR                # metrics and trajectories of one run, read-only
-
-Exit codes: 0 success, 1 the tool call (or some eval episodes) failed, 2 the environment or the arguments
-are invalid, 3 an eval's robustness alarm with ``--fail-on-alarm``.
+The subcommands and exit codes: docs/README.md ("The command line").
 """
 
 from __future__ import annotations
