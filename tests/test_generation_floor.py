@@ -74,3 +74,49 @@ def test_train_sequence_is_the_whole_conversation_and_its_prompt_length(tokenize
     first_turn = turn_requests(row, tokenizer, max_tokens=256)[0]
     assert prompt == len(first_turn.prompt_ids) and ids[:prompt] == first_turn.prompt_ids
     assert tokenizer.decode(ids[prompt:]).count("120") == 3  # two tool results and the answer
+
+
+def test_summary_tables_ratio_to_eager_peak_memory_and_generation_over_floor(tmp_path, capsys):
+    import summarize
+
+    colo = tmp_path / "colo"
+    (colo / "mem").mkdir(parents=True)
+    (tmp_path / "floor").mkdir()
+
+    def log(tag: str, step_s: float, gen_s: float) -> None:
+        rows = [
+            {
+                "step_time": step_s * (3 if i == 1 else 1),
+                "timeline/generation_s": gen_s,
+                "memory(GiB)": 9.0,
+                "global_step/max_steps": f"{i}/3",
+                "completions/mean_length": 30,
+                "tools/calls_per_trajectory": 0.5,
+            }
+            for i in (1, 2, 3)
+        ]  # step 1 is warm-up: three times slower, left out of the medians
+        (colo / f"{tag}_rlfactory-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    log("eager", 4.0, 3.0)
+    log("graphs", 1.0, 0.5)
+    (colo / "mem" / "eager_rlfactory-0.csv").write_text("100\n2000\n1500\n")
+    (colo / "mem" / "graphs_rlfactory-0.csv").write_text("2200\n")
+    (tmp_path / "phases.tsv").write_text("eager\t0\t0\t30\n")
+    steps = {"2": {"floor_s": 0.25}, "3": {"floor_s": 0.5}}
+    (tmp_path / "floor" / "gen-graphs.json").write_text(json.dumps({"steps": steps}))
+    summarize.main([str(tmp_path)])
+    settings, floors = capsys.readouterr().out.split("## Floors")
+
+    def rows(text: str) -> dict[str, list[str]]:
+        return {
+            line.split(" | ")[0].strip("| "): line.split(" | ")
+            for line in text.splitlines()
+            if line.startswith("| ")
+        }
+
+    eager, graphs = rows(settings)["eager"], rows(settings)["graphs"]
+    assert eager[2] == "1.00x" and graphs[2] == "4.00x"  # medians of steps 2-3: 4 s and 1 s
+    assert eager[9:11] == ["2000", "9.0"] and graphs[9] == "2200"
+    assert eager[11] == "10"  # start-up: 30 s of wall time less the steps (12 + 4 + 4 s)
+    generation = rows(floors)["graphs"]  # 0.5 s against floors of 0.25 and 0.5 s: the median of 2x and 1x
+    assert [c.strip(" |") for c in generation[2:5]] == ["0.500", "0.375", "1.50"]

@@ -40,8 +40,9 @@ phase() {  # NAME COMMAND...: run one phase, record its start, end, status and s
 }
 grid_run() { TAG=$1 VLLM_ARGS="${FLAGS[$1]}" SCHEDULERS=rlfactory LEARNING_RATE=0 \
   bash benchmarks/colocate_h200.sh 0 "${GRID_STEPS:-6}" "$R/colo"; }
-floors() {
+floors() {  # floor.py imports the project (colocate_h200.sh puts it on the path itself)
   local f=benchmarks/generation/floor.py
+  export PYTHONPATH="$PWD:${PYTHONPATH:-}"
   python3 $f gen --traj "$R/colo/traj/eager_rlfactory-0.jsonl" --model /tmp/qwen05 --out "$R/floor/gen-eager.json" --enforce-eager true
   python3 $f gen --traj "$R/colo/traj/graphs_rlfactory-0.jsonl" --model /tmp/qwen05 --out "$R/floor/gen-graphs.json" --enforce-eager false
   python3 $f train --traj "$R/colo/traj/eager_rlfactory-0.jsonl" --model /tmp/qwen05 --out "$R/floor/train-eager.json"
