@@ -15,13 +15,23 @@
 # SERVER_GPUS (default "0 1": rollout GPU, trainer GPU). "0 0" runs both on one GPU: the rollout server gets
 # 0.35 of its memory, and the two processes get different NCCL_HOSTIDs, so NCCL's weight-sync communicator
 # takes them for two hosts (it refuses two ranks on one device of one host) and talks over loopback sockets.
+# VLLM_ARGS (default none): extra colocate vLLM flags, after the defaults, so they override them (e.g.
+# "--vllm_enforce_eager false --sleep_level 1"); TAG names such a variant: runs are then TAG_<sched>-<latency>.
+# WORKLOAD: arith (default: the calculator, slow_calc) or lookup (every question needs two lookups,
+# environments/lookup). Each run also keeps its trajectories.jsonl in OUT/traj/ and, where nvidia-smi
+# exists, the GPU's used memory every 0.5 s in OUT/mem/ (MiB, one line a sample).
 set -euo pipefail
 latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}; mode=${4:-colocate}
 source /tmp/device_env.sh >/dev/null
-export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_ENV=$PWD/benchmarks/environments/slow_calc/env.yaml
+workload=${WORKLOAD:-arith}
+case "$workload" in arith) envdir=slow_calc ;; lookup) envdir=lookup ;; *) echo "unknown WORKLOAD $workload" >&2; exit 2 ;; esac
+export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_ENV=$PWD/benchmarks/environments/$envdir/env.yaml
 export RLFACTORY_BENCH_LATENCY=$latency
-mkdir -p "$out" /tmp/bench
-python3 - <<'PY'
+read -r -a vllm_extra <<< "${VLLM_ARGS:-}"
+prefix=${TAG:+${TAG}_}
+mkdir -p "$out/traj" "$out/mem" /tmp/bench
+data=/tmp/bench/$workload.jsonl
+if [ "$workload" = lookup ]; then python3 benchmarks/environments/lookup/data.py "$data"; else python3 - <<'PY'; fi
 import json, random
 rng = random.Random(0)
 with open("/tmp/bench/arith.jsonl", "w") as f:
@@ -30,10 +40,11 @@ with open("/tmp/bench/arith.jsonl", "w") as f:
         f.write(json.dumps({"messages": [{"role": "user", "content": f"What is ({a} + {b}) * {c}?"}],
                             "solution": str((a + b) * c)}) + "\n")
 PY
-server=
+server= sampler=
 stop_server() {  # by PID: the server's exit status (killed) must not end the script under set -e
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  server=
+  if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; fi
+  server= sampler=
 }
 trap stop_server EXIT
 read -r rollout_gpu train_gpu <<< "${SERVER_GPUS:-0 1}"
@@ -46,12 +57,12 @@ fi
 for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
   case "$mode" in
     colocate)
-      name=$sched-$latency
+      name=$prefix$sched-$latency
       rollout=(--multi_turn_scheduler "$sched" --max_turns 3
                --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 --vllm_enforce_eager true
-               --vllm_max_model_len 4096) ;;
+               --vllm_max_model_len 4096 "${vllm_extra[@]}") ;;
     server|server-async)
-      name=$mode-$sched-$latency
+      name=$prefix$mode-$sched-$latency
       env "${rollout_env[@]}" CUDA_VISIBLE_DEVICES="$rollout_gpu" python3 -m swift.cli.rollout \
         --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
         --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler "$sched" --max_turns 3 \
@@ -66,9 +77,13 @@ for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
   esac
   dir=/tmp/bench/$name
   rm -rf "$dir"
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$out/mem/$name.csv" &
+    sampler=$!
+  fi
   env "${train_env[@]}" python3 -m swift.cli.rlhf --rlhf_type grpo \
     --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
-    --dataset /tmp/bench/arith.jsonl --external_plugins benchmarks/baseline_plugin.py \
+    --dataset "$data" --external_plugins benchmarks/baseline_plugin.py \
     --reward_funcs rlfactory --callbacks rlfactory "${rollout[@]}" \
     --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
     --torch_dtype bfloat16 --learning_rate "${LEARNING_RATE:-1e-4}" --beta 0.0 --temperature 1.0 \
@@ -77,6 +92,7 @@ for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
     --output_dir "$dir" --add_version false --dataloader_num_workers 0 --dataset_num_proc 1 \
     --report_to none --check_model false --seed 42 > "$out/$name.log" 2>&1
   cp "$dir/logging.jsonl" "$out/$name.jsonl"
+  cp "$dir/trajectories.jsonl" "$out/traj/$name.jsonl" 2>/dev/null || true
   stop_server
 done
 python3 benchmarks/summarize_colocate.py "$out"/*.jsonl

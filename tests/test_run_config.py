@@ -68,6 +68,8 @@ def test_cpu_flags_come_from_the_device_not_from_the_caller(tmp_path: Path):
     gpu = RunConfig(model=str(tmp_path / "m")).resolved(gpu=True)
     flags = _flags(swift_rlhf(gpu, choose_model(gpu.model), "d", tmp_path).argv)
     assert flags["--torch_dtype"] == "bfloat16" and flags["--vllm_mode"] == "colocate"
+    # the fastest setting measured that fits (benchmarks/generation/RESULTS.md): CUDA graphs, vLLM asleep
+    assert (flags["--vllm_enforce_eager"], flags["--sleep_level"]) == ("false", "1")
 
 
 def test_docs_run_md_lists_every_field_as_run_config_declares_it():
