@@ -15,8 +15,9 @@ from swift_rlfactory.data.answers import reference_answers
 class ToolEnv(Protocol):
     """What :meth:`Trajectory.call_tool` needs: an environment that runs one tool call by name."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        """Run the call; returns its ``ToolRecord`` (a failure is a record with ``error`` set)."""
+    async def call_tool(self, name: str, arguments: dict[str, Any], **episode: Any) -> Any:
+        """Run the call (``state=`` the episode's, when the trajectory has one); returns its ``ToolRecord``
+        (a failure is a record with ``error`` set)."""
         ...
 
 
@@ -34,6 +35,8 @@ class Trajectory:
         turn_rewards: per-turn component -> one score per assistant turn, and ``"total"``.
         reward_errors: component name -> why it scored its fallback (``timeout``, ``non_finite``, ...).
         tool_env: the environment whose tools :meth:`call_tool` reaches; never serialised.
+        state: the episode's final state (what the environment's ``episode.setup`` made, as its tools left
+            it), ``None`` without ``episode:``; torn down after the rewards; never serialised.
         error: with stop reason ``error``, where and why.
     """
 
@@ -47,6 +50,7 @@ class Trajectory:
     reward_errors: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     tool_env: ToolEnv | None = field(default=None, repr=False, compare=False)
+    state: Any = field(default=None, repr=False, compare=False)
 
     @property
     def final_response(self) -> str:
@@ -79,12 +83,15 @@ class Trajectory:
                 "this trajectory has no environment attached: call_tool works in rewards run by "
                 "--reward_funcs rlfactory and by swift-rlfactory eval"
             )
-        return await self.tool_env.call_tool(name, dict(arguments or {}))
+        if self.state is None:
+            return await self.tool_env.call_tool(name, dict(arguments or {}))
+        return await self.tool_env.call_tool(name, dict(arguments or {}), state=self.state)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form for ``trajectories.jsonl`` (without the attached environment)."""
-        data = asdict(replace(self, tool_env=None))
+        """Plain-JSON form for ``trajectories.jsonl`` (without the attached environment and state)."""
+        data = asdict(replace(self, tool_env=None, state=None))
         data.pop("tool_env")
+        data.pop("state")
         return data
 
     @classmethod

@@ -9,6 +9,7 @@ driver and where errors stop is in ``docs/run.md``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -29,6 +30,7 @@ from swift_rlfactory.runs.log import TrajectoryLog
 from swift_rlfactory.runtime.json_api import content_text
 
 from ..env.environment import Environment
+from ..env.episode import snapshot
 from ..env.prompt_size import check_prompt_room
 from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
@@ -75,6 +77,7 @@ class _Episode:
     group_size: int | None = None  # trajectories of this prompt started together (a GRPO group), if > 1
     error: str | None = None  # why it failed; its next on_turn_end ends it with stop reason "error"
     parse: CallParser | None = None  # its turns' call parser, made at its first turn's end
+    key: str | None = None  # its episode state's key in env.episodes (the request uuid), once set up
 
 
 class RLFactoryScheduler(MultiTurnScheduler):
@@ -89,6 +92,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         self.episodes: dict[str, _Episode] = {}
         self._in_flight = 0  # tool calls awaited by on_turn_end now, all trajectories
         self._logged: set[tuple[str, str]] = set()  # failure kinds whose traceback was logged
+        self._closing: set[asyncio.Task[None]] = set()  # server mode's teardowns in flight
         self.max_context: int | None = None
         self.reserve_tokens = 0
         if RUN.tokenizer is None:
@@ -137,6 +141,19 @@ class RLFactoryScheduler(MultiTurnScheduler):
         for group in episodes.values():  # colocate passes whole groups; server mode one request at a time
             for episode in group:
                 episode.group_size = len(group) if len(group) > 1 else None
+        await asyncio.gather(*(self._set_up(request) for request in requests))
+
+    async def _set_up(self, request) -> None:
+        """Make the trajectory's episode state from its row, keyed by its uuid (each GRPO group member has
+        its own); a setup that fails ends the trajectory at its first turn's end with stop ``error``."""
+        episode = self.episodes[request.uuid]
+        if episode.error is not None or not RUN.env(episode.env_path).episodes.enabled:
+            return
+        try:
+            await RUN.env(episode.env_path).episodes.open(request.uuid, _row(request))
+            episode.key = request.uuid
+        except Exception as exc:
+            episode.error = self._failure("episode setup", request, exc)
 
     async def on_turn_end(self, infer_request, response_choice, current_turn: int) -> dict[str, Any]:
         """Decide, and run this turn's tool calls (all trajectories of the batch await here together)."""
@@ -186,7 +203,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         plan = self._plan(response_choice, current_turn, env, episode, infer_request.tools)
         if plan.finished:
             return self._finish(infer_request, episode, plan.stop_reason, current_turn)
-        records = await self._execute(env, plan.calls)
+        records = await self._execute(env, plan.calls, env.episodes.state(episode.key))
         episode.calls.extend(record_dicts(records, current_turn))
         episode.pending = records
         episode.tokens += self._observation_tokens(records)
@@ -194,7 +211,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
             return self._finish(infer_request, episode, "context", current_turn)
         return {"done": False}
 
-    async def _execute(self, env: Environment, calls: Sequence[Any]) -> list[ToolRecord]:
+    async def _execute(self, env: Environment, calls: Sequence[Any], state: Any) -> list[ToolRecord]:
         """Run one turn's calls, bounded by a watchdog in case a tool or backend ignores its own timeout.
 
         The executor ends every call within ``(retries + 1)`` timeouts plus back-off once it holds its
@@ -217,7 +234,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
             per_call = max(env.executor.call_bound_s(name) for name in names)
             deadline = 2 * waves * per_call + WATCHDOG_GRACE_S
             try:
-                return await asyncio.wait_for(env.executor.aexecute(calls), deadline)
+                return await asyncio.wait_for(env.executor.aexecute(calls, state), deadline)
             except TimeoutError:
                 raise TimeoutError(f"tool calls did not finish within the {deadline:g} s watchdog") from None
         finally:
@@ -292,13 +309,42 @@ class RLFactoryScheduler(MultiTurnScheduler):
             infos["error"] = episode.error or self._failure("_finish", infer_request, exc)
         if infos["stop_reason"] != ERROR:  # a failed trajectory scores 0 without its rewards
             self._prefetch_rewards(infer_request, episode, infos)
+        if episode.key is not None:
+            self._hand_over(episode, infos)
         return {"done": True, "rollout_infos": {INFO_KEY: infos}}
+
+    def _hand_over(self, episode: _Episode, infos: dict[str, Any]) -> None:
+        """Leave the ended trajectory's state to its rewards, which tear it down after scoring.
+
+        Colocated, the reward runs in this process and finds the live state by ``infos["episode"]``; it
+        waits at most ``episode.reward_wait_s``. In server mode the reward runs in the trainer's process:
+        it gets a JSON copy (``infos["state"]``) and the state is torn down here and now.
+        """
+        episodes = RUN.env(episode.env_path).episodes
+        infos["episode"] = episode.key
+        if self.infer_engine is None:
+            episodes.close_later(episode.key)
+            return
+        infos["state"] = snapshot(episodes.state(episode.key))
+        task = asyncio.get_running_loop().create_task(episodes.close(episode.key))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def run(self, infer_request, request_config, **kwargs):
+        """Server mode's driver of one trajectory; a trajectory cancelled or failed before its end still
+        has its episode state torn down."""
+        try:
+            return await super().run(infer_request, request_config, **kwargs)
+        finally:
+            episode = self.episodes.pop(infer_request.uuid, None)
+            if episode is not None and episode.key is not None:
+                await asyncio.shield(RUN.env(episode.env_path).episodes.close(episode.key))
 
     def _prefetch_rewards(self, infer_request, episode: _Episode, infos: dict[str, Any]) -> None:
         """Let rewards that can (model judges) start on the finished trajectory while the rest of the batch
         is still generating; the reward call picks their results up."""
         try:
-            row = {k: v for k, v in (infer_request.data_dict or {}).items() if k not in NOT_ROW}
+            row = _row(infer_request)
             env = RUN.env(episode.env_path)
             trajectory = trajectory_from_infos(infos, row)
             trajectory.tool_env = env
@@ -334,6 +380,12 @@ class RLFactoryScheduler(MultiTurnScheduler):
     def _find_turn_end_id(self) -> int | None:
         """The end-of-turn token that ChatML templates render again before a tool block, if any."""
         return turn_end_id(self.tokenizer, self.template)
+
+
+def _row(request: Any) -> dict[str, Any]:
+    """The request's dataset row as rewards see it (ms-swift's bookkeeping keys left out)."""
+    data = request.data_dict if isinstance(request, RowRequest) else None
+    return {k: v for k, v in (data or {}).items() if k not in NOT_ROW} if isinstance(data, dict) else {}
 
 
 def _row_env(request: Any) -> Any:
@@ -374,6 +426,10 @@ class RLFactoryReward(AsyncORM):
 
     async def __call__(self, completions: list[str], **kwargs) -> list[float]:
         trajectories = build_trajectories(completions, kwargs, RUN.tokenizer)
+        infos = [
+            (info or {}).get(INFO_KEY) or {}
+            for info in kwargs.get("rollout_infos") or [{}] * len(completions)
+        ]
         by_env: dict[str, tuple[Any, list[int]]] = {}
         for i, trajectory in enumerate(trajectories):
             if trajectory.stop_reason == ERROR:  # failed inside the plugin: reward 0, nothing to score
@@ -397,9 +453,19 @@ class RLFactoryReward(AsyncORM):
             group = [trajectories[i] for i in indices]
             for trajectory in group:  # tool-verified rewards: trajectory.call_tool uses this env's executor
                 trajectory.tool_env = env
-            scores = await env.reward.ascore(group)
+            keys = [infos[i].get("episode") for i in indices]
+            for trajectory, i in zip(group, indices, strict=True):  # live here, a JSON copy from a server
+                trajectory.state = env.episodes.final_state(infos[i].get("episode"), infos[i].get("state"))
+            try:
+                scores = await env.reward.ascore(group)
+            finally:  # teardown after the rewards have read the final state
+                await asyncio.gather(*(env.episodes.close(key) for key in keys))
             for i, score in zip(indices, scores, strict=True):
                 totals[i] = score
+        for trajectory, info in zip(trajectories, infos, strict=True):  # failed ones: torn down unscored
+            if trajectory.stop_reason == ERROR and info.get("episode"):
+                with contextlib.suppress(Exception):  # an env that no longer loads: its reward-wait timer
+                    await RUN.env(trajectory.row.get("env")).episodes.close(info["episode"])
         RUN.keep_turn_rewards(kwargs.get("request_id"), trajectories)
         # ms-swift scores a step's rollouts while global_step still counts the updates done before it, so
         # the step a trajectory feeds is global_step + 1: the number the console and logging.jsonl show.
@@ -411,6 +477,7 @@ class RLFactoryReward(AsyncORM):
         metrics["log/write_errors"] = self.log.drain_errors()  # a failed write is warned once, then counted
         for env in scored:
             metrics.update(env.reward.drain_metrics())
+            metrics.update(env.episodes.drain_metrics())
             if env.executor.cache is not None:  # each failure cost a cache hit, never a call
                 metrics["tools/cache_errors"] = (
                     metrics.get("tools/cache_errors", 0) + env.executor.cache.drain_errors()

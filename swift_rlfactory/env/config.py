@@ -174,6 +174,19 @@ class CreditConfig(_Strict):
     turn_weight: float = Field(default=1.0, ge=0, description="weight of the turn advantage")
 
 
+class EpisodeConfig(_Strict):
+    """Per-trajectory state: made from the dataset row when a trajectory starts, torn down after its rewards
+    (docs/environments.md#episode-state)."""
+
+    setup: str = Field(description="'file.py:function' or 'module:Class' (a class with setup and teardown)")
+    teardown: str | None = Field(default=None, description="'file.py:function' given the state; optional")
+    setup_timeout_s: float = Field(default=60.0, gt=0, description="longest a setup may take")
+    teardown_timeout_s: float = Field(default=30.0, gt=0, description="longest a teardown is waited for")
+    reward_wait_s: float = Field(
+        default=600.0, gt=0, description="how long a finished trajectory's state waits for its rewards"
+    )
+
+
 class EnvConfig(_Strict):
     """A whole environment file. ``base_dir`` is the folder relative paths resolve against."""
 
@@ -184,6 +197,7 @@ class EnvConfig(_Strict):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     reward: list[RewardTerm] = Field(default_factory=list)
     credit: CreditConfig = Field(default_factory=CreditConfig)
+    episode: EpisodeConfig | None = None
     base_dir: Path = Field(default=Path("."), exclude=True)
     source: Path | None = Field(default=None, exclude=True, description="the YAML file, for messages")
     _mcp: tuple[dict[str, McpServerConfig], McpConfig] | None = PrivateAttr(default=None)  # read once

@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from ..rewards.registry import RewardSpec
+from ..runtime import blocking
 from ..tools.builtin import builtin_providers
 from ..tools.cache import ToolCache
 from ..tools.calls import ToolCall
+from ..tools.episode_state import NO_EPISODE
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..tools.mcp import mcp_providers
 from ..tools.python_tool import load_python_tools
 from ..tools.toolset import PythonProvider
 from .config import EnvConfig, EnvConfigError, load_env_config
+from .episode import Episodes
 from .prompt_size import PromptSize, prompt_size
 
 
@@ -50,6 +53,12 @@ class Environment:
                         f"tools.python[{i}] ({ref!r}): a second Python tool named {found.spec.name!r}"
                     )
                 python_tools.append(found)
+        stateful = [t.spec.name for t in python_tools if t.state_params]
+        if stateful and config.episode is None:
+            raise EnvConfigError(
+                f"tool {stateful[0]!r} takes the episode state, and the environment declares no episode: "
+                "add episode: {setup: file.py:function}"
+            )
         providers: list[Any] = [PythonProvider(python_tools)] if python_tools else []
         providers.extend(mcp_providers(config.mcp_servers(), workspace=config.base_dir))
         providers.extend(builtin_providers(config.tools.builtin))
@@ -73,6 +82,7 @@ class Environment:
             self.reward = RewardSpec(config.reward, config.base_dir, cache=cache)  # judges cache there too
         except ValueError as exc:
             raise EnvConfigError(str(exc)) from None
+        episodes = Episodes(config.episode, config.base_dir)
         # Last, so that nothing above can fail after the executor's loop thread exists.
         self.executor = ToolExecutor(
             providers,
@@ -82,6 +92,8 @@ class Environment:
             count_tokens=count_tokens,
             cache_namespace=_tools_digest(config),
         )
+        episodes.run_on(self.executor.arun)  # async setups make their state on the tools' loop
+        self.episodes = episodes
 
     @classmethod
     def load(cls, path: str | Path, count_tokens: Callable[[str], int] | None = None) -> Environment:
@@ -117,15 +129,18 @@ class Environment:
                 self._checked = True
         return self
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolRecord:
-        """Run one tool call by name from inside any event loop (what ``Trajectory.call_tool`` reaches);
-        the first call in a process starts the tools, once.
+    async def call_tool(self, name: str, arguments: dict[str, Any], state: Any = NO_EPISODE) -> ToolRecord:
+        """Run one tool call by name from inside any event loop (what ``Trajectory.call_tool`` reaches),
+        with the episode ``state`` if the tool asks for it; the first call in a process starts the tools, once.
         """
         await asyncio.to_thread(self.start)
-        return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)]))[0]
+        return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)], state))[0]
 
     def close(self) -> None:
-        """Stop tool providers, close the cache and release the rewards' clients."""
+        """Tear down episode states still live (trajectories that never ended), stop tool providers, close
+        the cache and release the rewards' clients."""
+        if self.episodes.live:
+            blocking.run(self.episodes.close_all())
         self.executor.close()
         self.reward.close()
 

@@ -334,18 +334,22 @@ async def run_task(
     offered = own or tools
     prompt = policy.render_prompt(list(row.get("messages") or []), env.system_prompt, offered)
     episode = policy.new_episode()
-    trajectory = await run_episode(
-        prompt,
-        episode.generate,
-        env.executor,
-        max_turns,
-        env.config.limits.max_calls_per_turn,
-        fits=context_check(policy, episode),
-        row=row_columns(row),
-        parse=call_parser(getattr(policy, "call_format", HERMES), offered),
-    )
-    trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs through env's executor
-    await env.reward.ascore([trajectory])
+    columns = row_columns(row)
+    # setup -> turns -> rewards -> teardown: the rewards read the final state before it is torn down
+    async with env.episodes.scope(f"eval-{task.index}-{task.sample}-{id(episode)}", columns) as state:
+        trajectory = await run_episode(
+            prompt,
+            episode.generate,
+            env.executor,
+            max_turns,
+            env.config.limits.max_calls_per_turn,
+            fits=context_check(policy, episode),
+            row=columns,
+            parse=call_parser(getattr(policy, "call_format", HERMES), offered),
+            state=state,
+        )
+        trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs through env's executor
+        await env.reward.ascore([trajectory])
     metrics = {
         "em": rules.em(trajectory),
         "f1": rules.f1(trajectory),

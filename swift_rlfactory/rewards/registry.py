@@ -441,10 +441,11 @@ _SUMMED = {"judge/calls", "judge/errors", "judge/out_of_range"}
 
 def term_view(trajectory: Trajectory) -> Trajectory:
     """A copy of ``trajectory`` for one user reward term to read (and change, if it likes): a deep copy of
-    its messages, tool calls, row and scores, sharing only its ``tool_env`` (the live environment). What the
-    term changes reaches neither another term nor the logged trajectory."""
-    env = trajectory.tool_env
-    return copy.deepcopy(trajectory, {} if env is None else {id(env): env})
+    its messages, tool calls, row and scores, sharing only its ``tool_env`` (the live environment) and its
+    episode ``state`` (live, torn down after the rewards). What the term changes in the rest reaches neither
+    another term nor the logged trajectory."""
+    shared = [x for x in (trajectory.tool_env, trajectory.state) if x is not None]
+    return copy.deepcopy(trajectory, {id(x): x for x in shared})
 
 
 def _built(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..tools.calls import CallParser, ToolCall, parse_tool_calls
+from ..tools.episode_state import NO_EPISODE
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..trajectory import Trajectory
 
@@ -92,6 +93,7 @@ async def run_episode(
     fits: Callable[[Messages], bool] | None = None,
     row: dict[str, Any] | None = None,
     parse: CallParser = parse_tool_calls,
+    state: Any = NO_EPISODE,
 ) -> Trajectory:
     """Run one trajectory to the end: generate, call tools, observe, repeat.
 
@@ -103,6 +105,7 @@ async def run_episode(
         fits: whether a conversation still fits the context budget; ``None`` means always.
         row: dataset fields carried into the trajectory for rewards.
         parse: reads a turn's calls in the format the prompt asked for (hermes by default).
+        state: the episode's state, given to the tools that ask for it and kept on the trajectory.
     """
     messages = list(messages)
     calls: list[dict[str, Any]] = []
@@ -117,7 +120,7 @@ async def run_episode(
             if plan.finished:
                 stop = plan.stop_reason
                 break
-            records = await executor.aexecute(plan.calls)
+            records = await executor.aexecute(plan.calls, state)
             calls.extend(record_dicts(records, turn))
             messages.extend(tool_messages(records))
             if fits is not None and not fits(messages):
@@ -133,4 +136,5 @@ async def run_episode(
         stop_reason=stop or "",
         row=dict(row or {}),
         error=error,
+        state=None if state is NO_EPISODE else state,
     )

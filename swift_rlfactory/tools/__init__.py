@@ -3,11 +3,14 @@
 from .base import Tool, ToolError, ToolProvider, ToolSpec, TransportError
 from .cache import ToolCache
 from .calls import ToolCall, parse_tool_calls
+from .episode_state import Episode, EpisodeState
 from .executor import ExecutorClosed, Limits, ToolExecutor, ToolRecord
 from .mcp import McpProvider, mcp_providers
 from .python_tool import PythonTool, tool
 
 __all__ = [
+    "Episode",
+    "EpisodeState",
     "ExecutorClosed",
     "Limits",
     "McpProvider",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -22,10 +22,12 @@ from swift_rlfactory.runtime.threads import SYNC_POOL
 from .base import Tool, ToolError, ToolProvider, TransportError, current_call, stray_cancellation
 from .cache import ToolCache, cache_key
 from .calls import ToolCall
+from .episode_state import NO_EPISODE, current_state
 from .observation import CUT_RULE, cut, error_text, measure, render_bounded
 from .toolset import ToolSet
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _OFF_LOOP_CHARS = 16_384
 """Results longer than this are cut by the tokenizer in a worker thread, so other calls keep flowing."""
@@ -223,13 +225,21 @@ class ToolExecutor:
         """Run one trajectory's calls from synchronous code."""
         return self.execute_batch([calls])[0]
 
-    async def aexecute(self, calls: Sequence[ToolCall]) -> list[ToolRecord]:
-        """Run one trajectory's calls from inside any event loop without blocking it."""
+    async def aexecute(self, calls: Sequence[ToolCall], state: Any = NO_EPISODE) -> list[ToolRecord]:
+        """Run one trajectory's calls from inside any event loop without blocking it; tools that ask for
+        the episode's state receive ``state`` (see :mod:`.episode_state`)."""
         if not self._started:
             await self._loop.arun(self._start())
-        return (await self._loop.arun(self._execute_batch([calls])))[0]
+        return (await self._loop.arun(self._execute_batch([calls], state)))[0]
 
-    async def _execute_batch(self, batch: Sequence[Sequence[ToolCall]]) -> list[list[ToolRecord]]:
+    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the loop the tools run on, so what it makes (an episode's state) lives beside them."""
+        return await self._loop.arun(coro)
+
+    async def _execute_batch(
+        self, batch: Sequence[Sequence[ToolCall]], state: Any = NO_EPISODE
+    ) -> list[list[ToolRecord]]:
+        current_state.set(state)  # this batch's own task: its calls' tasks copy the context
         flat = [call for calls in batch for call in calls]
         task = asyncio.current_task()
         assert task is not None
@@ -277,7 +287,12 @@ class ToolExecutor:
         async def run() -> str:
             return await self._run_limited(tool, call.arguments, record)
 
-        if self.cache is not None and (self.cached_tools is None or call.name in self.cached_tools):
+        stateful = bool(getattr(tool, "state_params", ()))  # its result depends on the episode: never cached
+        if (
+            self.cache is not None
+            and not stateful
+            and (self.cached_tools is None or call.name in self.cached_tools)
+        ):
             record.observation, record.cache_hit = await self.cache.get_or_run(
                 call_cache_key(
                     call.name,

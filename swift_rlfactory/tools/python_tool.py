@@ -22,6 +22,7 @@ from swift_rlfactory.runtime.threads import SYNC_POOL
 from swift_rlfactory.runtime.user_code import import_target
 
 from .base import Tool, ToolError, ToolSpec, TransportError, stray_cancellation
+from .episode_state import NO_EPISODE, current_state, wants_state
 from .observation import render
 
 MAX_ITEMS = 10_000
@@ -33,6 +34,8 @@ class PythonTool:
 
     ``isolation="process"`` runs every call of a synchronous function in a child interpreter that a
     timeout kills; the default ``"thread"`` runs it on :data:`~swift_rlfactory.runtime.threads.SYNC_POOL`.
+    Parameters annotated :data:`~.episode_state.EpisodeState` (:attr:`state_params`) receive the
+    trajectory's episode state and are left out of the schema.
     """
 
     def __init__(
@@ -50,8 +53,13 @@ class PythonTool:
             check_isolatable(fn)
         self.fn = fn
         self.isolation = isolation
+        hints = get_type_hints(fn, include_extras=True)
+        self.state_params = tuple(name for name, hint in hints.items() if wants_state(hint))
+        if self.state_params and isolation == "process":  # a child's changes to the state would be lost
+            raise ValueError(f"{fn.__name__} takes the episode state, so it cannot use isolation='process'")
         doc = docstring_parser.parse(inspect.getdoc(fn) or "")
-        self._arguments_model = _arguments_model(fn, {p.arg_name: p.description for p in doc.params})
+        descriptions = {p.arg_name: p.description for p in doc.params}
+        self._arguments_model = _arguments_model(fn, descriptions, skip=set(self.state_params))
         summary = "\n\n".join(part for part in (doc.short_description, doc.long_description) if part)
         schema = self._arguments_model.model_json_schema()
         schema.pop("title", None)
@@ -76,6 +84,13 @@ class PythonTool:
         except ValidationError as exc:
             raise ToolError(f"invalid arguments for {self.spec.name}: {_short(exc)}") from None
         kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        if self.state_params:
+            state = current_state.get()
+            if state is NO_EPISODE:
+                raise ToolError(
+                    f"{self.spec.name} needs its episode's state, and this call runs in no episode"
+                )
+            kwargs.update(dict.fromkeys(self.state_params, state))
         try:
             return await self._code.call(self.fn, **kwargs)
         except ProcessCallFailed as exc:
@@ -136,11 +151,13 @@ def rendered(value: Any) -> str:
     return render(drained(value))
 
 
-def _arguments_model(fn: Callable[..., Any], descriptions: dict[str, str | None]) -> type[BaseModel]:
+def _arguments_model(
+    fn: Callable[..., Any], descriptions: dict[str, str | None], skip: set[str]
+) -> type[BaseModel]:
     hints = get_type_hints(fn)
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in skip:
             continue
         annotation = hints.get(param.name, Any)
         default = ... if param.default is inspect.Parameter.empty else param.default
