@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,10 +117,29 @@ def _rows(dataset: Path) -> list:
 
 
 # -- running -------------------------------------------------------------------------------------------
+# The launcher variables that make ms-swift (or torchrun) start several ranks.
+LAUNCHER_VARIABLES = ("NPROC_PER_NODE", "NNODES", "WORLD_SIZE")
+
+
+def check_one_process(environ: Mapping[str, str]) -> None:
+    """``train`` runs one process: refuse launcher variables asking for more, which would start copies that
+    train apart into one folder, and say how to run several ranks instead."""
+    for name in LAUNCHER_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value and value != "1":
+            raise ValueError(
+                f"{name}={value} asks for several ranks, but swift-rlfactory train runs one process. Unset "
+                f"{name} to train on one, or run the `swift rlhf` command train prints (--dry-run) under "
+                "ms-swift's launcher: `NPROC_PER_NODE=<ranks> swift rlhf ...` (on CPUs add --use_cpu true "
+                "--ddp_backend gloo); recipes: docs/scaling.md"
+            )
+
+
 def check_inputs(options: RunConfig) -> ModelChoice:
-    """Everything a user can get wrong stops the run here, before any model is fetched or loaded: the model
-    name (a hub id: whether the hub knows it), the environment file, the dataset and its per-row
-    environments."""
+    """Everything a user can get wrong stops the run here, before any model is fetched or loaded: launcher
+    variables asking for several ranks, the model name (a hub id: whether the hub knows it), the
+    environment file, the dataset and its per-row environments."""
+    check_one_process(os.environ)
     model = choose_model(options.model)
     use_hf = os.environ.get("USE_HF", "").lower() in ("1", "true") or (
         (flag_value(options.swift_args, "--use_hf") or "").lower() == "true"

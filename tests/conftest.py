@@ -114,17 +114,28 @@ def judge_server() -> Iterator[str]:
         proc.wait()
 
 
-def run_cpu_grpo(work: Path, model: Path, rows: list[dict], env: dict[str, str], *flags: str) -> Path:
+def free_port() -> int:
+    """A TCP port free right now on this machine."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_cpu_grpo(
+    work: Path, model: Path, rows: list[dict], env: dict[str, str], *flags: str, ranks: int = 1
+) -> Path:
     """Two LoRA GRPO steps of the tiny Qwen3 through the real `swift rlhf` CLI with our plugin, on CPU.
 
     ``rows`` become the dataset, ``env`` is added to the process environment (``RLFACTORY_ENV`` at least),
-    and ``flags`` override the defaults (later flags win). Returns the run folder; the log is ``run.log``.
+    and ``flags`` override the defaults (later flags win). With ``ranks`` > 1 it runs as a user would:
+    ``NPROC_PER_NODE=<ranks> swift rlhf ... --use_cpu true --ddp_backend gloo`` (ms-swift's torchrun
+    launcher, ranks talking over gloo). Returns the run folder; the log is ``run.log``.
     """
     dataset = work / "train.jsonl"
     dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
     out = work / "out"
     cmd = [
-        sys.executable, "-m", "swift.cli.rlhf",
+        sys.executable, "-m", *(("swift.cli.rlhf",) if ranks == 1 else ("swift.cli.main", "rlhf")),
         "--rlhf_type", "grpo",
         "--model", str(model), "--model_type", "qwen3", "--template", "qwen3",
         "--dataset", str(dataset),
@@ -138,9 +149,12 @@ def run_cpu_grpo(work: Path, model: Path, rows: list[dict], env: dict[str, str],
         "--max_steps", "2", "--logging_steps", "1",
         "--learning_rate", "1e-4", "--seed", "0",
         "--check_model", "false", "--report_to", "none",
-        "--output_dir", str(out), *flags,
+        "--output_dir", str(out),
+        *(("--use_cpu", "true", "--ddp_backend", "gloo") if ranks > 1 else ()), *flags,
     ]  # fmt: skip
     environ = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **env}
+    if ranks > 1:
+        environ.update(NPROC_PER_NODE=str(ranks), MASTER_PORT=str(free_port()))
     proc = subprocess.run(cmd, env=environ, capture_output=True, text=True, timeout=900)
     (work / "run.log").write_text(proc.stdout + proc.stderr)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

@@ -25,6 +25,7 @@ from swift.rollout import MultiTurnScheduler, multi_turns
 from swift.trainers import TrainerFactory
 
 from swift_rlfactory.redaction import excerpt
+from swift_rlfactory.runs import identity
 from swift_rlfactory.runs.folder import TRAJECTORIES
 from swift_rlfactory.runs.log import TrajectoryLog
 from swift_rlfactory.runtime.json_api import content_text
@@ -32,12 +33,13 @@ from swift_rlfactory.runtime.json_api import content_text
 from ..env.environment import Environment
 from ..env.episode import snapshot
 from ..env.prompt_size import check_prompt_room
-from ..rewards.metrics import reward_metrics
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
-from ..rollout.metrics import tool_metrics
+from ..rollout.ranks import RankBatch, batch_metrics, slim, timeline_metrics
 from ..run_config import PLUGIN_NAME
 from ..tools.calls import CallParser, call_parser
 from ..tools.executor import ToolRecord
+from ..trajectory import Trajectory
+from .swift_ranks import gather, start_run
 from .swift_run import (
     INFO_KEY,
     NOT_ROW,
@@ -423,6 +425,7 @@ class RLFactoryReward(AsyncORM):
             output_dir = (args.output_dir if isinstance(args, HasOutputDir) else None) or "."
             path = os.path.join(output_dir, TRAJECTORIES)
         self.log = TrajectoryLog(path)
+        start_run(args.output_dir if isinstance(args, HasOutputDir) else None)
 
     async def __call__(self, completions: list[str], **kwargs) -> list[float]:
         trajectories = build_trajectories(completions, kwargs, RUN.tokenizer)
@@ -472,18 +475,26 @@ class RLFactoryReward(AsyncORM):
         state = kwargs.get("trainer_state")
         done = state.global_step if isinstance(state, TrainerState) else None
         self.log.write(trajectories, step=None if done is None else done + 1)
-        metrics = tool_metrics(trajectories)
-        metrics.update(reward_metrics(trajectories))
-        metrics["log/write_errors"] = self.log.drain_errors()  # a failed write is warned once, then counted
-        for env in scored:
-            metrics.update(env.reward.drain_metrics())
-            metrics.update(env.episodes.drain_metrics())
-            if env.executor.cache is not None:  # each failure cost a cache hit, never a call
-                metrics["tools/cache_errors"] = (
-                    metrics.get("tools/cache_errors", 0) + env.executor.cache.drain_errors()
-                )
-        RUN.log_metrics(metrics)
+        RUN.log_metrics(batch_metrics(gather(self._part(trajectories, scored))))
         return totals
+
+    def _part(self, trajectories: list[Trajectory], scored: list[Environment]) -> RankBatch:
+        """This rank's part of the batch's metrics (:mod:`swift_rlfactory.rollout.ranks`)."""
+        part = RankBatch([slim(t) for t in trajectories])
+        part.counts["log/write_errors"] = (
+            self.log.drain_errors()
+        )  # a failed write is warned once, then counted
+        for env in scored:
+            judged, other = env.reward.drain_parts()
+            part.judge = part.judge.merge(judged)
+            part.other.update(other)
+            for name, count in env.episodes.drain_metrics().items():  # counts: they add up over ranks
+                part.counts[name] = part.counts.get(name, 0) + count
+            if env.executor.cache is not None:  # each failure cost a cache hit, never a call
+                part.counts["tools/cache_errors"] = (
+                    part.counts.get("tools/cache_errors", 0) + env.executor.cache.drain_errors()
+                )
+        return part
 
 
 class RLFactoryCallback(TrainerCallback):
@@ -497,8 +508,8 @@ class RLFactoryCallback(TrainerCallback):
             self.timeline.begin_step()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.timeline is not None:  # a training step's timeline, whatever else this step logs
-            for key, value in self.timeline.end_step().items():
+        if self.timeline is not None:  # a training step's timeline over all ranks, whatever else it logs
+            for key, value in timeline_metrics(gather(self.timeline.end_step())).items():
                 self.trainer._metrics["train"][key].append(value)
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -520,4 +531,5 @@ def register() -> None:
     multi_turns[PLUGIN_NAME] = RLFactoryScheduler
     orms[PLUGIN_NAME] = RLFactoryReward
     callbacks_map[PLUGIN_NAME] = RLFactoryCallback
+    identity.tag_log_lines()
     TrainerFactory.TRAINER_MAPPING["grpo"] = "swift_rlfactory.adapters.swift_credit.CreditGRPOTrainer"

@@ -8,7 +8,6 @@ a checkpoint, 9 s of it the episodes), so scoring a run's checkpoints in one sta
 
 from __future__ import annotations
 
-import fcntl
 import json
 import time
 from contextlib import ExitStack, closing
@@ -32,6 +31,7 @@ from swift_rlfactory.bundled.models import ModelChoice, choose_model
 from swift_rlfactory.data.qa import SkippedRecord
 from swift_rlfactory.runs.eval_log import EvalLog
 from swift_rlfactory.runs.folder import EVAL_CONFIG, METRICS, write_json
+from swift_rlfactory.runs.lock import FolderBusy, lock_folder
 from swift_rlfactory.runtime import blocking
 
 from ..env.environment import Environment
@@ -126,18 +126,16 @@ class EvalOptions:
 
 
 def _lock_output(out: Path) -> Any:
-    """An exclusive lock on ``OUTPUT/.lock``: two evals of one folder would run every episode twice, and one
-    could cut the other's half-written last line as torn. Raises ``ValueError`` when another run holds it;
-    the open file it returns holds the lock until it is closed (``with _lock_output(out): ...``)."""
-    handle = (out / ".lock").open("a")
+    """An exclusive lock on ``OUTPUT/.lock`` (:func:`~swift_rlfactory.runs.lock.lock_folder`): two evals of
+    one folder would run every episode twice, and one could cut the other's half-written last line as torn.
+    Raises ``ValueError`` when another run holds it; the open file it returns holds the lock until it is
+    closed (``with _lock_output(out): ...``)."""
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        raise ValueError(
-            f"{out}: another swift-rlfactory eval is writing there; wait for it or use another --output"
-        ) from None
-    return handle
+        return lock_folder(
+            out, hint="; another swift-rlfactory eval is writing there; wait for it or use another --output"
+        )
+    except FolderBusy as exc:
+        raise ValueError(str(exc)) from None
 
 
 def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> int:

@@ -11,7 +11,6 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import statistics
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from ..tools.cache import ToolCache
 from ..tools.limit_scope import LimitScope, rank_share
 from ..trajectory import Trajectory
 from . import judge_text
+from .metrics import JudgeStats
 
 logger = logging.getLogger(__name__)
 
@@ -128,18 +128,6 @@ def _expanded(text: str, info: ValidationInfo, secret: bool = False) -> str:
     of the validation context."""
     base_dir = (info.context or {}).get("base_dir", Path("."))
     return redaction.expand(text, base_dir=base_dir, secret=secret)
-
-
-class JudgeStats:
-    """Counters since the last :meth:`Judge.drain_metrics` (updated on the judge's loop)."""
-
-    def __init__(self) -> None:
-        self.lookups = 0
-        self.hits = 0
-        self.calls = 0
-        self.errors = 0
-        self.out_of_range = 0
-        self.latencies: list[float] = []
 
 
 class Judge:
@@ -244,21 +232,14 @@ class Judge:
                     continue
             self._launch_group(group, list(members.values()))
 
+    def drain_stats(self) -> JudgeStats:
+        """The counters since the last drain (a fresh set starts)."""
+        stats, self.stats = self.stats, JudgeStats()
+        return stats
+
     def drain_metrics(self) -> dict[str, float]:
         """``judge/*`` metrics since the last drain (empty when nothing was judged)."""
-        stats, self.stats = self.stats, JudgeStats()
-        if not stats.lookups:
-            return {}
-        metrics = {
-            "judge/calls": float(stats.calls),
-            "judge/cache_hit_rate": stats.hits / stats.lookups,
-            "judge/errors": float(stats.errors),
-        }
-        if stats.out_of_range:  # a mis-scaled rubric or reply: shown once it happens
-            metrics["judge/out_of_range"] = float(stats.out_of_range)
-        if stats.latencies:
-            metrics["judge/latency_p50_s"] = statistics.median(stats.latencies)
-        return metrics
+        return self.drain_stats().metrics()
 
     def close(self) -> None:
         """Close the HTTP client and stop the private loop."""

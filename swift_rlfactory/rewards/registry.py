@@ -29,6 +29,7 @@ from ..tools.cache import ToolCache
 from ..trajectory import Trajectory
 from . import needless_calls, process, rules
 from .judge import Judge
+from .metrics import JudgeStats
 from .terms import DEFAULT_TIMEOUT_S, RewardTerm
 
 logger = logging.getLogger(__name__)
@@ -238,13 +239,24 @@ class RewardSpec:
             self._hook(component, "start", trajectory, group_size)
 
     def drain_metrics(self) -> dict[str, float]:
-        """Metrics of stateful components since the last drain (``judge/*``), summed over judges of one
-        kind of count and averaged for rates."""
+        """Metrics of stateful components since the last drain (``judge/*``): :meth:`drain_parts` as
+        metrics."""
+        judged, others = self.drain_parts()
+        return {**others, **judged.metrics()}
+
+    def drain_parts(self) -> tuple[JudgeStats, dict[str, float]]:
+        """The judges' counters since the last drain, merged (rates weighted by lookups, the median of
+        every latency), and the other stateful components' metrics (summed over components for counts,
+        averaged for the rest)."""
+        judged = JudgeStats()
         merged: dict[str, list[float]] = {}
         for component in self.components:
+            if callable(getattr(component.fn, "drain_stats", None)):
+                judged = judged.merge(self._hook(component, "drain_stats") or JudgeStats())
+                continue
             for key, value in (self._hook(component, "drain_metrics") or {}).items():
                 merged.setdefault(key, []).append(value)
-        return {k: sum(v) if k in _SUMMED else sum(v) / len(v) for k, v in merged.items()}
+        return judged, {k: sum(v) if k in _SUMMED else sum(v) / len(v) for k, v in merged.items()}
 
     def close(self) -> None:
         """Release what components hold (a judge's HTTP client and loop, a user reward's loop)."""

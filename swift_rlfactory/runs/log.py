@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from swift_rlfactory.redaction import redact_data
-from swift_rlfactory.runs import stream
+from swift_rlfactory.runs import identity, stream
 from swift_rlfactory.runs.resume import logged_step, trajectory_step
 from swift_rlfactory.runs.stream import Position
 from swift_rlfactory.trajectory import Trajectory
@@ -77,7 +77,8 @@ def _line(trajectory: Trajectory, step: int | None, now: float) -> str:
 
 
 def _dumps(data: dict[str, Any], step: int | None, now: float) -> str:
-    return json.dumps(redact_data({"step": step, "time": now, **data}), ensure_ascii=False, default=str)
+    record = {"step": step, "time": now, "run": identity.run_id(), "rank": identity.rank(), **data}
+    return json.dumps(redact_data(record), ensure_ascii=False, default=str)
 
 
 def _loggable(value: Any) -> bool:

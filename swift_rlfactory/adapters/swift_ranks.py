@@ -1,0 +1,57 @@
+"""What the ranks of one ``swift rlhf`` run tell each other: each step's metric parts (so the logged
+metrics describe the whole batch), rank 0's run id, and rank 0's hold on the run folder.
+
+``torch.distributed`` is used only when ms-swift initialised it with more than one rank; a process started
+alone gathers its own part. Why and how: docs/scaling.md#metrics-over-ranks.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import torch.distributed as dist
+
+from ..runs import identity
+from ..runs.lock import lock_folder
+
+logger = logging.getLogger("swift_rlfactory")
+
+T = TypeVar("T")
+_HELD: dict[str, IO[str]] = {}  # run folder -> its lock, held by this process until it exits
+
+
+def world_size() -> int:
+    """The ranks of the process group (1 without one)."""
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def gather(part: T) -> list[T]:
+    """Every rank's ``part``, in rank order; a collective call, so every rank must make it (ms-swift
+    scores and steps on every rank together). Small payloads: ``all_gather_object`` pickles them."""
+    if world_size() < 2:
+        return [part]
+    parts: list[Any] = [None] * world_size()
+    dist.all_gather_object(parts, part)
+    return parts
+
+
+def start_run(output_dir: str | None) -> None:
+    """At the start of a run on every rank: rank 0 holds the run folder (a second run into it stops here,
+    naming this one) and hands its run id to the other ranks."""
+    rank = dist.get_rank() if world_size() > 1 else identity.rank()
+    if rank == 0 and output_dir:
+        folder = str(Path(output_dir).resolve())
+        if folder not in _HELD:  # one process may build the reward more than once
+            _HELD[folder] = lock_folder(
+                folder,
+                identity.run_id(),
+                hint="; two runs in one folder interleave their logs: wait for it, or give this run another "
+                "--output_dir (or leave --add_version at its default, true)",
+            )
+    if world_size() > 1:
+        shared = [identity.run_id() if rank == 0 else None]
+        dist.broadcast_object_list(shared, src=0)
+        identity.adopt_run_id(shared[0])
+    logger.info("run %s, rank %d of %d", identity.run_id(), rank, world_size())
