@@ -40,7 +40,7 @@ NOT_COMMANDS = {
     "G[i,t]      = sum_{k>=t} gamma^(k-t) * r[i,k]": "the turn-level credit formula",
 }
 SKIP = {
-    'pip install torch==2.13.0 && pip install -e ".[test]" && bash scripts/test.sh': (
+    'pip install torch==2.13.0 && pip install -e ".[test,ui]" && bash scripts/test.sh': (
         "installs the test extras and runs the whole test suite, this file included"
     ),
     "RLFACTORY_ENV=examples/calculator/env.yaml \\": (
