@@ -10,7 +10,11 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import re
+import shlex
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -121,8 +125,15 @@ def test_environment_is_validated_and_a_tool_answers(page, screenshots: Path, tm
     expect(page.locator("#rlf-env-status")).to_contain_text("limits.max_turns")
 
 
+def grpo_flags(shown: str) -> list[str]:
+    """The ``swift rlhf`` flags of a shown command, from ``--rlhf_type`` on, its run folder named ``RUN``."""
+    line = shown.replace("\\\n", " ")
+    flags = shlex.split(line[line.index("--rlhf_type") :].splitlines()[0])
+    return [re.sub(r"^/\S+/\d{8}-\d{6}(-\d+)?", "RUN", flag) for flag in flags]
+
+
 def test_the_page_opens_on_agent_rl_and_launch_starts_from_working_defaults(
-    browser, web_ui, screenshots: Path
+    browser, web_ui, screenshots: Path, tmp_path: Path
 ):
     """The first tab shown is ours; the Launch form holds the bundled model, this machine's mode (cpu: no
     GPU here) and its profile, its command runs the bundled model from its folder in float32 on the
@@ -149,6 +160,13 @@ def test_the_page_opens_on_agent_rl_and_launch_starts_from_working_defaults(
         expect(command).to_contain_text("--use_vllm false")
         expect(command).to_contain_text(re.compile(r"--dataset \S+/\d{8}-\d{6}(-\d+)?/train\.jsonl"))
         page.screenshot(path=screenshots / "launch-defaults.png", full_page=True)
+        # the same run as `swift-rlfactory train --dry-run` on this machine, the README's main job
+        dry = subprocess.run(
+            [sys.executable, "-m", "swift_rlfactory.cli", "train", "--dry-run", "--output-dir", str(tmp_path)],
+            cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "COLUMNS": "10000"}, timeout=120,
+        )  # fmt: skip
+        assert dry.returncode == 0, dry.stdout + dry.stderr
+        assert grpo_flags(command.inner_text()) == grpo_flags(dry.stdout)
 
         textbox(page, "rlf-model").fill("")
         page.locator("#rlf-start").click()
