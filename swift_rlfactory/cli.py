@@ -354,7 +354,7 @@ def _select(args: argparse.Namespace) -> int:
         stratify=stratify, per_stratum=args.per_stratum, seed=args.seed,
     )  # fmt: skip
     console.print(
-        f"{kept} of {scored} scored questions have a {args.metric} rate in ({args.low:g}, {args.high:g}) -> {args.out}"
+        f"{kept} of {scored} scored questions have their {args.metric} rate in ({args.low:g}, {args.high:g}) -> {args.out}"
     )
     return 0 if kept else 1
 

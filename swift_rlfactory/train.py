@@ -187,7 +187,7 @@ def train(
     device = (
         "GPU, colocated vLLM"
         if plan.use_vllm
-        else f"CPU ({plan.env_vars.get('OMP_NUM_THREADS', '?')} threads)"
+        else f"CPU ({plan.env_vars.get('OMP_NUM_THREADS') or os.environ.get('OMP_NUM_THREADS', '?')} threads)"
     )
     console.print(
         f"[bold]swift-rlfactory train[/] · environment [cyan]{escape(env_name)}[/] (tools: {escape(', '.join(tool_names))})"

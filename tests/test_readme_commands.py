@@ -157,7 +157,7 @@ def case_select(block: str, agent_model: Path, tmp_path: Path):
     script = script.replace("pool.jsonl", str(pool)).replace("runs/pool", str(tmp_path / "pool"))
     output = run(script.replace("grpo.jsonl", str(tmp_path / "grpo.jsonl")), codes=(0, 1))
     # select exits 1 when no question is left to train on, as the tiny model may leave none
-    kept = re.search(r"(\d+) of 2 scored questions have a em rate in \(0, 1\)", output)
+    kept = re.search(r"(\d+) of 2 scored questions have their em rate in \(0, 1\)", output)
     assert kept and (tmp_path / "grpo.jsonl").is_file(), output[-2000:]
     assert len((tmp_path / "grpo.jsonl").read_text().splitlines()) == int(kept.group(1))
 

@@ -1,1 +1,1 @@
-"""Rollout: the agent loop's decisions, trajectory metrics and the trajectory log, engine-independent."""
+"""Rollout: the agent loop's decisions, trajectory metrics and their reduction over ranks, engine-independent."""
