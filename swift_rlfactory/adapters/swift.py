@@ -9,52 +9,47 @@ driver and where errors stop is in ``docs/run.md``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import math
-import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from swift.callbacks import TrainerCallback, callbacks_map
-from swift.rewards import AsyncORM, orms
+from swift.rewards import orms
 from swift.rollout import MultiTurnScheduler, multi_turns
 from swift.trainers import TrainerFactory
 
 from swift_rlfactory.redaction import excerpt
 from swift_rlfactory.runs import identity
-from swift_rlfactory.runs.folder import TRAJECTORIES
-from swift_rlfactory.runs.log import TrajectoryLog
 from swift_rlfactory.runtime.json_api import content_text
 
 from ..env.environment import Environment
 from ..env.episode import snapshot
 from ..env.prompt_size import check_prompt_room
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
-from ..rollout.ranks import RankBatch, batch_metrics, slim, timeline_metrics
+from ..rollout.ranks import timeline_metrics
 from ..run_config import PLUGIN_NAME
 from ..tools.calls import CallParser, call_parser
 from ..tools.executor import ToolRecord
-from ..trajectory import Trajectory
-from .swift_ranks import gather, start_run
+from .swift_ranks import gather
+from .swift_reward import RLFactoryReward
 from .swift_run import (
+    ERROR,
     INFO_KEY,
+    MAX_CAUSE_CHARS,
     NOT_ROW,
     RUN,
     CompletionBudget,
     HasLogprobs,
     HasMaxLength,
     HasMaxModelLen,
-    HasOutputDir,
     HasUuid,
     InferEngine,
     RowRequest,
     SchedulerOwner,
-    TrainerState,
-    build_trajectories,
     trajectory_from_infos,
 )
 from .swift_template import call_format, set_system_prompt, turn_end_id
@@ -62,10 +57,7 @@ from .swift_timeline import StepTimeline
 
 logger = logging.getLogger("swift_rlfactory")
 
-TRAJECTORIES_VAR = "RLFACTORY_TRAJECTORIES"
-ERROR = "error"  # the stop reason of a trajectory that failed inside the plugin
 WATCHDOG_GRACE_S = 5.0  # slack of the turn watchdog over the executor's own bound (see _execute)
-MAX_CAUSE_CHARS = 2000  # an error cause kept in rollout infos and the trajectory log (redacted, then cut)
 
 
 @dataclass
@@ -405,96 +397,6 @@ def _logprobs(choice) -> list[float]:
     if not logprobs or "content" not in logprobs:
         return []
     return [item["logprob"] for item in logprobs["content"]]
-
-
-class RLFactoryReward(AsyncORM):
-    """The environment's reward spec as one ms-swift reward; logs trajectories and tool metrics.
-
-    Returns the weighted total per completion. Components (per-turn ones also per turn, in
-    ``turn_rewards``), tool metrics and the whole decoded trajectory go to ``<output_dir>/trajectories.jsonl``
-    (or ``$RLFACTORY_TRAJECTORIES``) and, with ``--callbacks rlfactory``, into the trainer's logged metrics
-    as ``rlfactory/<component>``, ``rlfactory/turn/<component>`` and ``rewards/*`` (see
-    :mod:`swift_rlfactory.rewards.metrics`). A trajectory log that cannot be written costs its lines, never
-    the run: the failure is warned about and counted as ``log/write_errors``.
-    """
-
-    def __init__(self, args: HasOutputDir | None = None, **kwargs):
-        super().__init__(args, **kwargs)
-        path = os.environ.get(TRAJECTORIES_VAR)
-        if path is None:
-            output_dir = (args.output_dir if isinstance(args, HasOutputDir) else None) or "."
-            path = os.path.join(output_dir, TRAJECTORIES)
-        self.log = TrajectoryLog(path)
-        start_run(args.output_dir if isinstance(args, HasOutputDir) else None)
-
-    async def __call__(self, completions: list[str], **kwargs) -> list[float]:
-        trajectories = build_trajectories(completions, kwargs, RUN.tokenizer)
-        infos = [
-            (info or {}).get(INFO_KEY) or {}
-            for info in kwargs.get("rollout_infos") or [{}] * len(completions)
-        ]
-        by_env: dict[str, tuple[Any, list[int]]] = {}
-        for i, trajectory in enumerate(trajectories):
-            if trajectory.stop_reason == ERROR:  # failed inside the plugin: reward 0, nothing to score
-                trajectory.rewards = {"total": 0.0}
-            else:
-                env_path = trajectory.row.get("env")
-                by_env.setdefault(repr(env_path), (env_path, []))[1].append(i)
-        totals = [0.0] * len(trajectories)
-        scored = []
-        for env_path, indices in by_env.values():
-            try:
-                env = RUN.env(env_path)
-            except Exception as exc:  # e.g. a per-row env of a row another scheduler rolled out
-                cause = excerpt(f"reward: {type(exc).__name__}: {exc}", MAX_CAUSE_CHARS)
-                logger.error("%d trajectories end with stop reason 'error': %s", len(indices), cause)
-                for i in indices:
-                    trajectories[i].stop_reason, trajectories[i].error = ERROR, cause
-                    trajectories[i].rewards = {"total": 0.0}
-                continue
-            scored.append(env)
-            group = [trajectories[i] for i in indices]
-            for trajectory in group:  # tool-verified rewards: trajectory.call_tool uses this env's executor
-                trajectory.tool_env = env
-            keys = [infos[i].get("episode") for i in indices]
-            for trajectory, i in zip(group, indices, strict=True):  # live here, a JSON copy from a server
-                trajectory.state = env.episodes.final_state(infos[i].get("episode"), infos[i].get("state"))
-            try:
-                scores = await env.reward.ascore(group)
-            finally:  # teardown after the rewards have read the final state
-                await asyncio.gather(*(env.episodes.close(key) for key in keys))
-            for i, score in zip(indices, scores, strict=True):
-                totals[i] = score
-        for trajectory, info in zip(trajectories, infos, strict=True):  # failed ones: torn down unscored
-            if trajectory.stop_reason == ERROR and info.get("episode"):
-                with contextlib.suppress(Exception):  # an env that no longer loads: its reward-wait timer
-                    await RUN.env(trajectory.row.get("env")).episodes.close(info["episode"])
-        RUN.keep_turn_rewards(kwargs.get("request_id"), trajectories)
-        # ms-swift scores a step's rollouts while global_step still counts the updates done before it, so
-        # the step a trajectory feeds is global_step + 1: the number the console and logging.jsonl show.
-        state = kwargs.get("trainer_state")
-        done = state.global_step if isinstance(state, TrainerState) else None
-        self.log.write(trajectories, step=None if done is None else done + 1)
-        RUN.log_metrics(batch_metrics(gather(self._part(trajectories, scored))))
-        return totals
-
-    def _part(self, trajectories: list[Trajectory], scored: list[Environment]) -> RankBatch:
-        """This rank's part of the batch's metrics (:mod:`swift_rlfactory.rollout.ranks`)."""
-        part = RankBatch([slim(t) for t in trajectories])
-        part.counts["log/write_errors"] = (
-            self.log.drain_errors()
-        )  # a failed write is warned once, then counted
-        for env in scored:
-            judged, other = env.reward.drain_parts()
-            part.judge = part.judge.merge(judged)
-            part.other.update(other)
-            for name, count in env.episodes.drain_metrics().items():  # counts: they add up over ranks
-                part.counts[name] = part.counts.get(name, 0) + count
-            if env.executor.cache is not None:  # each failure cost a cache hit, never a call
-                part.counts["tools/cache_errors"] = (
-                    part.counts.get("tools/cache_errors", 0) + env.executor.cache.drain_errors()
-                )
-        return part
 
 
 class RLFactoryCallback(TrainerCallback):

@@ -19,6 +19,9 @@ from ..trajectory import Trajectory
 logger = logging.getLogger("swift_rlfactory")
 
 INFO_KEY = "rlfactory"  # the scheduler's key in rollout_infos
+TRAJECTORIES_VAR = "RLFACTORY_TRAJECTORIES"  # where the reward logs trajectories, if not the output dir
+ERROR = "error"  # the stop reason of a trajectory that failed inside the plugin
+MAX_CAUSE_CHARS = 2000  # an error cause kept in rollout infos and the trajectory log (redacted, then cut)
 BROKEN_RETRY_S = 300.0  # how long a broken environment file fails fast before it is tried again
 
 # Reward-kwarg keys that are ms-swift's bookkeeping, not dataset fields a reward should see as the row.

@@ -32,7 +32,7 @@ from swift.rollout import invoke_async_hook, run_multi_turn
 from swift.template import get_template
 
 from swift_rlfactory.adapters import swift as adapter
-from swift_rlfactory.adapters import swift_run
+from swift_rlfactory.adapters import swift_reward, swift_run
 from swift_rlfactory.run_config import ENV_VAR
 
 ENV_DIR = Path(__file__).parent / "scheduler_env"
@@ -56,7 +56,8 @@ def fresh_run(tokenizer) -> Iterator[swift_run._Run]:
     with pytest.MonkeyPatch.context() as patch:
         state = swift_run._Run()
         state.tokenizer = tokenizer
-        patch.setattr(adapter, "RUN", state)
+        for module in (adapter, swift_reward):  # the scheduler's and the reward's view of the process
+            patch.setattr(module, "RUN", state)
         patch.setenv(ENV_VAR, str(ENV))
         try:
             yield state

@@ -24,8 +24,9 @@ from swift.rl_core.data import OnPolicySample
 from swift.rl_core.grpo_algorithm import compute_rewards_per_func
 
 from swift_rlfactory.adapters import swift as adapter
-from swift_rlfactory.adapters import swift_run
+from swift_rlfactory.adapters import swift_reward, swift_run
 from swift_rlfactory.adapters.swift import RLFactoryReward
+from swift_rlfactory.adapters.swift_run import TRAJECTORIES_VAR
 from swift_rlfactory.run_config import ENV_VAR
 from swift_rlfactory.runs.log import TrajectoryLog, read_trajectories
 from swift_rlfactory.trajectory import Trajectory
@@ -38,8 +39,10 @@ def env(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "env.yaml"
     path.write_text("name: logged\nreward:\n  - {name: em}\n")
     monkeypatch.setenv(ENV_VAR, str(path))
-    monkeypatch.delenv(adapter.TRAJECTORIES_VAR, raising=False)
-    monkeypatch.setattr(adapter, "RUN", swift_run._Run())  # environments of this test only
+    monkeypatch.delenv(TRAJECTORIES_VAR, raising=False)
+    run = swift_run._Run()  # environments of this test only
+    monkeypatch.setattr(adapter, "RUN", run)
+    monkeypatch.setattr(swift_reward, "RUN", run)
     yield path
     for loaded in adapter.RUN.envs.values():
         loaded.close()
