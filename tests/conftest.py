@@ -6,6 +6,7 @@ the first test session pays for the npm download and the few seconds of SFT.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import socket
@@ -40,7 +41,7 @@ class ScriptedChat:
     ``requests`` and wraps the text in a chat completion. A reply that is a dict or a starlette ``Response``
     is sent as it is (odd shapes, errors, bodies JSON encoders refuse). Only the model is scripted: whatever the client
     does with the reply (tool calls, rewards) runs for real. Use it as a context manager; ``port`` is bound
-    from the start.
+    from the start. ``reply`` may be a coroutine function (one that waits, without holding the server).
     """
 
     def __init__(self, reply: Callable[[dict[str, Any]], str]) -> None:
@@ -54,6 +55,8 @@ class ScriptedChat:
             body = await request.json()
             self.requests.append(body)
             answer = reply(body)
+            if inspect.isawaitable(answer):  # a coroutine reply: it may wait without holding the server
+                answer = await answer
             if not isinstance(answer, str):
                 return answer
             return {

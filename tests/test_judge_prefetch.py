@@ -19,10 +19,11 @@ from swift.template import get_template
 
 from swift_rlfactory.adapters.swift import RUN, RLFactoryReward, RLFactoryScheduler
 
-from .faults.driver import scripted_output
+from .faults.driver import ENV_DIR, scripted_output
 from .test_judge import judge_url, server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
+TOOLS = ENV_DIR / "tools.py"  # echo, for a trajectory that takes a second turn
 
 
 @pytest.mark.parametrize("mode", ["pointwise", "group"])
@@ -115,4 +116,59 @@ def test_a_question_written_as_content_parts_reaches_the_reward_as_its_text(
     )  # fmt: skip
     users = [m for m in out.rollout_infos["rlfactory"]["messages"] if m["role"] == "user"]
     assert [m["content"] for m in users] == [question]
+    RUN.envs.pop(str(env.resolve())).close()
+
+
+def test_the_judge_starts_on_a_trajectory_while_the_rest_of_the_batch_still_generates(
+    agent_model,
+    server,  # noqa: F811  (the fixture imported above)
+    monkeypatch,
+    tmp_path,
+):
+    """Trajectories finish at different turns: ``early`` answers at once, ``late`` calls a tool and answers
+    at its second turn. The judge must have ``early``'s request while ``late`` is still generating, not once
+    the whole batch has ended."""
+    env = tmp_path / "env.yaml"
+    env.write_text(
+        f"name: staggered\ntools:\n  python: ['{TOOLS}']\nreward:\n"
+        f"  - {{name: judge, args: {{mode: pointwise, base_url: '{server.url}', model: rule}}}}\n"
+    )
+    monkeypatch.setenv("RLFACTORY_ENV", str(env))
+    monkeypatch.setenv("RLFACTORY_TRAJECTORIES", str(tmp_path / "trajectories.jsonl"))
+    processor = get_processor(str(agent_model), model_type="qwen3", check_model=False)
+    template = get_template(processor, template_type="qwen3", max_length=4096)
+    template.set_mode("train")
+    tokenizer = template.tokenizer
+    scheduler = RLFactoryScheduler(max_turns=3, tokenizer=tokenizer, template=template)
+    requests = [
+        RolloutInferRequest(
+            messages=[{"role": "user", "content": f"What is 4000 + 242? ({name})"}],
+            uuid=name,
+            data_dict={"golden_answers": ["4242"]},
+        )
+        for name in ("early", "late")
+    ]
+    seen_while_late_generated = []
+
+    def second_turn(reqs, cfg):
+        if not reqs:  # the driver asks once more when every trajectory has ended
+            return []
+        assert [r.uuid for r in reqs] == ["late"]
+        deadline = time.monotonic() + 10
+        while server.requests() < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        seen_while_late_generated.append(server.requests())
+        return [scripted_output(tokenizer, "", "<answer>4242</answer>")]
+
+    asyncio.run(scheduler.on_trajectory_start(requests))
+    call = '<tool_call>\n{"name": "echo", "arguments": {"text": "4242"}}\n</tool_call>'
+    first = [scripted_output(tokenizer, "", "<answer>4242</answer>"), scripted_output(tokenizer, "", call)]
+    outs = run_multi_turn(requests, first, scheduler, second_turn, RequestConfig(), max_turns=3)
+
+    assert [o.rollout_infos["rlfactory"]["turns"] for o in outs] == [1, 2]
+    assert seen_while_late_generated == [1]  # early's judgment, and only early's: late had not finished
+    deadline = time.monotonic() + 10
+    while server.requests() < 2:  # late's goes out as it finishes
+        assert time.monotonic() < deadline, "the judge never got the late trajectory"
+        time.sleep(0.02)
     RUN.envs.pop(str(env.resolve())).close()

@@ -285,6 +285,44 @@ def test_output_is_capped_while_reading(tool):
 
 @needs_bwrap
 @pytest.mark.timeout(30)
+def test_open_files_stop_at_max_open_files(tool):
+    """``max_open_files`` is the sandbox's RLIMIT_NOFILE: past it ``open`` fails with EMFILE (stdin, stdout
+    and stderr hold three of the descriptors)."""
+    few = start_tool(max_open_files=16)
+    code = """
+import errno
+files = []
+try:
+    for i in range(100):
+        files.append(open(f"/tmp/f{i}", "w"))
+except OSError as exc:
+    print(errno.errorcode[exc.errno], len(files))
+"""
+    ok, text, _ = run(few, code)
+    assert ok and text == "EMFILE 13", text
+    ok, text, _ = run(tool, code)  # the default, 256: all 100 open
+    assert ok and text == "(no output)", text
+    assert_host_usable(tool)
+
+
+@needs_bwrap
+@pytest.mark.timeout(30)
+def test_no_user_namespace_can_be_made_inside_the_sandbox(tool):
+    """A program cannot unshare a user namespace of its own (where it would hold every capability, the
+    first step of most escapes through kernel bugs): bwrap's ``--disable-userns``."""
+    code = """
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+rc = libc.unshare(0x10000000)  # CLONE_NEWUSER
+print(rc, errno.errorcode.get(ctypes.get_errno()))
+"""
+    ok, text, _ = run(tool, code)
+    assert ok and text in ("-1 ENOSPC", "-1 EPERM"), text
+    assert_host_usable(tool)
+
+
+@needs_bwrap
+@pytest.mark.timeout(30)
 def test_no_process_outlives_its_call(tool):
     code = """
 import subprocess

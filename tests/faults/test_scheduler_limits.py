@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
 import pytest
 
-from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryScheduler
+from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryCallback, RLFactoryScheduler
 from swift_rlfactory.runtime.user_code import import_target
 
 from .driver import ENV_DIR, Reply, call, fresh_run, qwen3_template, request, run_batch
@@ -140,6 +141,26 @@ def test_an_observation_that_overflows_the_context_budget_stops_the_trajectory(r
     assert len(huge["tool_calls"]) == 1  # the call ran; its observation is what did not fit
     assert len(template.tokenizer.encode(huge["tool_calls"][0]["observation"])) < 3072 - 400
     assert small["stop_reason"] == "answer" and small["turns"] == 2
+
+
+@pytest.mark.parametrize("max_completion_length, stop, turns", [(None, "answer", 2), (1024, "context", 1)])
+def test_the_completion_budget_is_kept_free_in_the_context(
+    run_state, agent_model, max_completion_length, stop, turns
+):
+    """The training callback sets ``reserve_tokens`` from ``--max_completion_length``: a trajectory continues
+    only while its next turn could be a whole completion. After the first turn this one holds ~2,600 of
+    3,072 tokens: room for a turn of 400, not of 1,024."""
+    template = qwen3_template(agent_model, max_length=3072)
+    sched = scheduler(template)
+    args = SimpleNamespace(max_completion_length=max_completion_length)  # GRPO's arguments, as read
+    callback = RLFactoryCallback(args, SimpleNamespace(multi_turn_scheduler=sched))  # a trainer, as read
+    callback.on_train_begin(args, None, None)
+    assert sched.reserve_tokens == (max_completion_length or 0)
+    outputs = run_batch(sched, template, [request("long")], {"long": [call("words", n=300)]}, max_turns=6)
+
+    long = info(outputs["long"])
+    assert (long["stop_reason"], long["turns"]) == (stop, turns)
+    assert len(long["tool_calls"]) == 1
 
 
 def test_a_servers_own_timeout_over_call_timeout_s_holds_for_the_turn_watchdog(run_state, template, tmp_path):
