@@ -74,7 +74,9 @@ def test_calculator_environment_runs_its_tool():
         assert env.reward.names == ["em", "format", "tool_use"]
 
 
-@pytest.mark.parametrize("module", ["swift_rlfactory.envs.calculator.tools", "swift_rlfactory.bundled.calculator.tools"])
+@pytest.mark.parametrize(
+    "module", ["swift_rlfactory.envs.calculator.tools", "swift_rlfactory.bundled.calculator.tools"]
+)
 def test_an_env_file_naming_the_calculator_where_it_used_to_live_loads(tmp_path, module):
     with Environment.load(write(tmp_path, f"tools: {{python: ['{module}:calculate']}}")) as env:
         assert [s["function"]["name"] for s in env.tool_schemas()] == ["calculate"]

@@ -129,7 +129,9 @@ def screenshots(tmp_path_factory) -> Path:
 def web_ui(tmp_path_factory) -> Iterator[Server]:
     """``swift-rlfactory web-ui`` serving ms-swift's tabs and ours, with the e2e environment pre-filled."""
     work = tmp_path_factory.mktemp("webui")
-    server = Server(["web-ui", "--env", str(ROOT / "tests" / "environments" / "agent" / "env.yaml")], cwd=work)
+    server = Server(
+        ["web-ui", "--env", str(ROOT / "tests" / "environments" / "agent" / "env.yaml")], cwd=work
+    )
     yield server
     server.stop()
 
