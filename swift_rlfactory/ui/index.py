@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from swift_rlfactory.runs.eval_log import episode_key, is_failed
 from swift_rlfactory.runs.resume import StepLines, trajectory_step
 
-from .tail import ChainTail
+from .tail import ChainTail, json_object
 
 FAILED = "failed"  # the stop reason shown for an eval episode that failed on every attempt
 GROUPS = 100  # groups the dropdown offers at once (:meth:`TrajectoryIndex.group_choices`)
@@ -43,6 +44,80 @@ class Entry:
     episode: tuple[int, int] | None = None  # an eval line's (index, sample); a training line has none
     earlier: tuple[int, ...] = ()  # numbers of the earlier lines of the same eval episode, oldest first
     log: int = 0  # which log of the run's chain holds the line (0: the oldest; one log: that one)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """What the index knows of a training line it has not parsed yet (:func:`scan`): enough for the
+    resume rule, the steps and the stop reasons; the line is parsed into its :class:`Entry` when a page
+    needs more of it."""
+
+    number: int
+    offset: int
+    step: int
+    stop_reason: str
+    log: int = 0
+    episode: None = None  # a line read by a scan is a training line, never an eval episode
+
+
+@dataclass(frozen=True, slots=True)
+class Scanned:
+    """The fields :func:`scan` read from a line's bytes."""
+
+    step: int
+    stop_reason: str
+
+
+# a line as TrajectoryLog writes it starts with these two keys: "step" is then a key of the top object
+HEAD = re.compile(rb'\{"step": (\d+), "time": ')
+STOP = re.compile(rb'"stop_reason": (?:null|"([^"\\]*)")[,}]')
+# the stop reason's key, the keys that make a line an eval episode or a failed one (at any depth), and a
+# second step (another line's: a torn line that a resumed writer appended to); one literal prefix is fast
+KEYS = re.compile(rb'"(?:stop_reason|index|sample|failed|step)": ')
+
+
+def scan(line: bytes) -> Scanned | dict[str, Any] | None:
+    """A training line's step and stop reason read from its bytes, without parsing the line, where that is
+    sure to read what :func:`summarize` would; any other line parsed whole (``None``: no JSON object).
+
+    Sure means: the line starts as :class:`~swift_rlfactory.runs.log.TrajectoryLog` writes one (so the
+    step is the top object's), names ``"stop_reason"`` once (a writer that always writes it top-level
+    names no other) with a plain string or ``null``, names no eval key (``index``, ``sample``, ``failed``),
+    and names no second ``step`` (a torn line a resumed writer appended to is no JSON: it is skipped).
+    A quote inside a JSON string is escaped, so ``"key": `` in the bytes is always a key.
+    """
+    head = HEAD.match(line)
+    if (
+        head is None
+        or not line.rstrip().endswith(b"}")
+        or KEYS.findall(line, head.end()) != [b'"stop_reason": ']
+    ):
+        return json_object(line)
+    stop = STOP.search(line)
+    try:
+        return Scanned(int(head[1]), stop[1].decode() if stop[1] else "") if stop else json_object(line)
+    except UnicodeDecodeError:
+        return None
+
+
+class Entries(Sequence[Entry]):
+    """The index's lines, each parsed into its :class:`Entry` the first time it is asked for."""
+
+    def __init__(self, index: TrajectoryIndex):
+        self._index = index
+        self.lines: list[Entry | Line] = []
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __getitem__(self, number: int) -> Entry:  # type: ignore[override]
+        line = self.lines[number]
+        if isinstance(line, Line):
+            line = self.lines[number] = self._index.parse(line)
+        return line
+
+    def __iter__(self) -> Iterator[Entry]:
+        return (self[n] for n in range(len(self.lines)))
 
 
 @dataclass(frozen=True)
@@ -143,12 +218,12 @@ class TrajectoryIndex:
         checkpoint the run after it resumed from (:func:`~swift_rlfactory.runs.resume.run_chain`)."""
         self.path = Path(path)
         self._checkpoints = [step for _, step in earlier]
-        self._tail = ChainTail([*(log for log, _ in earlier), self.path])
+        self._tail = ChainTail([*(log for log, _ in earlier), self.path], scan)
         self._lock = threading.Lock()
         self._start()
 
     def _start(self) -> None:
-        self.entries: list[Entry] = []
+        self.entries = Entries(self)  # a training line is parsed whole only when a page shows it
         self._last: dict[tuple[int, int], int] = {}  # eval episode -> number of its last line
         self._attempts = 0  # eval lines a later line of the same episode replaced
         self._steps = StepLines()  # the training lines that count, by number
@@ -173,8 +248,12 @@ class TrajectoryIndex:
                 added += 1
             return added
 
-    def _add(self, log: int, offset: int, record: dict[str, Any]) -> None:
+    def _add(self, log: int, offset: int, record: Scanned | dict[str, Any]) -> None:
         number = len(self.entries)
+        if isinstance(record, Scanned):
+            self._count_step(log, number, record.step)
+            self.entries.lines.append(Line(number, offset, record.step, record.stop_reason, log))
+            return
         episode = eval_episode(record)
         earlier: tuple[int, ...] = ()
         if episode is not None:
@@ -185,14 +264,30 @@ class TrajectoryIndex:
             self._last[episode] = number
         entry = summarize(number, offset, record, earlier, log)
         if episode is None and entry.step is not None:
-            replaced = [n for c in self._checkpoints[self._log : log] for n in self._steps.resume(c)]
-            self._log = log
-            replaced += self._steps.add(entry.step, number)  # a resumed run: this step and later again
-            for n in replaced:
-                self._resumed[n] = number
-        self.entries.append(entry)
+            self._count_step(log, number, entry.step)
+        self.entries.lines.append(entry)
 
-    def counts(self, entry: Entry) -> bool:
+    def _count_step(self, log: int, number: int, step: int) -> None:
+        """Feed training line ``number`` of ``step`` to the resume rule."""
+        replaced = [n for c in self._checkpoints[self._log : log] for n in self._steps.resume(c)]
+        self._log = log
+        replaced += self._steps.add(step, number)  # a resumed run: this step and later again
+        for n in replaced:
+            self._resumed[n] = number
+
+    def parse(self, line: Line) -> Entry:
+        """The :class:`Entry` of a line indexed by a scan, its line read again and parsed whole (a line
+        that no longer reads as a JSON object keeps what the scan read, and no more)."""
+        with open(self._tail.paths[line.log], "rb") as f:
+            f.seek(line.offset)
+            record = json_object(f.readline())
+        if record is None:
+            return Entry(
+                line.number, line.offset, line.step, "", "", None, line.stop_reason, 0, 0, 0, log=line.log
+            )
+        return summarize(line.number, line.offset, record, (), line.log)
+
+    def counts(self, entry: Entry | Line) -> bool:
         """Whether ``entry`` is a line that counts: not an eval episode's attempt that a later line replaced,
         nor a training line of a step that a resumed run logged again."""
         if entry.episode is None:
@@ -205,7 +300,11 @@ class TrajectoryIndex:
 
     def current(self) -> list[Entry]:
         """The entries that count, in log order."""
-        return [e for e in self.entries if self.counts(e)]
+        return [self.entries[line.number] for line in self._counted()]
+
+    def _counted(self) -> Iterator[Entry | Line]:
+        """The lines that count, in log order, parsed or not."""
+        return (line for line in self.entries.lines if self.counts(line))
 
     def resumed_by(self, entry: Entry) -> Entry | None:
         """For a training line of a run that stopped, the first line of the run resumed after it (which
@@ -235,11 +334,11 @@ class TrajectoryIndex:
 
     def steps(self) -> list[int]:
         """Distinct steps, in order."""
-        return sorted({e.step for e in self.current() if e.step is not None})
+        return sorted({e.step for e in self._counted() if e.step is not None})
 
     def stop_reasons(self) -> list[str]:
         """Distinct stop reasons."""
-        return sorted({e.stop_reason for e in self.current() if e.stop_reason})
+        return sorted({e.stop_reason for e in self._counted() if e.stop_reason})
 
     def groups(self, step: int | None = None) -> OrderedDict[str, list[Entry]]:
         """Entries of ``step`` (or all) by group, in order of first appearance."""
@@ -257,11 +356,13 @@ class TrajectoryIndex:
         among them; a log of 50 000 questions never becomes a dropdown of 50 000. Any other group is
         reached by its step, or by the text search (the prompt)."""
         if step is None:
-            step = max((e.step for e in reversed(self.entries) if e.step is not None), default=None)
+            step = max((e.step for e in reversed(self.entries.lines) if e.step is not None), default=None)
         out: dict[str, None] = {}
-        for entry in self.entries:
-            if (step is None or entry.step == step) and entry.group not in out and self.counts(entry):
-                out[entry.group] = None
+        for line in self._counted():
+            if step is not None and line.step != step:
+                continue
+            if (group := self.entries[line.number].group) not in out:
+                out[group] = None
                 if len(out) >= limit:
                     break
         if selected and selected not in out:
@@ -273,9 +374,10 @@ class TrajectoryIndex:
         needle = filters.text.strip().casefold()
         matches = self._text_matches(needle) if needle else None
         out = []
-        for entry in self.current():
-            if filters.step is not None and entry.step != filters.step:
+        for line in self._counted():
+            if filters.step is not None and line.step != filters.step:
                 continue
+            entry = self.entries[line.number]
             if filters.group and entry.group != filters.group:
                 continue
             if filters.reward_min is not None and (entry.reward is None or entry.reward < filters.reward_min):
@@ -305,7 +407,7 @@ class TrajectoryIndex:
         """
         forms = {needle, json.dumps(needle, ensure_ascii=False)[1:-1], json.dumps(needle)[1:-1]}
         ascii_forms = [form.encode() for form in forms if form.isascii()]
-        by_offset = {(e.log, e.offset): e.number for e in self.entries}
+        by_offset = {(e.log, e.offset): e.number for e in self.entries.lines}
         found: set[int] = set()
         for log, path in enumerate(self._tail.paths):
             try:

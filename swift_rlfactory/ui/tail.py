@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -25,14 +25,29 @@ class Record:
 
     offset: int  # where the line starts: a reader seeks there to read the line again
     line: int  # its line number, from 1
-    value: dict[str, Any]
+    value: Any  # the parsed object, or what the tail's ``decode`` made of the line
+
+
+def json_object(line: bytes) -> dict[str, Any] | None:
+    """The JSON object a line holds, ``None`` when it holds none (a leading byte order mark is read as
+    UTF-8's)."""
+    try:
+        value = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+Decode = Callable[[bytes], Any]  # a whole line -> what the tail yields for it, ``None`` for no object
 
 
 class JsonlTail:
-    """The lines of ``path`` appended since the last :meth:`read`."""
+    """The lines of ``path`` appended since the last :meth:`read`; ``decode`` reads each (a reader that
+    needs a few fields of a line may read them without parsing it whole)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, decode: Decode = json_object):
         self.path = Path(path)
+        self._decode = decode
         self.skipped = 0  # lines read so far that are not JSON objects
         self._end = 0  # bytes read so far (always at a line boundary)
         self._lines = 0  # whole lines read so far
@@ -81,11 +96,8 @@ class JsonlTail:
                 self._lines += 1
                 if not line.strip():
                     continue
-                try:
-                    value = json.loads(line)  # bytes: a leading byte order mark is read as UTF-8's
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    value = None
-                if not isinstance(value, dict):
+                value = self._decode(line)
+                if value is None:
                     self.skipped += 1
                     logger.warning("%s: line %d is not a JSON object; left out", self.path, self._lines)
                     continue
@@ -97,9 +109,10 @@ class ChainTail:
     first, read as one: a :class:`JsonlTail` each. When any of them is another file now, every one is read
     again from its start (``restarted``)."""
 
-    def __init__(self, paths: Sequence[str | Path]):
+    def __init__(self, paths: Sequence[str | Path], decode: Decode = json_object):
         self.paths = [Path(p) for p in paths]
-        self._tails = [JsonlTail(p) for p in self.paths]
+        self._decode = decode
+        self._tails = [JsonlTail(p, decode) for p in self.paths]
 
     @property
     def skipped(self) -> int:
@@ -115,6 +128,6 @@ class ChainTail:
         reads = [tail.read() for tail in self._tails]
         restarted = any(again for again, _ in reads)
         if restarted:
-            self._tails = [JsonlTail(p) for p in self.paths]
+            self._tails = [JsonlTail(p, self._decode) for p in self.paths]
             reads = [tail.read() for tail in self._tails]
         return restarted, ((log, record) for log, (_, records) in enumerate(reads) for record in records)
