@@ -70,10 +70,10 @@ class Scanned:
 
 # a line as TrajectoryLog writes it starts with these two keys: "step" is then a key of the top object
 HEAD = re.compile(rb'\{"step": (\d+), "time": ')
-STOP = re.compile(rb'"stop_reason": (?:null|"([^"\\]*)")[,}]')
-# the stop reason's key, the keys that make a line an eval episode or a failed one (at any depth), and a
-# second step (another line's: a torn line that a resumed writer appended to); one literal prefix is fast
-KEYS = re.compile(rb'"(?:stop_reason|index|sample|failed|step)": ')
+# the stop reason's key with its value when that is null or a plain string (else no value), the keys that
+# make a line an eval episode or a failed one (at any depth), and a second step (another line's: a torn
+# line that a resumed writer appended to); one literal prefix keeps the search fast
+KEYS = re.compile(rb'"(stop_reason|index|sample|failed|step)": (null[,}]|"[^"\\]*"[,}])?')
 
 
 def scan(line: bytes) -> Scanned | dict[str, Any] | None:
@@ -87,15 +87,14 @@ def scan(line: bytes) -> Scanned | dict[str, Any] | None:
     A quote inside a JSON string is escaped, so ``"key": `` in the bytes is always a key.
     """
     head = HEAD.match(line)
-    if (
-        head is None
-        or not line.rstrip().endswith(b"}")
-        or KEYS.findall(line, head.end()) != [b'"stop_reason": ']
-    ):
+    if head is None or not line.endswith(b"}\n"):
         return json_object(line)
-    stop = STOP.search(line)
+    keys = KEYS.findall(line, head.end())
+    if len(keys) != 1 or keys[0][0] != b"stop_reason" or not keys[0][1]:
+        return json_object(line)
+    value = keys[0][1]
     try:
-        return Scanned(int(head[1]), stop[1].decode() if stop[1] else "") if stop else json_object(line)
+        return Scanned(int(head[1]), "" if value[0] == 110 else value[1:-2].decode())  # 110: the n of null
     except UnicodeDecodeError:
         return None
 
