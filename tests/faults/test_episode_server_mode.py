@@ -83,14 +83,16 @@ def test_server_mode_sends_a_json_copy_of_the_state_tears_it_down_and_tears_down
             cut.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await cut
-            return dict(zip(served, await asyncio.wait_for(rest, 60), strict=True))
+            outputs = dict(zip(served, await asyncio.wait_for(rest, 60), strict=True))
+            # a rollout server's loop outlives its requests: the teardowns started at each end run there
+            deadline = time.monotonic() + 30
+            while module.LIVE and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            return outputs
 
         outputs = asyncio.run(serve())
         env = state.env(str(EPISODE_ENV))
         assert env.episodes.live == 0  # torn down in the rollout server, the cancelled one included
-        deadline = time.monotonic() + 10
-        while module.LIVE and time.monotonic() < deadline:  # teardowns run on the tools' loop
-            time.sleep(0.05)
         assert not module.LIVE
         counts = env.episodes.drain_metrics()
         assert counts["episode/setups"] == counts["episode/teardowns"] == len(served) + 1
