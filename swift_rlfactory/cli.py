@@ -81,7 +81,7 @@ def _tools_list(args: argparse.Namespace) -> int:
 
 def _tools_call(args: argparse.Namespace) -> int:
     from .env.environment import Environment
-    from .tools.calls import ToolCall
+    from .env.episode import EpisodeSetupError
 
     try:
         arguments = json.loads(args.arguments)
@@ -97,7 +97,11 @@ def _tools_call(args: argparse.Namespace) -> int:
             errors.print(f"unknown tool {args.name!r}; available: {known}", markup=False)
             return 2
         for _ in range(args.repeat):
-            record = env.executor.execute([ToolCall(name=args.name, arguments=arguments)])[0]
+            try:
+                record = env.try_tool(args.name, arguments)
+            except EpisodeSetupError as exc:
+                errors.print(str(exc), markup=False)
+                return 1
             # The observation is exactly what the model reads, error text included: printed once, as is.
             console.print(record.observation, markup=False, soft_wrap=True)
             status = "hit" if record.cache_hit else "miss"

@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import json
 import threading
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,19 @@ class Environment:
         """
         await asyncio.to_thread(self.start)
         return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)], state))[0]
+
+    def try_tool(self, name: str, arguments: dict[str, Any]) -> ToolRecord:
+        """One call from outside any trajectory (``tools call``, the UI's "Try a tool"); with ``episode:``
+        it runs in a scratch episode, set up from an empty row and torn down right after the call.
+        Raises :class:`~.episode.EpisodeSetupError` when that setup fails."""
+        if not self.episodes.enabled:
+            return self.executor.execute([ToolCall(name=name, arguments=arguments)])[0]
+
+        async def scratch() -> ToolRecord:
+            async with self.episodes.scope(f"try-{uuid.uuid4().hex}", {}) as state:
+                return await self.call_tool(name, arguments, state)
+
+        return blocking.run(scratch())
 
     def close(self) -> None:
         """Tear down episode states still live (trajectories that never ended), stop tool providers, close

@@ -13,9 +13,9 @@ from typing import Any
 
 from ..env.config import EnvConfigError
 from ..env.environment import Environment
+from ..env.episode import EpisodeSetupError
 from ..rewards.rescore import Recorded, rescore
 from ..rollout.episode import tool_messages
-from ..tools.calls import ToolCall
 from ..trajectory import Trajectory
 
 
@@ -91,7 +91,8 @@ class ToolResult:
 
 
 def call_tool(envs: Environments, path: str, name: str, arguments: str) -> ToolResult:
-    """Run one real call through the environment's executor (timeout, retry, cache, truncation)."""
+    """Run one real call through the environment's executor (timeout, retry, cache, truncation), in a
+    scratch episode when the environment declares ``episode:``."""
     try:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError as exc:
@@ -105,7 +106,10 @@ def call_tool(envs: Environments, path: str, name: str, arguments: str) -> ToolR
     if name not in env.executor.tools:
         known = ", ".join(env.executor.tools) or "none"
         return ToolResult("", f"unknown tool {name!r}; available: {known}", "")
-    record = env.executor.execute([ToolCall(name=name, arguments=args)])[0]
+    try:
+        record = env.try_tool(name, args)
+    except EpisodeSetupError as exc:
+        return ToolResult("", str(exc), "")
     [message] = tool_messages([record])
     status = "hit" if record.cache_hit else "miss"
     details = f"latency {record.latency_s * 1000:.1f} ms · cache {status} · attempts {record.attempts}"
