@@ -53,6 +53,9 @@ SKIP = {
     "CUDA_VISIBLE_DEVICES=0 RLFACTORY_ENV=env.yaml swift rollout --model MODEL \\": (
         "needs GPUs: swift rollout serves the model with vLLM"
     ),
+    "NPROC_PER_NODE=8 RLFACTORY_ENV=examples/deepsearch/env.yaml swift rlhf --rlhf_type grpo \\": (
+        "needs 8 GPUs; tests/test_swift_rlhf_ranks.py runs the same launcher on two CPU ranks"
+    ),
 }
 MAIN_JOB = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu   # CPU-only machine"
 
