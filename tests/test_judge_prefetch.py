@@ -13,13 +13,11 @@ import time
 
 import pytest
 from swift.infer_engine.protocol import RequestConfig, RolloutInferRequest
-from swift.model import get_processor
 from swift.rollout.agent_loop import run_multi_turn
-from swift.template import get_template
 
 from swift_rlfactory.adapters.swift import RUN, RLFactoryReward, RLFactoryScheduler
 
-from .faults.driver import ENV_DIR, scripted_output
+from .faults.driver import ENV_DIR, qwen3_template, scripted_output
 from .test_judge import judge_url, server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
@@ -43,8 +41,7 @@ def test_scheduler_starts_the_judge_before_the_reward_call(
     )
     monkeypatch.setenv("RLFACTORY_ENV", str(env))
     monkeypatch.setenv("RLFACTORY_TRAJECTORIES", str(tmp_path / "trajectories.jsonl"))
-    processor = get_processor(str(agent_model), model_type="qwen3", check_model=False)
-    template = get_template(processor, template_type="qwen3", max_length=4096)
+    template = qwen3_template(agent_model, max_length=4096)
     template.set_mode("train")
     tokenizer = template.tokenizer
     scheduler = RLFactoryScheduler(max_turns=3, tokenizer=tokenizer, template=template)
@@ -98,8 +95,7 @@ def test_a_question_written_as_content_parts_reaches_the_reward_as_its_text(
     monkeypatch.setenv("RLFACTORY_ENV", str(env))
     log = tmp_path / "trajectories.jsonl"
     monkeypatch.setenv("RLFACTORY_TRAJECTORIES", str(log))
-    processor = get_processor(str(agent_model), model_type="qwen3", check_model=False)
-    template = get_template(processor, template_type="qwen3", max_length=4096)
+    template = qwen3_template(agent_model, max_length=4096)
     template.set_mode("train")
     tokenizer = template.tokenizer
     scheduler = RLFactoryScheduler(max_turns=2, tokenizer=tokenizer, template=template)
@@ -135,8 +131,7 @@ def test_the_judge_starts_on_a_trajectory_while_the_rest_of_the_batch_still_gene
     )
     monkeypatch.setenv("RLFACTORY_ENV", str(env))
     monkeypatch.setenv("RLFACTORY_TRAJECTORIES", str(tmp_path / "trajectories.jsonl"))
-    processor = get_processor(str(agent_model), model_type="qwen3", check_model=False)
-    template = get_template(processor, template_type="qwen3", max_length=4096)
+    template = qwen3_template(agent_model, max_length=4096)
     template.set_mode("train")
     tokenizer = template.tokenizer
     scheduler = RLFactoryScheduler(max_turns=3, tokenizer=tokenizer, template=template)
