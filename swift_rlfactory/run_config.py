@@ -119,11 +119,6 @@ def knobs() -> list[Field]:
     return [f for f in fields(RunConfig) if f.metadata.get("kind")]
 
 
-def field_help(name: str) -> str:
-    """The documentation of the field ``name``."""
-    return next(f.metadata["help"] for f in fields(RunConfig) if f.name == name)
-
-
 def field_default(name: str) -> Any:
     """The declared default of the field ``name``."""
     f = next(f for f in fields(RunConfig) if f.name == name)

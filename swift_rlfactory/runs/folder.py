@@ -22,7 +22,6 @@ SWIFT_LOG = "swift.log"  # ``train``'s copy of ms-swift's console output
 TRAINING_DATA = "train.jsonl"  # ``train``'s generated dataset
 CHECKPOINT = "checkpoint-"  # ms-swift's checkpoint folders: ``checkpoint-<step>``
 ADAPTER_WEIGHTS = "adapter_model.safetensors"  # a LoRA checkpoint's weights
-VERSIONS = "v*-*"  # ms-swift's ``--add_version`` folders: ``v<N>-<timestamp>``
 
 
 def new_run_dir(parent: Path, create: bool = True) -> Path:
@@ -54,12 +53,6 @@ def resolve_run(folder: str | Path, logs: Sequence[str] = (TRAJECTORIES, LOGGING
     if candidates:
         return max(candidates, key=lambda p: p.stat().st_mtime)
     return folder
-
-
-def newest_version(output_dir: str | Path) -> Path | None:
-    """The newest ``v<N>-<timestamp>`` folder ms-swift made under ``output_dir``, if any."""
-    folders = [p for p in Path(output_dir).glob(VERSIONS) if p.is_dir()]
-    return max(folders, key=lambda p: p.stat().st_mtime) if folders else None
 
 
 def checkpoint_step(checkpoint: str | Path) -> int | None:
