@@ -34,6 +34,7 @@ from ..rollout.ranks import timeline_metrics
 from ..run_config import PLUGIN_NAME
 from ..tools.calls import CallParser, call_parser
 from ..tools.executor import ToolRecord
+from .swift_images import attach_images, sees_images
 from .swift_ranks import gather
 from .swift_reward import RLFactoryReward
 from .swift_run import (
@@ -72,6 +73,7 @@ class _Episode:
     error: str | None = None  # why it failed; its next on_turn_end ends it with stop reason "error"
     parse: CallParser | None = None  # its turns' call parser, made at its first turn's end
     key: str | None = None  # its episode state's key in env.episodes (the request uuid), once set up
+    images: int = 0  # images from its tools it was shown (a vision-language model only)
 
 
 class RLFactoryScheduler(MultiTurnScheduler):
@@ -99,6 +101,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         self.turn_end_id = self._find_turn_end_id()
         # the format the template's tools prompt asks for; a template we cannot read stops the run here
         self.call_format = call_format(template)
+        self.sees_images = sees_images(template)  # else every image from a tool reads as its note
         RUN.env(start=True)  # fail at start-up, naming the field or server, not at the first rollout
 
     @property
@@ -236,7 +239,11 @@ class RLFactoryScheduler(MultiTurnScheduler):
 
     def _step(self, infer_request, response_choice) -> dict[str, Any]:
         episode = self.episodes[infer_request.uuid]
-        infer_request.messages.extend(tool_messages(episode.pending))
+        messages = tool_messages(episode.pending)
+        if self.sees_images:
+            limits = RUN.env(episode.env_path).config.limits
+            episode.images = attach_images(infer_request, messages, episode.pending, limits, episode.images)
+        infer_request.messages.extend(messages)
         episode.pending = []
         ids = list(response_choice.token_ids or [])
         result: dict[str, Any] = {"infer_request": infer_request}
@@ -305,6 +312,8 @@ class RLFactoryScheduler(MultiTurnScheduler):
             self._prefetch_rewards(infer_request, episode, infos)
         if episode.key is not None:
             self._hand_over(episode, infos)
+        if episode.images:  # the trainer encodes the sample with these (a tool message's <image> is one)
+            return {"done": True, "rollout_infos": {INFO_KEY: infos, "images": list(infer_request.images)}}
         return {"done": True, "rollout_infos": {INFO_KEY: infos}}
 
     def _hand_over(self, episode: _Episode, infos: dict[str, Any]) -> None:

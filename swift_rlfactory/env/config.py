@@ -95,6 +95,15 @@ class LimitsConfig(_Strict):
         "rest are dropped (counted in the last one's error): a turn adds at most twice this many tool messages",
     )
     retries: int = Field(default=2, ge=0, description="retries of a call whose server was unreachable")
+    max_images_per_trajectory: int = Field(
+        default=4,
+        ge=0,
+        description="images from tools a vision-language model is shown per trajectory; later ones, and every "
+        "image for a text-only model, read as a note of their type and size",
+    )
+    max_image_bytes: int = Field(
+        default=2_000_000, gt=0, description="largest image from a tool (encoded bytes) shown as an image"
+    )
     max_description_chars: int | None = Field(
         default=4096,
         gt=0,

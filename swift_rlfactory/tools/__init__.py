@@ -6,6 +6,7 @@ from .calls import ToolCall, parse_tool_calls
 from .episode_state import Episode, EpisodeState
 from .executor import ExecutorClosed, Limits, ToolExecutor, ToolRecord
 from .mcp import McpProvider, mcp_providers
+from .media import ToolImage
 from .python_tool import PythonTool, tool
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "ToolCache",
     "ToolCall",
     "ToolError",
+    "ToolImage",
     "ToolExecutor",
     "ToolProvider",
     "ToolRecord",

@@ -23,6 +23,7 @@ from .base import Tool, ToolError, ToolProvider, TransportError, current_call, s
 from .cache import ToolCache, cache_key
 from .calls import ToolCall
 from .episode_state import NO_EPISODE, current_state
+from .media import ToolImage
 from .observation import CUT_RULE, cut, error_text, measure, render_bounded
 from .toolset import ToolSet
 
@@ -75,6 +76,9 @@ class ToolRecord:
     large to render whole)."""
     truncated_chars: int = 0
     """Characters cut from the result to fit ``max_output_tokens``; 0 when the model saw all of it."""
+    images: list[ToolImage] = field(default_factory=list, repr=False)
+    """The images of the result, in order, each read as its note in ``observation`` (docs/tools.md, "Images
+    from tools"); not in :meth:`to_dict`."""
 
     @property
     def ok(self) -> bool:
@@ -82,8 +86,8 @@ class ToolRecord:
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form, for ``rollout_infos`` and trajectory logs."""
-        return asdict(self)
+        """Plain-JSON form, for ``rollout_infos`` and trajectory logs (the images left out)."""
+        return {k: v for k, v in asdict(self).items() if k != "images"}
 
 
 def call_cache_key(
@@ -103,6 +107,14 @@ class ExecutorClosed(RuntimeError):
 
 class _CallFailed(Exception):
     """Internal: a call ended in an error observation (kept out of the cache)."""
+
+
+class _WithImages(Exception):
+    """Internal: a result with images, kept out of the cache (it stores text: a replay would lose them)."""
+
+    def __init__(self, observation: str, images: list[ToolImage]):
+        super().__init__("a result with images")
+        self.observation, self.images = observation, images
 
 
 class ToolExecutor:
@@ -285,28 +297,24 @@ class ToolExecutor:
             raise _CallFailed(f"unknown tool {call.name!r}; available tools: {known}")
 
         async def run() -> str:
-            return await self._run_limited(tool, call.arguments, record)
+            observation = await self._run_limited(tool, call.arguments, record)
+            if record.images:
+                raise _WithImages(observation, record.images)
+            return observation
 
         stateful = bool(getattr(tool, "state_params", ()))  # its result depends on the episode: never cached
-        if (
-            self.cache is not None
-            and not stateful
-            and (self.cached_tools is None or call.name in self.cached_tools)
-        ):
-            record.observation, record.cache_hit = await self.cache.get_or_run(
-                call_cache_key(
-                    call.name,
-                    call.arguments,
-                    self.limits,
-                    self.cache_namespace,
-                    exact=self.count_tokens is not None,
-                ),
-                run,
-            )
-            if record.cache_hit:  # the stored text is already cut; its marker says by how much
-                record.result_chars, record.truncated_chars = measure(record.observation)
-        else:
-            record.observation = await run()
+        cached = self.cached_tools is None or call.name in self.cached_tools
+        try:
+            if self.cache is None or stateful or not cached:
+                record.observation = await run()
+                return
+            exact = self.count_tokens is not None
+            key = call_cache_key(call.name, call.arguments, self.limits, self.cache_namespace, exact=exact)
+            record.observation, record.cache_hit = await self.cache.get_or_run(key, run)
+        except _WithImages as result:
+            record.observation, record.images = result.observation, result.images
+        if record.cache_hit:  # the stored text is already cut; its marker says by how much
+            record.result_chars, record.truncated_chars = measure(record.observation)
 
     async def _run_limited(self, tool: Tool, arguments: dict[str, Any], record: ToolRecord) -> str:
         per_tool = self._per_tool.get(tool.spec.name)
@@ -433,8 +441,9 @@ class ToolExecutor:
         the log and the model read the same text."""
         max_tokens = self.limits.max_output_tokens
         budget = None if not max_tokens or max_tokens <= 0 else max(64 * max_tokens, 65_536)
+        images: list[ToolImage] = []
         try:
-            text, unrendered = render_bounded(result, budget)
+            text, unrendered = render_bounded(result, budget, images)
         except Exception as exc:
             raise _CallFailed(
                 f"tool {name!r} returned a result that cannot be shown as text: {type(exc).__name__}: "
@@ -443,6 +452,7 @@ class ToolExecutor:
         text = redact_recorded(text)
         record.result_chars = len(text) + (unrendered or 0)
         observation, record.truncated_chars = await self._cut(text, unrendered)
+        record.images = images
         return observation
 
     async def _cut(self, text: str, unrendered: int | None = 0) -> tuple[str, int]:

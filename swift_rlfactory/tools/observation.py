@@ -12,7 +12,9 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
-CUT_RULE = "marker-within-cap;media-tags-defused;controls-shown;blobs-described"
+from .media import ToolImage, base64_size, image_of, media_note
+
+CUT_RULE = "marker-within-cap;media-tags-defused;controls-shown;blobs-described;images-noted"
 """Names how an observation's text is made, for the cache's keys: a cache file kept from an older rule (one
 that put the marker past the cut's cap, or kept ``<image>`` tags) is not replayed. Change it whenever the
 text :func:`render_bounded` or :func:`cut` returns changes."""
@@ -35,7 +37,7 @@ _CONTROL_TOKEN = re.compile(r"<(?=([|\uff5c])[^\s<>|\uff5c]{1,64}\1>)")
 # ``<image>`` in any message counts as a place for one of the row's images (``_add_default_tags``) and is
 # replaced by the image's tokens, ``<img>/a/file</img>`` loads that file as an image, ``<ref-object>`` takes
 # a grounding object. A tool result spelling one would move or eat the row's media; defused like a control
-# token, it stays text. Our own placeholders for media blocks use no angle brackets (see _media_note).
+# token, it stays text. Our own placeholders for media blocks use no angle brackets (see media.media_note).
 _MEDIA_TAG = re.compile(r"<(?=(?:image|video|audio|bbox|ref-object|cot-process|start-image|img)>)")
 # C0 controls but tab, line feed and carriage return, DEL, and C1 controls: a binary file read as text
 # (server-filesystem's read_text_file) is full of them. A NUL ends C strings in tokenizers' native code and
@@ -50,11 +52,13 @@ class _Full(Exception):
 
 
 class _Sink:
-    """Collects rendered pieces until ``left`` characters are spent (``None``: no budget)."""
+    """Collects rendered pieces until ``left`` characters are spent (``None``: no budget), and the images
+    whose notes it took in ``images``."""
 
-    def __init__(self, max_chars: int | None):
+    def __init__(self, max_chars: int | None, images: list[ToolImage] | None = None):
         self.parts: list[str] = []
         self.left = max_chars
+        self.images = images
 
     def emit(self, piece: str) -> None:
         if self.left is not None:
@@ -76,8 +80,13 @@ def render(result: Any) -> str:
     return render_bounded(result)[0]
 
 
-def render_bounded(result: Any, max_chars: int | None = None) -> tuple[str, int | None]:
+def render_bounded(
+    result: Any, max_chars: int | None = None, images: list[ToolImage] | None = None
+) -> tuple[str, int | None]:
     """Render a tool result as observation text, at most ``max_chars`` of it; returns ``(text, unrendered)``.
+
+    An image in the result (:func:`~.media.image_of`) reads as its note; with ``images``, each image whose
+    note was rendered whole is appended to it, in order, so a vision-language model can be shown it there.
 
     ``unrendered`` counts the characters of the full rendering left out: 0 when ``text`` is all of it, the
     exact number for a string result, and ``None`` (unknown, but more than 0) when rendering a structure
@@ -93,7 +102,7 @@ def render_bounded(result: Any, max_chars: int | None = None) -> tuple[str, int 
         if max_chars is None or len(result) <= max_chars:
             return _encodable(result), 0
         return _encodable(result[:max_chars]), len(result) - max_chars
-    sink = _Sink(max_chars)
+    sink = _Sink(max_chars, images)
     try:
         _render(result, sink)
     except _Full:
@@ -106,6 +115,10 @@ def _render(result: Any, sink: _Sink) -> None:
         return
     if isinstance(result, str):
         sink.emit(result)
+    elif (image := _image(result)) is not None:
+        sink.emit(image.note)
+        if sink.images is not None:
+            sink.images.append(image)
     elif isinstance(result, bytes):
         budget = len(result) if sink.left is None else sink.left * 4  # UTF-8: at most 4 bytes a character
         sink.emit(result[:budget].decode("utf-8", errors="replace"))
@@ -138,12 +151,15 @@ def _render_mcp_block(block: Any, sink: _Sink) -> None:
     if kind == "text":
         sink.emit(block.text)
     elif kind in ("image", "audio"):
-        sink.emit(_media_note(kind, getattr(block, "mime_type", None), getattr(block, "data", None)))
+        data = getattr(block, "data", None)
+        sink.emit(media_note(kind, getattr(block, "mime_type", None), base64_size(data)))
     elif kind == "resource":
         resource = block.resource
         blob = getattr(resource, "blob", None)
         if isinstance(blob, str):
-            sink.emit(f"<resource {resource.uri}> {_media_note('binary', resource.mime_type, blob)}")
+            sink.emit(
+                f"<resource {resource.uri}> {media_note('binary', resource.mime_type, base64_size(blob))}"
+            )
         else:
             sink.emit(getattr(resource, "text", None) or f"<resource {resource.uri}>")
     elif kind == "resource_link":
@@ -165,19 +181,13 @@ def _shown(value: Any) -> str:
     return text
 
 
-def _media_note(kind: str, mime_type: str | None, data: str | None) -> str:
-    """What the model reads for an image or audio block or a binary resource it cannot see: its type and
-    decoded size, in square brackets, which no template reads as a media tag (``<image>`` would be one for
-    ms-swift).
-
-    >>> _media_note("image", "image/png", "A" * 1600)
-    '[image: image/png, 1.2 kB]'
-    """
-    size = len(data.rstrip("=")) * 3 // 4 if isinstance(data, str) else 0  # base64: 4 characters, 3 bytes
-    shown = (
-        f"{size} B" if size < 1000 else f"{size / 1000:.1f} kB" if size < 10**6 else f"{size / 1e6:.1f} MB"
-    )
-    return f"[{kind}: {mime_type or 'unknown type'}, {shown}]"
+def _image(result: Any) -> ToolImage | None:
+    """``result`` as an image, when it is one; a PIL image that cannot be saved is not one (its text then
+    reads as an object's address, an error observation as before)."""
+    try:
+        return image_of(result)
+    except Exception:
+        return None
 
 
 def _encodable(text: str) -> str:
