@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # The first bytes of each image format a tool's bytes are recognised by, and its MIME type.
@@ -30,7 +30,7 @@ class ToolImage:
     and bytes that start like an image file are read as one too (:func:`image_of`).
     """
 
-    data: bytes
+    data: bytes = field(repr=False)
     mime_type: str = "image/png"
 
     @property

@@ -1,5 +1,7 @@
 """Python tools of the image test environment: a picture as a PIL image, and one too large to show."""
 
+import random
+
 from PIL import Image
 
 from swift_rlfactory.tools import tool
@@ -18,4 +20,4 @@ def snapshot(color: str) -> list:
 @tool
 def panorama() -> Image.Image:
     """Take a large picture of noise (more bytes than the environment's limits.max_image_bytes)."""
-    return Image.effect_noise((64, 64), 100).convert("RGB")
+    return Image.frombytes("RGB", (64, 64), random.Random(0).randbytes(64 * 64 * 3))
