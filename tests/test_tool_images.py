@@ -36,6 +36,8 @@ from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.run_config import ENV_VAR, PLUGIN
 from swift_rlfactory.runs.log import read_trajectories
+from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor, ToolImage, tool
+from swift_rlfactory.tools.toolset import PythonProvider
 
 from .conftest import CACHE, ROOT, run_cpu_grpo
 from .faults.driver import qwen3_template, scripted_output
@@ -191,6 +193,43 @@ def test_image_limits_are_validated_at_load(tmp_path):
             load_env_config(path)
     defaults = load_env_config(IMAGES_ENV).limits
     assert (defaults.max_images_per_trajectory, defaults.max_image_bytes) == (2, 5000)
+
+
+def _png(color: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (2, 2), color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_every_image_shape_is_read_and_a_result_with_images_is_never_replayed_from_the_cache():
+    runs = []
+
+    @tool
+    def picture(kind: str) -> object:
+        """A picture as the given shape.
+
+        Args:
+            kind: bytes, wrapper, pil or text
+        """
+        runs.append(kind)
+        shapes = {
+            "bytes": _png("red"),
+            "wrapper": ToolImage(_png("red"), "image/png"),
+            "pil": Image.new("RGB", (2, 2), "red"),
+            "text": "no picture",
+        }
+        return shapes[kind]
+
+    note = f"[image: image/png, {len(_png('red'))} B]"
+    calls = [ToolCall("picture", {"kind": k}) for k in ("bytes", "wrapper", "pil", "text")]
+    with ToolExecutor([PythonProvider([picture])], Limits(), cache=ToolCache()) as executor:
+        for replay in (False, True):
+            records = executor.execute(calls)
+            assert [r.observation for r in records] == [note] * 3 + ["no picture"]
+            assert [[i.data for i in r.images] for r in records] == [[_png("red")]] * 3 + [[]]
+            assert [r.cache_hit for r in records] == [False, False, False, replay]
+    assert runs.count("text") == 1 and runs.count("pil") == 2  # text is replayed, an image result runs again
+    assert "images" not in records[0].to_dict()
 
 
 def _snapshot_call(color: str) -> str:
