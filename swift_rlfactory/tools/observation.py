@@ -1,4 +1,5 @@
-"""Turn whatever a tool returned into the one string the model will read.
+"""Turn whatever a tool returned into the one string the model will read (an image as a note; the images
+themselves are collected beside it for a vision-language model).
 
 How each shape of result reads, what is defused, and how a result is bounded and cut to its token budget:
 docs/tools.md ("Observations").
