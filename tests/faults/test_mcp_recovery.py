@@ -1,5 +1,6 @@
-"""Recovery under load: calls in flight when a stdio server dies are re-run on the restarted server
-together when the server was killed from outside, one at a time only when a call may have crashed it."""
+"""Recovery under load: calls in flight when a stdio server dies (killed from outside or exiting by itself)
+are re-run together on the restarted server; a call that crashes it each time is found by halving groups
+of suspects while the innocent calls keep running together."""
 
 from __future__ import annotations
 
