@@ -32,6 +32,7 @@ from swift_rlfactory.run_config import (
     SwiftCommand,
     flag_value,
     gpu_available,
+    ranks_per_node,
     swift_rlhf,
     write_command_sh,
 )
@@ -117,29 +118,25 @@ def _rows(dataset: Path) -> list:
 
 
 # -- running -------------------------------------------------------------------------------------------
-# The launcher variables that make ms-swift (or torchrun) start several ranks.
-LAUNCHER_VARIABLES = ("NPROC_PER_NODE", "NNODES", "WORLD_SIZE")
-
-
-def check_one_process(environ: Mapping[str, str]) -> None:
-    """``train`` runs one process: refuse launcher variables asking for more, which would start copies that
-    train apart into one folder, and say how to run several ranks instead."""
-    for name in LAUNCHER_VARIABLES:
-        value = environ.get(name, "").strip()
-        if value and value != "1":
-            raise ValueError(
-                f"{name}={value} asks for several ranks, but swift-rlfactory train runs one process. Unset "
-                f"{name} to train on one, or run the `swift rlhf` command train prints (--dry-run) under "
-                "ms-swift's launcher: `NPROC_PER_NODE=<ranks> swift rlhf ...` (on CPUs add --use_cpu true "
-                "--ddp_backend gloo); recipes: docs/scaling.md"
-            )
+def check_launcher(environ: Mapping[str, str]) -> None:
+    """Several ranks are ``train``'s to start (``NPROC_PER_NODE``, ``NNODES``: ms-swift's launcher runs
+    torchrun); refuse a ``WORLD_SIZE`` above 1 without them: ``train`` itself is then one of several copies
+    (started by torchrun or a scheduler), each of which would make a run folder of its own."""
+    value = environ.get("WORLD_SIZE", "").strip()
+    if value and value != "1" and ranks_per_node(environ) is None:
+        raise ValueError(
+            f"WORLD_SIZE={value}: swift-rlfactory train seems to be one of several copies started by a "
+            "launcher, and each copy would write a run folder of its own. Start one train with "
+            "NPROC_PER_NODE=<ranks> (and NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT across machines): it "
+            "runs the ranks under ms-swift's launcher; recipes: docs/scaling.md"
+        )
 
 
 def check_inputs(options: RunConfig) -> ModelChoice:
-    """Everything a user can get wrong stops the run here, before any model is fetched or loaded: launcher
-    variables asking for several ranks, the model name (a hub id: whether the hub knows it), the
+    """Everything a user can get wrong stops the run here, before any model is fetched or loaded: a train
+    started as one of several copies, the model name (a hub id: whether the hub knows it), the
     environment file, the dataset and its per-row environments."""
-    check_one_process(os.environ)
+    check_launcher(os.environ)
     model = choose_model(options.model)
     use_hf = os.environ.get("USE_HF", "").lower() in ("1", "true") or (
         (flag_value(options.swift_args, "--use_hf") or "").lower() == "true"
