@@ -22,7 +22,7 @@ RESTARTED = "the interpreter was restarted: its variables, imports and files are
 # stdin ({"id", "code"}); stdin itself is /dev/null. Each call's stdout and stderr go to the real fds 1 and
 # 2, each closed by a frame "\n<<ID" STATUS "ID>>\n" that the tool reads up to (ID is fresh per call).
 DRIVER = """\
-import ast, builtins, json, linecache, os, resource, sys, traceback
+import ast, builtins, json, linecache, math, os, resource, sys, traceback
 CPU_S, REPR_MAX = int(sys.argv[1]), int(sys.argv[2])
 requests = os.fdopen(os.dup(0), "rb")
 fd = os.open(os.devnull, os.O_RDONLY); os.dup2(fd, 0); os.close(fd)
@@ -50,7 +50,7 @@ for n, line in enumerate(requests, 1):
     linecache.cache[name] = (len(request["code"]), None, request["code"].splitlines(True), name)
     used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-    soft = int(used) + CPU_S if hard == resource.RLIM_INFINITY else min(int(used) + CPU_S, hard)
+    soft = math.ceil(used) + CPU_S if hard == resource.RLIM_INFINITY else min(math.ceil(used) + CPU_S, hard)
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
     try:
         run(request["code"], name)
