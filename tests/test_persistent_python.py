@@ -97,6 +97,11 @@ def test_variables_imports_and_files_survive_the_calls_of_one_trajectory(session
     assert session.call("t", "import sys\nsys.exit(3)")[1].startswith("the code called sys.exit(3)")
     assert session.call("t", "input()")[0] is False  # stdin is /dev/null, never the protocol
     assert session.call("t", "x") == (True, "42")
+    session.call("t", "class Point:\n    pass")  # __main__ is the user's module: its classes pickle
+    assert session.call("t", "import pickle\ntype(pickle.loads(pickle.dumps(Point()))).__name__") == (
+        True,
+        "'Point'",
+    )
     assert session.provider.pool.live == 1
 
 

@@ -22,12 +22,13 @@ RESTARTED = "the interpreter was restarted: its variables, imports and files are
 # stdin ({"id", "code"}); stdin itself is /dev/null. Each call's stdout and stderr go to the real fds 1 and
 # 2, each closed by a frame "\n<<ID" STATUS "ID>>\n" that the tool reads up to (ID is fresh per call).
 DRIVER = """\
-import ast, builtins, json, linecache, math, os, resource, sys, traceback
+import ast, json, linecache, math, os, resource, sys, traceback, types
 CPU_S, REPR_MAX = int(sys.argv[1]), int(sys.argv[2])
 requests = os.fdopen(os.dup(0), "rb")
 fd = os.open(os.devnull, os.O_RDONLY); os.dup2(fd, 0); os.close(fd)
 sys.argv = [""]
-ns = {"__name__": "__main__", "__builtins__": builtins}
+main = sys.modules["__main__"] = types.ModuleType("__main__")  # the user's, apart from the driver's globals
+ns = main.__dict__
 
 def run(code, name):
     tree = ast.parse(code, name)
