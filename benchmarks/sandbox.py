@@ -166,7 +166,8 @@ def markdown(report: dict, concurrency: int) -> str:
         s, c = r["sequential"], r[f"concurrent_{concurrency}"]
         lines.append(
             f"| {name} | {_ms(s['p50_s'])} | {_ms(s['p90_s'])} | {_ms(s['mean_s'])} | {_ms(s['p95_s'])} "
-            f"| {_ms(c['p50_s'])} | {_ms(c['p90_s'])} | {_ms(c['p95_s'])} | {r['calls_per_s_concurrent']:.0f} |"
+            f"| {_ms(c['p50_s'])} | {_ms(c['p90_s'])} | {_ms(c['p95_s'])} "
+            f"| {r['calls_per_s_concurrent']:.0f} |"
         )
     o, x = report["overhead_p50_s"], report["persistent_speedup"]
     at_once = f"concurrent_{concurrency}"

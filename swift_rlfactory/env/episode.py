@@ -2,8 +2,8 @@
 
 An environment's ``episode:`` names a setup (and a teardown); :class:`Episodes` runs them under their
 deadlines, keyed by the trajectory's id, and counts them. A tool provider kept per trajectory (persistent
-``run_python``) is released at the same teardown, and makes an implicit episode without ``episode:``. The order setup -> turns -> rewards -> teardown
-and what each failure does: docs/environments.md#episode-state.
+``run_python``) is released at the same teardown, and makes an implicit episode without ``episode:``. The
+order setup -> turns -> rewards -> teardown and what each failure does: docs/environments.md#episode-state.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ class Episodes:
 
 
 _DEFAULTS = EpisodeConfig(setup="-")
-"""The teardown bound and reward wait of an implicit episode: those of an ``episode:`` left at its defaults."""
+"""The teardown bound and reward wait of an implicit episode: an ``episode:`` left at its defaults."""
 
 
 def snapshot(state: Any) -> Any:

@@ -34,7 +34,7 @@ current_state: ContextVar[Any] = ContextVar("rlfactory_episode_state", default=N
 
 
 current_episode: ContextVar[str | None] = ContextVar("rlfactory_episode", default=None)
-"""The id of the trajectory whose tool calls run in this context, ``None`` outside one (set with the state)."""
+"""The id of the trajectory whose tool calls run in this context (``None`` outside one)."""
 
 
 @runtime_checkable
