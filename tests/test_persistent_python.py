@@ -295,3 +295,22 @@ def test_a_trajectory_cancelled_mid_call_has_its_interpreter_killed(tmp_path):
         asyncio.run(cancelled(env))
         assert env.episodes.live == 0
         assert wait_no_interpreters() == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("limit", [None, 20], ids=["plain", "descriptions_cut"])
+def test_calls_are_never_cached_even_with_every_tool_cached(tmp_path, limit):
+    text = "tools: {builtin: [{run_python: {persistent: true}}]}\ncache: {tools: ['*']}\n"
+    if limit:  # a cut description wraps the tool (RenamedTool): still judged by the one it wraps
+        text += f"limits: {{max_description_chars: {limit}}}\n"
+    (tmp_path / "env.yaml").write_text(text)
+    count = "n = globals().get('n', 0) + 1\nn"
+
+    async def calls(env: Environment):
+        async with env.episodes.scope("t", {}):
+            return [
+                (await env.call_tool("run_python", {"code": count}, episode="t")).observation for _ in "ab"
+            ]
+
+    with Environment.load(tmp_path / "env.yaml") as env:
+        assert asyncio.run(calls(env)) == ["1", "2"]
