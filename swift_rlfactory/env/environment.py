@@ -19,7 +19,7 @@ from ..runtime import blocking
 from ..tools.builtin import builtin_providers
 from ..tools.cache import ToolCache
 from ..tools.calls import ToolCall
-from ..tools.episode_state import NO_EPISODE
+from ..tools.episode_state import NO_EPISODE, EpisodeScoped
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..tools.mcp import mcp_providers
 from ..tools.python_tool import load_python_tools
@@ -94,6 +94,9 @@ class Environment:
             cache_namespace=_tools_digest(config),
         )
         episodes.run_on(self.executor.arun)  # async setups make their state on the tools' loop
+        for provider in providers:  # e.g. persistent run_python: its interpreter ends with the episode
+            if isinstance(provider, EpisodeScoped) and provider.per_episode:
+                episodes.release_with(provider.release)
         self.episodes = episodes
 
     @classmethod
@@ -130,12 +133,15 @@ class Environment:
                 self._checked = True
         return self
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], state: Any = NO_EPISODE) -> ToolRecord:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], state: Any = NO_EPISODE, episode: str | None = None
+    ) -> ToolRecord:
         """Run one tool call by name from inside any event loop (what ``Trajectory.call_tool`` reaches),
-        with the episode ``state`` if the tool asks for it; the first call in a process starts the tools, once.
+        with the episode ``state`` if the tool asks for it and as trajectory ``episode`` (``None``: outside
+        any); the first call in a process starts the tools, once.
         """
         await asyncio.to_thread(self.start)
-        return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)], state))[0]
+        return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)], state, episode))[0]
 
     def try_tool(self, name: str, arguments: dict[str, Any]) -> ToolRecord:
         """One call from outside any trajectory (``tools call``, the UI's "Try a tool"); with ``episode:``
@@ -145,8 +151,9 @@ class Environment:
             return self.executor.execute([ToolCall(name=name, arguments=arguments)])[0]
 
         async def scratch() -> ToolRecord:
-            async with self.episodes.scope(f"try-{uuid.uuid4().hex}", {}) as state:
-                return await self.call_tool(name, arguments, state)
+            key = f"try-{uuid.uuid4().hex}"
+            async with self.episodes.scope(key, {}) as state:
+                return await self.call_tool(name, arguments, state, key)
 
         return blocking.run(scratch())
 

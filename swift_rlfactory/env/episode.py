@@ -1,8 +1,9 @@
 """The episode lifecycle: per-trajectory state made from the dataset row and torn down when it ends.
 
 An environment's ``episode:`` names a setup (and a teardown); :class:`Episodes` runs them under their
-deadlines, keyed by the trajectory's id, and counts them. The order setup -> turns -> rewards -> teardown
-and what each failure does: docs/environments.md#episode-state.
+deadlines, keyed by the trajectory's id, and counts them. A tool provider kept per trajectory (persistent
+``run_python``) is released at the same teardown, and makes an implicit episode without ``episode:``. The
+order setup -> turns -> rewards -> teardown and what each failure does: docs/environments.md#episode-state.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from ..tools.episode_state import NO_EPISODE
 from .config import EnvConfigError, EpisodeConfig
 
 logger = logging.getLogger(__name__)
+
+Release = Callable[[str], Coroutine[Any, Any, None]]
+"""What frees a provider's per-trajectory part, given the trajectory's id (``EpisodeScoped.release``)."""
 
 RunOn = Callable[[Coroutine[Any, Any, Any]], Awaitable[Any]]
 """Where setup and teardown are awaited: the tool executor's loop, so async state lives beside the tools."""
@@ -77,6 +81,8 @@ class Episodes:
     :meth:`open` runs setup (bounded by ``setup_timeout_s``); :meth:`close` runs teardown at most once per
     key (bounded by ``teardown_timeout_s``, never raising); :meth:`close_later` closes a state its rewards
     did not claim within ``reward_wait_s``. :attr:`live` counts states set up and not yet torn down.
+    The releases given to :meth:`release_with` run at every teardown, after the user's; with one and no
+    ``episode:``, every trajectory has an implicit episode whose state is :data:`NO_EPISODE`.
     """
 
     def __init__(self, config: EpisodeConfig | None, base_dir: Path):
@@ -87,6 +93,7 @@ class Episodes:
         self._states: dict[str, Any] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._releases: list[Release] = []
         self._counts = dict.fromkeys(
             ("setups", "setup_errors", "teardowns", "teardown_errors", "teardown_timeouts"), 0
         )
@@ -95,10 +102,14 @@ class Episodes:
         """Await setup and teardown through ``run_on`` (the executor's loop) instead of the caller's loop."""
         self._run_on = run_on
 
+    def release_with(self, release: Release) -> None:
+        """Await ``release(key)`` at the teardown of every trajectory ``key`` (bounded like a teardown)."""
+        self._releases.append(release)
+
     @property
     def enabled(self) -> bool:
-        """True when the environment declares ``episode:``."""
-        return self.hooks is not None
+        """True when the environment declares ``episode:`` or keeps a tool per trajectory."""
+        return self.hooks is not None or bool(self._releases)
 
     @property
     def live(self) -> int:
@@ -119,9 +130,13 @@ class Episodes:
         """Set up trajectory ``key``'s state from its dataset row (a key still live is closed first).
 
         Raises :class:`EpisodeSetupError` saying why when setup fails, times out or returns ``None``."""
-        assert self.hooks is not None and self.config is not None, "open() needs episode: in the environment"
+        assert self.enabled, "open() needs episode: in the environment, or a tool kept per trajectory"
         if key in self._states:
             await self.close(key)
+        if self.hooks is None or self.config is None:  # implicit: only the trajectory's tools to release
+            self._counts["setups"] += 1
+            self._states[key] = NO_EPISODE
+            return NO_EPISODE
         limit = self.config.setup_timeout_s
         try:
             state = await asyncio.wait_for(self._call(self.hooks.setup, dict(row)), limit)
@@ -149,11 +164,16 @@ class Episodes:
             return
         state = self._states.pop(key)
         self._counts["teardowns"] += 1
-        if self.hooks is None or self.hooks.teardown is None:
-            return
-        limit = self.config.teardown_timeout_s if self.config else 0.0
+        if self.hooks is not None and self.hooks.teardown is not None:
+            await self._bounded(key, self._call(self.hooks.teardown, state))
+        for release in self._releases:  # after the user's teardown, which may still have used the tools
+            await self._bounded(key, self._run(release(key)))
+
+    async def _bounded(self, key: str, teardown: Awaitable[Any]) -> None:
+        """Await one part of ``key``'s teardown within ``teardown_timeout_s``; a failure is counted."""
+        limit = self.config.teardown_timeout_s if self.config else _DEFAULTS.teardown_timeout_s
         try:
-            await asyncio.wait_for(self._call(self.hooks.teardown, state), limit)
+            await asyncio.wait_for(teardown, limit)
         except TimeoutError:
             self._counts["teardown_timeouts"] += 1
             logger.warning("episode teardown of %s did not end within %g s; abandoned", key, limit)
@@ -163,7 +183,7 @@ class Episodes:
 
     def close_later(self, key: str) -> None:
         """Close ``key`` after ``reward_wait_s`` unless :meth:`close` ran first (its rewards never came)."""
-        if key not in self._states or self.config is None:
+        if key not in self._states:
             return
         loop = asyncio.get_running_loop()
 
@@ -173,7 +193,8 @@ class Episodes:
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
 
-        self._timers[key] = loop.call_later(self.config.reward_wait_s, due)
+        wait_s = self.config.reward_wait_s if self.config else _DEFAULTS.reward_wait_s
+        self._timers[key] = loop.call_later(wait_s, due)
 
     async def close_all(self) -> None:
         """Tear down every live state (the end of a run or an evaluation)."""
@@ -199,8 +220,14 @@ class Episodes:
         return metrics
 
     async def _call(self, fn: Callable[..., Any], arg: Any) -> Any:
-        call = self._code.call(fn, arg)
-        return await (self._run_on(call) if self._run_on is not None else call)
+        return await self._run(self._code.call(fn, arg))
+
+    async def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return await (self._run_on(coro) if self._run_on is not None else coro)
+
+
+_DEFAULTS = EpisodeConfig(setup="-")
+"""The teardown bound and reward wait of an implicit episode: an ``episode:`` left at its defaults."""
 
 
 def snapshot(state: Any) -> Any:
