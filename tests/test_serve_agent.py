@@ -163,16 +163,8 @@ def test_over_stdio_and_http_each_answer_is_evals(endpoint: ScriptedChat, tmp_pa
 
 
 def test_tiny_model_over_stdio_answers_as_eval(agent_model: Path, tmp_path: Path):
-    flags = [
-        "--model",
-        str(agent_model),
-        "--model-type",
-        "qwen3",
-        "--template",
-        "qwen3",
-        "--max-tokens",
-        "48",
-    ]
+    flags = ["--model", str(agent_model), "--model-type", "qwen3", "--template", "qwen3"]
+    flags += ["--max-tokens", "128"]
     expected = run_eval(tmp_path, flags)
     assert any(reply["tool_calls"] for reply in expected.values())  # the model's own calls ran
     questions = [question(a, b) for a, b in PAIRS]
