@@ -77,11 +77,11 @@ class EvalOptions(PolicyOptions):
 
     def validate(self) -> None:
         """Raise ``ValueError`` for contradictory or missing options."""
-        if self.samples < 1:
-            raise ValueError("--samples must be at least 1")
         if self.temperature is None:
             self.temperature = 0.0 if self.samples == 1 else 1.0
         super().validate()
+        if self.samples < 1:
+            raise ValueError("--samples must be at least 1")
         check_options(self.shifts, self.reference)  # a typo in a shift's name stops us before a model loads
         if self.choose_by == "worst-shift" and not self.shifts:
             raise ValueError("--choose-by worst-shift needs --shifts")
