@@ -188,9 +188,8 @@ def serve(
         raise ValueError(f"--transport {transport}: use one of {', '.join(TRANSPORTS)}")
     options.validate()
     say = Console(stderr=True, emoji=False, highlight=False)
-    listener = (
-        _listen(host, port) if transport == "http" else None
-    )  # a taken port fails before the model loads
+    # a taken port fails before the model loads
+    listener = _listen(host, port) if transport == "http" else None
     with stdout_to_stderr():
         model = choose_model(options.model) if options.model else None
         env = Environment.load(env_path)
@@ -199,8 +198,9 @@ def serve(
             try:
                 policy = load_policy(options, model, say)
             except Exception as exc:
+                which = f"--model {options.model}" if options.model else f"--base-url {options.base_url}"
                 raise ValueError(
-                    f"--model {options.model}: cannot load it: {type(exc).__name__}: {exc}"
+                    redaction.redact(f"{which}: cannot load it: {type(exc).__name__}: {exc}")
                 ) from exc
             start_for(env, policy)
         max_turns = min(options.max_turns or env.max_turns, env.max_turns)
