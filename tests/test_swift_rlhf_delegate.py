@@ -43,7 +43,16 @@ def outer_env(inner_model: ScriptedChat, tmp_path_factory) -> Path:
         "name": "delegator",
         "system_prompt": SYSTEM,
         "tools": {
-            "mcp": {"mcpServers": {"inner": {"command": sys.executable, "args": inner, "inherit_env": True}}}
+            "mcp": {
+                "mcpServers": {
+                    "inner": {
+                        "command": sys.executable,
+                        "args": inner,
+                        "inherit_env": True,
+                        "startup_timeout_s": 300,
+                    }
+                }
+            }
         },
         "limits": {"max_turns": 3, "call_timeout_s": 120},
         "reward": [{"name": "em", "weight": 1.0}],
