@@ -223,3 +223,21 @@ def test_a_bad_env_or_model_fails_at_start_up_naming_it(flags: list[str], named:
     )
     assert proc.returncode == 2, proc.stderr
     assert named in proc.stderr and proc.stdout == ""
+
+
+def test_an_episode_whose_setup_fails_is_an_error_result(endpoint: ScriptedChat, tmp_path: Path):
+    (tmp_path / "state.py").write_text(
+        "from swift_rlfactory.tools import EpisodeState, tool\n\n\n"
+        "def setup(row):\n    raise RuntimeError('no database today')\n\n\n"
+        "@tool\ndef bump(state: EpisodeState) -> str:\n    '''Add one.'''\n    return '1'\n"
+    )
+    env = tmp_path / "env.yaml"
+    env.write_text("name: broken\ntools: {python: [state.py]}\nepisode: {setup: state.py:setup}\n")
+
+    async def ask() -> Any:
+        async with stdio_client(env, served_flags(endpoint.port)) as client:
+            return await client.call_tool("broken", {"task": "bump 1"})
+
+    result = asyncio.run(ask())
+    assert result.is_error, result
+    assert "episode setup failed: RuntimeError: no database today" in result.content[0].text
