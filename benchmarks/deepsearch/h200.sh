@@ -57,6 +57,9 @@ mkdir -p "$out"
 # EXTRA_EVAL is read by `prepare` alone, into /tmp/eval-sets.jsonl; the other phases' eval.sh must not merge
 # it again (every extra question counted twice, and validate's EM would mix held-out files into val.jsonl)
 extra_eval=${EXTRA_EVAL:-}; unset EXTRA_EVAL
+# SHIFTS (all) is read by the shift phases alone, which hand it to eval.sh; every other evaluation (eval-sft,
+# select's 4,000 episodes, validate) must not score its set again under each shift
+shifts=${SHIFTS:-all}; unset SHIFTS REFERENCE CHOOSE_BY
 # A GRPO run is named by RUN_NAME (default ds): /tmp/<name> holds it and /tmp/val-<name> its validation
 # scores; a run not named ds writes its files with a -<name> suffix (eval-trained-<name>.json, ...), so
 # several runs (e.g. two learning rates) can train and be scored side by side.
@@ -72,7 +75,7 @@ evaluate() {  # NAME MODEL [ADAPTERS]: the eval set in one run (one vLLM start-u
 }
 evaluate_shifts() {  # NAME DATASET [ADAPTERS] [REFERENCE]: DATASET and each shift of it, one engine -> OUT/NAME.json
   local name=$1 dataset=$2 adapters=${3:-} reference=${4:-}; rm -f "$out/$name.log"
-  MODEL=/tmp/qwen05-sft ADAPTERS=$adapters DATASET=$dataset GROUP_BY="hops family" SHIFTS=${SHIFTS:-all} \
+  MODEL=/tmp/qwen05-sft ADAPTERS=$adapters DATASET=$dataset GROUP_BY="hops family" SHIFTS=$shifts \
     REFERENCE=$reference vllm_start "$out/$name.log" bash examples/deepsearch/eval.sh "/tmp/$name"
   keep_shifts "/tmp/$name" "$name"
 }
@@ -247,7 +250,7 @@ PY
     chooser=; [ "${CHOOSE:-0}" = 1 ] && [ "${#pending[@]}" -gt 1 ] && chooser=worst-shift
     reference=$out/val-sft-shifts.json; [ -f "$reference" ] || reference=  # alarms against step 0, once scored
     CHOOSE_BY=$chooser MODEL=/tmp/qwen05-sft ADAPTERS="${pending[*]}" DATASET=examples/deepsearch/data/val.jsonl \
-      GROUP_BY="hops family" SHIFTS=${SHIFTS:-all} REFERENCE=$reference \
+      GROUP_BY="hops family" SHIFTS=$shifts REFERENCE=$reference \
       vllm_start "$out/validate-shifts$sfx.log" bash examples/deepsearch/eval.sh "$target" \
       || echo "eval exited $? (failed episodes count as wrong; see validate-shifts$sfx.log)"
     for ckpt in "${pending[@]}"; do keep_shifts "$folder/${ckpt##*/}" "val-$name-${ckpt##*-}"; done
