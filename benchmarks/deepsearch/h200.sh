@@ -237,29 +237,42 @@ PY
     sleep 10  # vLLM start-ups apart (vllm_start.sh)
     GPU_UTIL=${GPU_UTIL:-0.08} evaluate_shifts val-sft-shifts examples/deepsearch/data/val.jsonl
     wait "$test" ;;
-  validate-shifts)  # RUN's checkpoints on val under every shift; CHOOSE=1: all of them, and the best by its worst shift
-    folder=/tmp/val-shifts-$name pending=()
+  validate-shifts)  # RUN's checkpoints on val under every shift; CHOOSE=1: then the best by its worst shift
+    folder=/tmp/val-shifts-$name all=() pending=()
     for ckpt in $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
       [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (validation runs beside training)
-      if [ "${CHOOSE:-0}" = 1 ] || [ ! -f "$folder/${ckpt##*/}/metrics.json" ]; then pending+=("$ckpt"); fi
+      all+=("$ckpt"); [ -f "$folder/${ckpt##*/}/metrics.json" ] || pending+=("$ckpt")
     done
-    [ "${#pending[@]}" -gt 0 ] || { echo "no checkpoint of $RUN to score"; exit 0; }
-    # eval --adapters A B scores each into OUT/<folder name>/ (already scored ones are resumed: nothing to
-    # run); one checkpoint alone is scored into OUT itself, so it is given its folder's name as OUT
-    target=$folder; [ "${#pending[@]}" -gt 1 ] || target=$folder/${pending[0]##*/}
-    chooser=; [ "${CHOOSE:-0}" = 1 ] && [ "${#pending[@]}" -gt 1 ] && chooser=worst-shift
-    reference=$out/val-sft-shifts.json; [ -f "$reference" ] || reference=  # alarms against step 0, once scored
-    CHOOSE_BY=$chooser MODEL=/tmp/qwen05-sft ADAPTERS="${pending[*]}" DATASET=examples/deepsearch/data/val.jsonl \
-      GROUP_BY="hops family" SHIFTS=$shifts REFERENCE=$reference \
-      vllm_start "$out/validate-shifts$sfx.log" bash examples/deepsearch/eval.sh "$target" \
-      || echo "eval exited $? (failed episodes count as wrong; see validate-shifts$sfx.log)"
-    for ckpt in "${pending[@]}"; do keep_shifts "$folder/${ckpt##*/}" "val-$name-${ckpt##*-}"; done
-    if [ "${CHOOSE:-0}" = 1 ]; then
-      if [ -n "$chooser" ]; then cp "$folder/chosen.json" "$out/chosen-$name.json"
-      else printf '{"by": "worst-shift", "checkpoint": "%s", "scores": {}}\n' "${pending[0]}" > "$out/chosen-$name.json"; fi
-      python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['checkpoint'])" "$out/chosen-$name.json" > "$RUN-chosen.txt"
-      echo "chosen: $(cat "$RUN-chosen.txt")"
-    fi ;;
+    [ "${#all[@]}" -gt 0 ] || { echo "no checkpoint of $RUN to score"; exit 0; }
+    chooser=; [ "${CHOOSE:-0}" = 1 ] && [ "${#all[@]}" -gt 1 ] && chooser=worst-shift
+    # One engine: eval --adapters A B scores each into OUT/<folder name>/, resuming those already scored, so
+    # the choice (eval --choose-by) takes them all; one checkpoint alone is scored into OUT itself, which is
+    # then its folder's name. With nothing left to score, eval/choose.py chooses without an engine (~50 s).
+    scoring=("${pending[@]}"); [ -n "$chooser" ] && [ "${#pending[@]}" -gt 0 ] && scoring=("${all[@]}")
+    if [ "${#scoring[@]}" -gt 0 ]; then
+      target=$folder; [ "${#scoring[@]}" -gt 1 ] || target=$folder/${scoring[0]##*/}
+      reference=$out/val-sft-shifts.json; [ -f "$reference" ] || reference=  # alarms against step 0, once scored
+      CHOOSE_BY=$([ "${#scoring[@]}" -gt 1 ] && echo "$chooser") MODEL=/tmp/qwen05-sft ADAPTERS="${scoring[*]}" \
+        DATASET=examples/deepsearch/data/val.jsonl GROUP_BY="hops family" SHIFTS=$shifts REFERENCE=$reference \
+        vllm_start "$out/validate-shifts$sfx.log" bash examples/deepsearch/eval.sh "$target" \
+        || echo "eval exited $? (failed episodes count as wrong; see validate-shifts$sfx.log)"
+      for ckpt in "${pending[@]}"; do keep_shifts "$folder/${ckpt##*/}" "val-$name-${ckpt##*-}"; done
+    fi
+    [ "${CHOOSE:-0}" = 1 ] || exit 0
+    if [ -z "$chooser" ]; then  # one checkpoint: nothing to choose
+      printf '{"by": "worst-shift", "checkpoint": "%s", "scores": {}}\n' "${all[0]}" > "$folder/chosen.json"
+    elif [ "${#pending[@]}" -eq 0 ]; then
+      python3 - "$folder" "${all[@]}" <<'PY'
+import json, pathlib, sys
+from swift_rlfactory.eval.choose import CHOSEN_FILE, choose
+folder, checkpoints = pathlib.Path(sys.argv[1]), sys.argv[2:]
+chosen = choose({c: folder / pathlib.Path(c).name for c in checkpoints}, "worst-shift")
+(folder / CHOSEN_FILE).write_text(json.dumps(chosen, indent=1))
+PY
+    fi
+    cp "$folder/chosen.json" "$out/chosen-$name.json"
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['checkpoint'])" "$out/chosen-$name.json" > "$RUN-chosen.txt"
+    echo "chosen: $(cat "$RUN-chosen.txt") ($(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('scores'))" "$out/chosen-$name.json"))" ;;
   eval-chosen)  # the checkpoint validate-shifts chose on the eval set and on test's shifts, against the SFT model's
     ckpt=$(cat "$RUN-chosen.txt" 2>/dev/null || last_checkpoint "$RUN")
     echo "$ckpt" > "$out/checkpoint-chosen-$name.txt"
