@@ -20,6 +20,7 @@ sys.path.insert(0, str(BOOKING))
 
 import build_data  # noqa: E402
 import demos  # noqa: E402
+import report as booking_report  # noqa: E402
 import reward  # noqa: E402
 from goals import OOD_TYPES, TRAIN_TYPES, TYPES, cheapest_plan  # noqa: E402
 from oracle import do_nothing, oracle, play  # noqa: E402
@@ -231,3 +232,27 @@ def test_the_demonstrations_are_hermes_conversations_of_solved_tasks(tmp_path):
         assert "<tools>" in row["messages"][0]["content"] and "book_flight" in row["messages"][0]["content"]
         assert "<tool_call>" in row["messages"][2]["content"] and "tool" in roles
         assert re.fullmatch(r"<answer>(B\d+ ?)+</answer>", row["messages"][-1]["content"])
+
+
+def test_the_report_rebuilds_each_itinerary_from_the_logged_calls(env, tmp_path):
+    rows = [*rows_of("full_trip", 2), *rows_of("round_trip", 1)]
+    policies = [oracle(rows[0]), oracle(rows[1], mistake="skip"), oracle(rows[2], mistake="party")]
+    records = []
+    for i, (row, policy) in enumerate(zip(rows, policies, strict=True)):
+        trajectory = play_one(env, f"report-{i}", row, policy)
+        records.append({**trajectory.to_dict(), "index": i, "sample": 0})
+        assert booking_report.episode(records[-1])["met"] == report(
+            trajectory
+        )  # the replay is the live state
+    (tmp_path / "trained").mkdir()
+    (tmp_path / "trained" / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    booking_report.main(
+        [str(tmp_path / "trained"), "--json", str(tmp_path / "n.json"), "--out", str(tmp_path / "t.md")]
+    )
+    table = json.loads((tmp_path / "n.json").read_text())["trained"]
+    assert table["test/full_trip"]["episodes"] == 2 and table["test/full_trip"]["success"] == 0.5
+    assert table["test/full_trip"]["restaurant"] == 0.5 and table["ood/round_trip"]["success"] == 0.0
+    assert (
+        table["test/all"]["tool_calls"] == 11 / 2
+        and "| ood/round_trip | 1 |" in (tmp_path / "t.md").read_text()
+    )
