@@ -6,22 +6,23 @@
 #   bash benchmarks/booking/h200.sh PHASE OUT_DIR         (benchmarks/booking/pipeline.sh runs them all)
 # Phases, in order (one device command each, < 10 min; /tmp persists while the machine stays warm):
 #   prepare       data/{train,val,test,ood}.jsonl (committed; rebuilt if absent) and the eval set
-#                 (test + ood, `split` naming each) -> /tmp/booking/eval.jsonl                      seconds
+#                 (test + ood + val, `split` naming each) -> /tmp/booking/eval.jsonl               seconds
 #   eval-base     base model, greedy, on the eval set                                             ~2 min
 #   sft           examples/booking/sft.sh: DEMOS (1000) oracle demonstrations, LoRA SFT, merged
 #                 into /tmp/booking-sft-model                                                      ~3-4 min
 #   eval-sft      the SFT model (the SFT-only baseline) on the eval set                           ~2 min
 #   train         GRPO from the SFT model, run RUN (/tmp/bk-s$SEED), SEED (1), STEPS (60), saves
 #                 every SAVE_STEPS (10); stops at TRAIN_TIMEOUT (540 s), run it again to resume    ~9 min a call
-#   select        the SFT model (step 0) and every saved checkpoint of RUN on val (greedy, one
-#                 engine for all checkpoints); the best val success wins, earliest on ties, "sft"
+#   select        every saved checkpoint of RUN on val (greedy, one engine for all), beside the SFT
+#                 model's val rows of eval-sft (step 0); the best val success wins (then constraints,
+#                 then the earliest), "sft"
 #                 when none beats the SFT model -> RUN-best.txt, OUT/validation-s$SEED.json        ~1.5 min
 #   eval-trained  the chosen checkpoint on the eval set -> OUT/eval-trained-s$SEED.*               ~2 min
 # Each eval phase writes OUT/eval-NAME.json (the eval CLI's metrics, by split and by type), OUT/report-NAME.md
 # and .json (report.py: per split/type success, each constraint, tool calls, turns) and the trajectories.
 # Knobs: BASE_MODEL (/tmp/qwen05), MODEL_TYPE (qwen2), TEMPLATE (qwen2_5), ENGINE (vllm), RUNS (/tmp: where
 # runs and models live), GPU_UTIL (eval's vLLM share, 0.2), VLLM_UTIL / MICRO_BATCH / GRAD_ACC / BETA / LR
-# (train.sh), LIMIT (eval rows; a CPU check), TRAIN_FLAGS and SFT_FLAGS (extra swift flags, later flags
+# (train.sh), EVAL_ROWS (prepare: rows of each split scored; a CPU check), TRAIN_FLAGS and SFT_FLAGS (extra swift flags, later flags
 # win), DEVICE_ENV (/tmp/device_env.sh, sourced when present). A CPU check of every phase with a tiny model:
 # benchmarks/booking/RESULTS.md ("CPU check").
 set -euo pipefail
@@ -32,7 +33,7 @@ source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's sta
 export PYTHONPATH="$PWD:${PYTHONPATH:-}" RLFACTORY_CACHE=${RLFACTORY_CACHE:-/tmp/rlf-cache}
 export MODEL_TYPE=${MODEL_TYPE:-qwen2} TEMPLATE=${TEMPLATE:-qwen2_5} ENGINE=${ENGINE:-vllm}
 BASE_MODEL=${BASE_MODEL:-/tmp/qwen05} RUNS=${RUNS:-/tmp} SEED=${SEED:-1}
-DATA=examples/booking/data EVAL_SET=$RUNS/booking/eval.jsonl SFT_MODEL=$RUNS/booking-sft-model
+DATA=examples/booking/data EVAL_SET=$RUNS/booking/eval.jsonl VAL_SET=$RUNS/booking/val.jsonl SFT_MODEL=$RUNS/booking-sft-model
 RUN=$RUNS/bk-s$SEED
 read -ra train_flags <<< "${TRAIN_FLAGS:-}"; read -ra sft_flags <<< "${SFT_FLAGS:-}"
 mkdir -p "$out"
@@ -54,7 +55,9 @@ case "$phase" in
   prepare)
     [ -f "$DATA/ood.jsonl" ] || python3 examples/booking/build_data.py
     mkdir -p "$(dirname "$EVAL_SET")"
-    cat "$DATA/test.jsonl" "$DATA/ood.jsonl" > "$EVAL_SET.$$" && mv "$EVAL_SET.$$" "$EVAL_SET"
+    rows=${EVAL_ROWS:-100000}  # rows of each split scored (a CPU check takes a few)
+    head -n "$rows" "$DATA/val.jsonl" > "$VAL_SET"
+    for split in test ood val; do head -n "$rows" "$DATA/$split.jsonl"; done > "$EVAL_SET.$$" && mv "$EVAL_SET.$$" "$EVAL_SET"
     wc -l "$DATA"/*.jsonl "$EVAL_SET" ;;
   eval-base) evaluate base "$BASE_MODEL" ;;
   sft)
@@ -76,24 +79,23 @@ case "$phase" in
   select)  # the SFT model (step 0) and every finished checkpoint of RUN on val; the best -> RUN-best.txt
     pending=(); for ckpt in $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
       [ -f "$ckpt/trainer_state.json" ] && pending+=("$ckpt"); done
-    [ -f "$RUNS/booking-eval-val-sft/metrics.json" ] || evaluate val-sft "$SFT_MODEL" "" "$DATA/val.jsonl"
-    [ "${#pending[@]}" -eq 0 ] || evaluate "val-s$SEED" "$SFT_MODEL" "${pending[*]}" "$DATA/val.jsonl"
+    [ -f "$RUNS/booking-eval-sft/report.json" ] || { echo "select needs eval-sft first (its val rows are step 0)" >&2; exit 2; }
+    [ "${#pending[@]}" -eq 0 ] || evaluate "val-s$SEED" "$SFT_MODEL" "${pending[*]}" "$VAL_SET"
     python3 - "$RUNS" "$SEED" "$RUN-best.txt" "$out/validation-s$SEED.json" "${pending[@]}" <<'PY'
 import json, pathlib, sys
 runs, seed, best_file, report, *checkpoints = sys.argv[1:]
-success = "reward/reward.py:success"
-def score(metrics_file, step, checkpoint):
-    m = json.loads(pathlib.Path(metrics_file).read_text())
-    return {"step": step, "checkpoint": checkpoint, "success": m.get(success, 0.0), "reward": m["reward"], "tool_calls": m["tool_calls"]}
-scores = [score(f"{runs}/booking-eval-val-sft/metrics.json", 0, "sft")]
+def score(report_file, step, checkpoint):  # report.py's numbers over the val rows
+    val = json.loads(pathlib.Path(report_file).read_text())["val/all"]
+    return {"step": step, "checkpoint": checkpoint, **{k: val[k] for k in ("success", "constraints", "tool_calls", "turns")}}
+scores = [score(f"{runs}/booking-eval-sft/report.json", 0, "sft")]  # eval-sft scored val beside test and ood
+folder = pathlib.Path(f"{runs}/booking-eval-val-s{seed}")
 for ckpt in checkpoints:  # several adapters: one folder each; one adapter: the run's folder itself
-    folder = pathlib.Path(f"{runs}/booking-eval-val-s{seed}")
-    metrics = folder / pathlib.Path(ckpt).name / "metrics.json" if len(checkpoints) > 1 else folder / "metrics.json"
-    if metrics.exists():
-        scores.append(score(metrics, int(ckpt.rsplit("-", 1)[1]), ckpt))
-best = max(scores, key=lambda s: (s["success"], -s["step"]))
+    found = folder / pathlib.Path(ckpt).name / "report.json" if len(checkpoints) > 1 else folder / "report.json"
+    if found.exists():
+        scores.append(score(found, int(ckpt.rsplit("-", 1)[1]), ckpt))
+best = max(scores, key=lambda s: (s["success"], s["constraints"], -s["step"]))
 for s in scores:
-    print(f"step {s['step']:>4}  val success {s['success']:.3f}  reward {s['reward']:.3f}{'  <- best' if s is best else ''}")
+    print(f"step {s['step']:>4}  val success {s['success']:.3f}  constraints {s['constraints']:.3f}{'  <- best' if s is best else ''}")
 pathlib.Path(best_file).write_text(best["checkpoint"] + "\n")
 pathlib.Path(report).write_text(json.dumps({"best": best, "scores": scores}, indent=1))
 PY
