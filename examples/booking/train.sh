@@ -5,8 +5,8 @@
 # SEED (42): the run's seed (data order, sampling, LoRA init); two seeds are two runs of the same recipe.
 # VLLM_UTIL (vLLM's share of GPU memory), MICRO_BATCH x GRAD_ACC (completions per forward pass x passes a
 # step) let several runs share one GPU (benchmarks/booking/pipeline.sh runs two seeds side by side).
-# A trajectory is ~3 turns (search, book, answer); the completion holds the observations too (~4 search
-# lines a call), so it gets 1,536 tokens. Later flags win: append e.g. `--use_vllm false` for a CPU check.
+# A trajectory is ~3 turns (search, book, answer); the completion holds the observations too (the oracle
+# needs 430 tokens, at most 670), so it gets 1,024. Later flags win: append e.g. `--use_vllm false` for a CPU check.
 set -euo pipefail
 MODEL=${MODEL:?set MODEL to a model folder or hub id}
 MODEL_TYPE=${MODEL_TYPE:-qwen2}
@@ -28,7 +28,7 @@ $SWIFT --rlhf_type grpo \
   --tuner_type lora --lora_rank 32 --lora_alpha 64 --target_modules all-linear \
   --torch_dtype bfloat16 --beta "${BETA:-0.02}" --learning_rate "${LR:-2e-5}" --warmup_ratio 0.02 \
   --temperature 1.0 --num_generations 8 --per_device_train_batch_size "${MICRO_BATCH:-8}" --gradient_accumulation_steps "${GRAD_ACC:-4}" \
-  --max_completion_length 1536 --max_length 4096 \
+  --max_completion_length 1024 --max_length 4096 \
   --max_steps "$STEPS" --logging_steps 1 --save_steps "${SAVE_STEPS:-10}" --save_total_limit 10 \
   --output_dir "$OUTPUT" --dataloader_num_workers 0 --dataset_num_proc 1 \
   --report_to none --check_model false --seed "${SEED:-42}" "$@"
