@@ -106,7 +106,7 @@ def test_the_summary_checks_the_target_on_every_seed(tmp_path):
         ("trained-s1", 0.6, 0.35),
         ("trained-s2", 0.5, 0.3),
     ):
-        (tmp_path / f"report-{name}.json").write_text(json.dumps(report(test, ood)))
+        (tmp_path / f"report-{name}.json").write_text(json.dumps({f"booking-eval-{name}": report(test, ood)}))
     summarize.main(tmp_path)
     text = (tmp_path / "summary.md").read_text()
     assert (

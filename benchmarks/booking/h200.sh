@@ -49,7 +49,7 @@ evaluate() {  # NAME MODEL [ADAPTERS] [DATASET]: one engine, the metrics and rep
     gzip -c "$dir/trajectories.jsonl" > "$out/trajectories-$name.jsonl.gz"
   fi
 }
-last_checkpoint() { ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V | tail -1; }
+last_checkpoint() { ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V | tail -1 || true; }  # none: empty
 
 case "$phase" in
   prepare)
@@ -85,7 +85,8 @@ case "$phase" in
 import json, pathlib, sys
 runs, seed, best_file, report, *checkpoints = sys.argv[1:]
 def score(report_file, step, checkpoint):  # report.py's numbers over the val rows
-    val = json.loads(pathlib.Path(report_file).read_text())["val/all"]
+    [table] = json.loads(pathlib.Path(report_file).read_text()).values()  # report.py: {folder: table}
+    val = table["val/all"]
     return {"step": step, "checkpoint": checkpoint, **{k: val[k] for k in ("success", "constraints", "tool_calls", "turns")}}
 scores = [score(f"{runs}/booking-eval-sft/report.json", 0, "sft")]  # eval-sft scored val beside test and ood
 folder = pathlib.Path(f"{runs}/booking-eval-val-s{seed}")

@@ -22,7 +22,9 @@ SUCCESS_KEY = "rlfactory/reward.py:success"
 def load_reports(folder: Path) -> dict[str, dict[str, Any]]:
     """Model name -> report table, base and sft first, then the trained seeds."""
     order = {"base": 0, "sft": 1}
-    found = {p.stem.removeprefix("report-"): json.loads(p.read_text()) for p in folder.glob("report-*.json")}
+    found = {}
+    for path in folder.glob("report-*.json"):
+        [found[path.stem.removeprefix("report-")]] = json.loads(path.read_text()).values()  # {folder: table}
     return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], 2), kv[0])))
 
 
