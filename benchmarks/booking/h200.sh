@@ -21,8 +21,8 @@
 # Each eval phase writes OUT/eval-NAME.json (the eval CLI's metrics, by split and by type), OUT/report-NAME.md
 # and .json (report.py: per split/type success, each constraint, tool calls, turns) and the trajectories.
 # Knobs: BASE_MODEL (/tmp/qwen05), MODEL_TYPE (qwen2), TEMPLATE (qwen2_5), ENGINE (vllm), RUNS (/tmp: where
-# runs and models live), GPU_UTIL (eval's vLLM share, 0.2), VLLM_UTIL / MICRO_BATCH / GRAD_ACC / BETA / LR
-# (train.sh), EVAL_ROWS (prepare: rows of each split scored; a CPU check), TRAIN_FLAGS and SFT_FLAGS (extra swift flags, later flags
+# runs and models live), GPU_UTIL (eval's vLLM share, 0.2), VLLM_UTIL / MICRO_BATCH / GRAD_ACC / BETA / LR /
+# USE_VLLM (train.sh), EVAL_ROWS (prepare: rows of each split scored; a CPU check), TRAIN_FLAGS and SFT_FLAGS (extra swift flags, later flags
 # win), DEVICE_ENV (/tmp/device_env.sh, sourced when present). A CPU check of every phase with a tiny model:
 # benchmarks/booking/RESULTS.md ("CPU check").
 set -euo pipefail
