@@ -256,3 +256,17 @@ def test_the_report_rebuilds_each_itinerary_from_the_logged_calls(env, tmp_path)
         table["test/all"]["tool_calls"] == 11 / 2
         and "| ood/round_trip | 1 |" in (tmp_path / "t.md").read_text()
     )
+
+
+def test_a_row_may_carry_its_own_world_and_every_episode_gets_a_copy(env):
+    world = make_world(3)
+    world["hotels"] = [
+        {"id": "H1", "city": world["cities"][0], "name": "Only Inn", "price": 50, "rating": 4.5, "rooms": 1}
+    ]
+    row = {"world": world, "task": None}
+    first, second = setup(row), setup(row)
+    assert first.book("hotel", "H1", 2, world["dates"][0], 1).startswith("booked B1:")
+    assert second.search("hotel", world["cities"][0]).endswith(
+        "1 rooms left"
+    )  # its own copy still has the room
+    assert world["hotels"][0]["rooms"] == 1 and "sold out" in first.search("hotel", world["cities"][0])

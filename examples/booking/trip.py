@@ -181,8 +181,10 @@ def _count(value: Any, name: str, low: int, high: int) -> int:
 
 
 def setup(row: dict[str, Any]) -> Trip:
-    """``episode.setup``: the world of the row's ``world_seed`` (0 without one: a scratch episode) and its task."""
-    return Trip(make_world(int(row.get("world_seed", 0))), row.get("task"))
+    """``episode.setup``: the row's own ``world`` (a snapshot, copied) if it has one, else the world of its
+    ``world_seed`` (0 without one: a scratch episode); and the row's task."""
+    world = copy.deepcopy(row["world"]) if "world" in row else make_world(int(row.get("world_seed", 0)))
+    return Trip(world, row.get("task"))
 
 
 def teardown(trip: Trip) -> None:
