@@ -347,6 +347,7 @@ async def run_task(
             row=columns,
             parse=call_parser(getattr(policy, "call_format", HERMES), offered),
             state=state,
+            user=env.user,
         )
         trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs through env's executor
         await env.reward.ascore([trajectory])
