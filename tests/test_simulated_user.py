@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from starlette.responses import JSONResponse, Response
-from swift.infer_engine.protocol import RolloutInferRequest
+from swift.infer_engine.protocol import RequestConfig, RolloutInferRequest
 
 from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryScheduler
 from swift_rlfactory.adapters.swift_run import trajectory_from_infos
@@ -30,6 +30,7 @@ from swift_rlfactory.trajectory import Trajectory
 
 from .conftest import ScriptedChat
 from .faults.driver import call, fresh_run, qwen3_template, run_batch
+from .faults.test_episode_server_mode import ScriptedEngine
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -176,6 +177,32 @@ def test_a_scripted_user_conversation_through_ms_swifts_multi_turn_driver(templa
 
     nagging = got["nagging"]
     assert nagging["stop_reason"] == "max_user_turns" and len(nagging["user_calls"]) == 3
+
+
+def test_server_mode_hears_the_same_user(template):
+    """``swift rollout``'s path (ms-swift's ``MultiTurnScheduler.run``, one coroutine per trajectory)."""
+    lookup = call("order_status", order_id="A-17")
+    scripts: dict[str, list[str | None]] = {
+        "answers": [ASK, lookup, ANSWER],
+        "stopped": [ASK, "Anything else?"],
+    }
+    with fresh_run(template.tokenizer):
+        engine = ScriptedEngine(template, scripts)
+        scheduler = RLFactoryScheduler(
+            infer_engine=engine, max_turns=6, tokenizer=template.tokenizer, template=template
+        )
+        config = RequestConfig(max_tokens=96, temperature=0.0, return_details=True)
+
+        async def serve():
+            requests = [row(uuid, USER_ENV, {"order_id": "A-17"}) for uuid in scripts]
+            return await asyncio.gather(*(scheduler.run(request, config) for request in requests))
+
+        got = dict(zip(scripts, [out.rollout_infos[INFO_KEY] for out in asyncio.run(serve())], strict=True))
+    assert got["answers"]["stop_reason"] == "answer" and got["answers"]["turns"] == 3
+    assert {"role": "user", "content": "My order is A-17."} in got["answers"]["messages"]
+    assert [c["observation"] for c in got["answers"]["tool_calls"]] == ["shipped"]
+    assert got["stopped"]["stop_reason"] == "user_stop"
+    assert got["stopped"]["messages"][-1]["content"].endswith("###STOP###")
 
 
 def test_the_eval_loop_hears_the_same_user(tmp_path):
