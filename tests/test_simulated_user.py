@@ -345,3 +345,60 @@ def test_a_batch_of_64_against_a_failing_user_endpoint_confines_each_failure_and
     assert metrics["user/calls"] == 16 * 2 + 48 and metrics["user/errors"] == 48
     assert metrics["user/timeouts"] >= 16 and metrics["stop/error"] == 0.75
     assert metrics["user/turns_per_trajectory"] == 0.5
+
+
+SCRIPTED_FAULTS = """
+import asyncio, time
+
+def reply(goal, messages):
+    if goal == "raises":
+        raise ValueError("the customer script broke")
+    if goal == "sleeps":
+        time.sleep(30)
+    if goal == "number":
+        return 5
+    if goal == "silent":
+        return "  "
+    return "A-17 ###STOP###"
+
+async def areply(goal, messages):
+    if goal == "hangs":
+        await asyncio.Event().wait()
+    return reply(goal, messages)
+"""
+
+
+@pytest.mark.parametrize("name", ["reply", "areply"])
+def test_a_scripted_user_that_fails_ends_only_its_own_trajectory(tmp_path, name):
+    """Sync and async scripted users that raise, block, hang, return no text: each such trajectory ends
+    with stop ``error`` within ``timeout_s`` and says why; a healthy one beside them ends ``user_stop``."""
+    (tmp_path / "users.py").write_text(SCRIPTED_FAULTS)
+    env_path = write_env(tmp_path, f"  scripted: users.py:{name}\n  timeout_s: 1\n")
+    # a sync user may block its thread (abandoned at the deadline); an async one awaits its hang
+    goals = ["ok", "raises", "number", "silent", "sleeps" if name == "reply" else "hangs"]
+
+    async def generate(_messages):
+        return Generation(ASK)
+
+    async def episodes(env: Environment) -> list[Trajectory]:
+        prompt = [{"role": "user", "content": "Where is my parcel?"}]
+        return await asyncio.gather(
+            *(
+                run_episode(prompt, generate, env.executor, 4, row={"user_goal": g}, user=env.user)
+                for g in goals
+            )
+        )
+
+    with Environment.load(env_path) as env:
+        t0 = time.monotonic()
+        got = dict(zip(goals, asyncio.run(episodes(env)), strict=True))
+        elapsed = time.monotonic() - t0
+    assert elapsed < 5.0
+    assert got["ok"].stop_reason == "user_stop" and got["ok"].error is None, got["ok"].error
+    why = {g: t.error for g, t in got.items() if g != "ok"}
+    assert all(t.stop_reason == "error" for g, t in got.items() if g != "ok")
+    assert why["raises"] == "user: ValueError: the customer script broke"
+    late = "sleeps" if name == "reply" else "hangs"
+    assert why[late] == "user: no reply within 1 s" and got[late].user_calls[0]["timed_out"]
+    assert why["number"] == "user: the scripted user returned int, not text"
+    assert why["silent"] == "user: the user's reply has no text"
