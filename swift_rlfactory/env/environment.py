@@ -161,7 +161,7 @@ class Environment:
         if self.episodes.live:
             blocking.run(self.episodes.close_all())
         if self.user is not None:
-            blocking.run(self.executor.arun(self.user.aclose()))
+            self.user.close()
         self.executor.close()
         self.reward.close()
 

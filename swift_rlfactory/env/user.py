@@ -19,6 +19,7 @@ from typing import Any
 
 from ..redaction import excerpt, redact
 from ..rollout.user import Messages, UserReply, UserRule, user_system_prompt, user_view
+from ..runtime import blocking
 from ..runtime.calls import UserCode
 from ..runtime.chat import ChatClient, ChatError, chat_url
 from ..runtime.json_api import content_text
@@ -89,12 +90,13 @@ class SimulatedUser:
             return self._failed(excerpt(f"{type(exc).__name__}: {exc}", MAX_ERROR_CHARS), t0)
         return UserReply(text=text, latency_s=time.perf_counter() - t0, cache_hit=hit)
 
-    async def aclose(self) -> None:
-        """Close the model user's connections (on the loop that made them) and the scripted user's loop."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+    def close(self) -> None:
+        """Close the model user's connections (on the loop that made them) and the scripted user's loop;
+        idempotent."""
         self._code.close()
+        client, self._client = self._client, None
+        if client is not None:
+            blocking.run(self._run_on(client.aclose()) if self._run_on else client.aclose())
 
     # -- one reply -------------------------------------------------------------------------------------
     def _goal(self, row: dict[str, Any]) -> Any:
