@@ -29,7 +29,8 @@ class Trajectory:
         messages: the whole conversation as ``{"role", "content"}`` dicts with text content.
         tool_calls: one dict per executed tool call (``ToolRecord.to_dict()``) plus its ``turn`` index.
         turns: assistant turns generated.
-        stop_reason: why the episode ended (``answer``, ``max_turns``, ``context``, ``length``, ``error``).
+        stop_reason: why the episode ended (``answer``, ``max_turns``, ``context``, ``length``, ``user_stop``,
+            ``max_user_turns``, ``error``).
         row: the dataset row's other fields (``golden_answers``, ``solution``, ...), for rewards.
         rewards: reward components and the weighted total (a per-turn component: its mean over turns).
         turn_rewards: per-turn component -> one score per assistant turn, and ``"total"``.
@@ -38,6 +39,7 @@ class Trajectory:
         state: the episode's final state (what the environment's ``episode.setup`` made, as its tools left
             it), ``None`` without ``episode:``; torn down after the rewards; never serialised.
         error: with stop reason ``error``, where and why.
+        user_calls: one dict per reply asked of a simulated user (``UserReply.to_dict``), with its ``turn``.
     """
 
     messages: list[dict[str, Any]]
@@ -51,6 +53,7 @@ class Trajectory:
     error: str | None = None
     tool_env: ToolEnv | None = field(default=None, repr=False, compare=False)
     state: Any = field(default=None, repr=False, compare=False)
+    user_calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def final_response(self) -> str:

@@ -27,6 +27,7 @@ from ..tools.toolset import PythonProvider
 from .config import EnvConfig, EnvConfigError, load_env_config
 from .episode import Episodes
 from .prompt_size import PromptSize, prompt_size
+from .user import SimulatedUser
 
 
 class Environment:
@@ -84,6 +85,7 @@ class Environment:
         except ValueError as exc:
             raise EnvConfigError(str(exc)) from None
         episodes = Episodes(config.episode, config.base_dir)
+        user = SimulatedUser(config.user, config.base_dir, cache) if config.user is not None else None
         # Last, so that nothing above can fail after the executor's loop thread exists.
         self.executor = ToolExecutor(
             providers,
@@ -98,6 +100,9 @@ class Environment:
             if isinstance(provider, EpisodeScoped) and provider.per_episode:
                 episodes.release_with(provider.release)
         self.episodes = episodes
+        if user is not None:
+            user.run_on(self.executor.arun)  # its connections and cache outlive ms-swift's per-batch loops
+        self.user = user
 
     @classmethod
     def load(cls, path: str | Path, count_tokens: Callable[[str], int] | None = None) -> Environment:
@@ -158,10 +163,12 @@ class Environment:
         return blocking.run(scratch())
 
     def close(self) -> None:
-        """Tear down episode states still live (trajectories that never ended), stop tool providers, close
-        the cache and release the rewards' clients."""
+        """Tear down episode states still live (trajectories that never ended), close the simulated user,
+        stop tool providers, close the cache and release the rewards' clients."""
         if self.episodes.live:
             blocking.run(self.episodes.close_all())
+        if self.user is not None:
+            self.user.close()
         self.executor.close()
         self.reward.close()
 

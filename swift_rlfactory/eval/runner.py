@@ -363,6 +363,7 @@ async def run_row(
             parse=call_parser(getattr(policy, "call_format", HERMES), offered),
             state=state,
             episode=scope_key,
+            user=env.user,
         )
         if score:
             trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs env's executor
