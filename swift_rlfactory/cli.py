@@ -95,7 +95,10 @@ def _train(args: argparse.Namespace) -> int:
     if values["mode"] is None and args.use_vllm is not None:
         values["mode"] = "colocate" if args.use_vllm else "cpu"
     config = RunConfig(**values, swift_args=args.swift_args)
-    return train(config, console, verbose=args.verbose, dry_run=args.dry_run)
+    from .validation import ValOptions
+
+    validation = ValOptions.from_args(args)
+    return train(config, console, verbose=args.verbose, dry_run=args.dry_run, validation=validation)
 
 
 _KINDS = {"count": positive, "rate": positive_float, "fraction": fraction}
@@ -156,7 +159,30 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
         "-v", "--verbose", action="store_true", help="show ms-swift's output (always saved to swift.log)"
     )
     train.add_argument("--dry-run", action="store_true", help="print the swift rlhf command and stop")
+    _add_val_arguments(train)
     train.set_defaults(func=_train)
+
+
+def _add_val_arguments(train: argparse.ArgumentParser) -> None:
+    val = train.add_argument_group(
+        "validation beside training",
+        "score step 0 and every checkpoint saved (more often: `-- --save_steps N`) on a val set and its phrasing "
+        "shifts, one `eval` at a time beside training, into validation.jsonl and validation.json (docs/run.md)",
+    )
+    val.add_argument("--val-file", type=Path, help="the val set (a dataset as `eval --dataset` takes)")
+    val.add_argument("--val-shifts", default="all", help="all, or shift names with commas (default all)")
+    val.add_argument(
+        "--val-margin",
+        type=_non_negative_float,
+        default=0.05,
+        help="alarm when a shift's EM falls more than this below step 0's or the reference's (0.05)",
+    )
+    val.add_argument(
+        "--val-reference", type=Path, help="an earlier eval's metrics.json (or folder) to compare with"
+    )
+    val.add_argument("--val-stop-on-alarm", action="store_true", help="stop training after an alarm")
+    val.add_argument("--val-engine", help="the validation eval's --engine (default: eval's)")
+    val.add_argument("--val-limit", type=_positive, help="score the first N questions only")  # fmt: skip
 
 
 def _eval(args: argparse.Namespace) -> int:

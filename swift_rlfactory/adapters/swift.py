@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from swift.trainers import TrainerFactory
 
 from swift_rlfactory.redaction import excerpt
 from swift_rlfactory.runs import identity
+from swift_rlfactory.runs.validation import STOP_FILE_VAR
 from swift_rlfactory.runtime.json_api import content_text
 
 from ..env.environment import Environment
@@ -460,6 +462,10 @@ class RLFactoryCallback(TrainerCallback):
         if self.timeline is not None:  # a training step's timeline over all ranks, whatever else it logs
             for key, value in timeline_metrics(gather(self.timeline.end_step())).items():
                 self.trainer._metrics["train"][key].append(value)
+        stop = os.environ.get(STOP_FILE_VAR)
+        if stop and os.path.exists(stop):  # train's validation raised an alarm (--val-stop-on-alarm)
+            logger.warning("%s exists: stopping after step %s", stop, state.global_step)
+            control.should_training_stop = True
 
     def on_train_begin(self, args, state, control, **kwargs):
         trainer = self.trainer
