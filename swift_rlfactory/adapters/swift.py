@@ -197,7 +197,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         plan = self._plan(response_choice, current_turn, env, episode, infer_request.tools)
         if plan.finished:
             return self._finish(infer_request, episode, plan.stop_reason, current_turn)
-        records = await self._execute(env, plan.calls, env.episodes.state(episode.key))
+        records = await self._execute(env, plan.calls, env.episodes.state(episode.key), episode.key)
         episode.calls.extend(record_dicts(records, current_turn))
         episode.pending = records
         episode.tokens += self._observation_tokens(records)
@@ -205,7 +205,9 @@ class RLFactoryScheduler(MultiTurnScheduler):
             return self._finish(infer_request, episode, "context", current_turn)
         return {"done": False}
 
-    async def _execute(self, env: Environment, calls: Sequence[Any], state: Any) -> list[ToolRecord]:
+    async def _execute(
+        self, env: Environment, calls: Sequence[Any], state: Any, key: str | None
+    ) -> list[ToolRecord]:
         """Run one turn's calls, bounded by a watchdog in case a tool or backend ignores its own timeout.
 
         The executor ends every call within ``(retries + 1)`` timeouts plus back-off once it holds its
@@ -228,7 +230,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
             per_call = max(env.executor.call_bound_s(name) for name in names)
             deadline = 2 * waves * per_call + WATCHDOG_GRACE_S
             try:
-                return await asyncio.wait_for(env.executor.aexecute(calls, state), deadline)
+                return await asyncio.wait_for(env.executor.aexecute(calls, state, key), deadline)
             except TimeoutError:
                 raise TimeoutError(f"tool calls did not finish within the {deadline:g} s watchdog") from None
         finally:

@@ -83,7 +83,9 @@ class Environment:
             self.reward = RewardSpec(config.reward, config.base_dir, cache=cache)  # judges cache there too
         except ValueError as exc:
             raise EnvConfigError(str(exc)) from None
-        episodes = Episodes(config.episode, config.base_dir)
+        # MCP servers of scope trajectory: a session of their own per live trajectory, begun and ended with it
+        per_trajectory = [p for p in providers if getattr(p, "per_trajectory", False)]
+        episodes = Episodes(config.episode, config.base_dir, per_trajectory)
         # Last, so that nothing above can fail after the executor's loop thread exists.
         self.executor = ToolExecutor(
             providers,
@@ -130,23 +132,28 @@ class Environment:
                 self._checked = True
         return self
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], state: Any = NO_EPISODE) -> ToolRecord:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], state: Any = NO_EPISODE, episode: str | None = None
+    ) -> ToolRecord:
         """Run one tool call by name from inside any event loop (what ``Trajectory.call_tool`` reaches),
-        with the episode ``state`` if the tool asks for it; the first call in a process starts the tools, once.
+        with the episode ``state`` if the tool asks for it, on trajectory ``episode``'s own sessions of
+        per-trajectory servers; the first call in a process starts the tools, once.
         """
         await asyncio.to_thread(self.start)
-        return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)], state))[0]
+        calls = [ToolCall(name=name, arguments=arguments)]
+        return (await self.executor.aexecute(calls, state, episode))[0]
 
     def try_tool(self, name: str, arguments: dict[str, Any]) -> ToolRecord:
         """One call from outside any trajectory (``tools call``, the UI's "Try a tool"); with ``episode:``
-        it runs in a scratch episode, set up from an empty row and torn down right after the call.
-        Raises :class:`~.episode.EpisodeSetupError` when that setup fails."""
+        or a per-trajectory server it runs in a scratch episode, set up from an empty row and torn down
+        right after the call. Raises :class:`~.episode.EpisodeSetupError` when that setup fails."""
         if not self.episodes.enabled:
             return self.executor.execute([ToolCall(name=name, arguments=arguments)])[0]
 
         async def scratch() -> ToolRecord:
-            async with self.episodes.scope(f"try-{uuid.uuid4().hex}", {}) as state:
-                return await self.call_tool(name, arguments, state)
+            key = f"try-{uuid.uuid4().hex}"
+            async with self.episodes.scope(key, {}) as state:
+                return await self.call_tool(name, arguments, state, key)
 
         return blocking.run(scratch())
 

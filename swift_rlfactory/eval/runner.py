@@ -336,7 +336,8 @@ async def run_task(
     episode = policy.new_episode()
     columns = row_columns(row)
     # setup -> turns -> rewards -> teardown: the rewards read the final state before it is torn down
-    async with env.episodes.scope(f"eval-{task.index}-{task.sample}-{id(episode)}", columns) as state:
+    key = f"eval-{task.index}-{task.sample}-{id(episode)}"
+    async with env.episodes.scope(key, columns) as state:
         trajectory = await run_episode(
             prompt,
             episode.generate,
@@ -347,6 +348,7 @@ async def run_task(
             row=columns,
             parse=call_parser(getattr(policy, "call_format", HERMES), offered),
             state=state,
+            episode=key if env.episodes.enabled else None,
         )
         trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs through env's executor
         await env.reward.ascore([trajectory])

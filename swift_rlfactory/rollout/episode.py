@@ -94,6 +94,7 @@ async def run_episode(
     row: dict[str, Any] | None = None,
     parse: CallParser = parse_tool_calls,
     state: Any = NO_EPISODE,
+    episode: str | None = None,
 ) -> Trajectory:
     """Run one trajectory to the end: generate, call tools, observe, repeat.
 
@@ -106,6 +107,7 @@ async def run_episode(
         row: dataset fields carried into the trajectory for rewards.
         parse: reads a turn's calls in the format the prompt asked for (hermes by default).
         state: the episode's state, given to the tools that ask for it and kept on the trajectory.
+        episode: the trajectory's id, keying its sessions of per-trajectory MCP servers.
     """
     messages = list(messages)
     calls: list[dict[str, Any]] = []
@@ -120,7 +122,7 @@ async def run_episode(
             if plan.finished:
                 stop = plan.stop_reason
                 break
-            records = await executor.aexecute(plan.calls, state)
+            records = await executor.aexecute(plan.calls, state, episode)
             calls.extend(record_dicts(records, turn))
             messages.extend(tool_messages(records))
             if fits is not None and not fits(messages):
@@ -137,4 +139,5 @@ async def run_episode(
         row=dict(row or {}),
         error=error,
         state=None if state is NO_EPISODE else state,
+        episode_key=episode,
     )
