@@ -124,9 +124,13 @@ class TrajectoryLeases:
         self._live.clear()
         pending = [*self._leases.values(), *self._recycling]
         self._leases.clear()
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        async with self._freed:
+            self._freed.notify_all()  # a trajectory waiting for the pool stops waiting
+        if pending:  # a session starting is let finish: one cancelled while its process spawns may outlive us
+            _, late = await asyncio.wait(pending, timeout=self.config.startup_timeout_s + RESET_TIMEOUT_S)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
         await asyncio.gather(*(self._drop(s) for s in list(self._sessions)), return_exceptions=True)
         self._idle.clear()
 
@@ -180,7 +184,11 @@ class TrajectoryLeases:
         wait = self.config.lease_wait_s
         try:
             async with asyncio.timeout(wait), self._freed:
-                await self._freed.wait_for(lambda: self._idle or self._processes < self.config.pool_size)
+                await self._freed.wait_for(
+                    lambda: self.closed or self._idle or self._processes < self.config.pool_size
+                )
+                if self.closed:
+                    raise ToolError(f"MCP server {self.name!r} was closed")
                 session = self._idle.pop() if self._idle else None
                 if session is None:
                     self._processes += 1
