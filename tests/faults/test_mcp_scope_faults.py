@@ -220,14 +220,16 @@ def test_64_concurrent_trajectories_leave_no_process_session_or_temp_file(
         assert reads == {key: key for key in keys}
         leases = provider(env).leases
         assert leases is not None and leases.leased == 0 and env.episodes.live == 0
-        if url is not None:
-            assert leases.open_sessions == 0 and server_sessions(url) == 0
+        if url is not None:  # the session opened ahead for the next trajectory is all that is left
+            assert leases.open_sessions == 1 and server_sessions(url) == 1
         else:
             assert len(provider(env).pids) <= 8  # the pool bounds the processes
     finally:
         env.close()
     assert kv_processes() == []
     assert list(tmpdir_of_servers.iterdir()) == []
+    if url is not None:
+        assert server_sessions(url) == 0
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -250,9 +252,11 @@ def test_500_short_trajectories_leave_nothing_behind(
         assert len(reads) == 500 and all(key == value for key, value in reads.items())
         leases = provider(env).leases
         assert leases is not None and leases.leased == 0 and env.episodes.live == 0
-        if url is not None:
-            assert leases.open_sessions == 0 and server_sessions(url) == 0
+        if url is not None:  # the session opened ahead for the next trajectory is all that is left
+            assert leases.open_sessions == 1 and server_sessions(url) == 1
     finally:
         env.close()
     assert kv_processes() == []
     assert list(tmpdir_of_servers.iterdir()) == []
+    if url is not None:
+        assert server_sessions(url) == 0

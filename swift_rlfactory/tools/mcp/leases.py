@@ -62,6 +62,7 @@ class TrajectoryLeases:
         self._processes = 0  # stdio: processes running or starting, at most config.pool_size
         self._freed = asyncio.Condition()
         self._recycling: set[asyncio.Task[None]] = set()
+        self._spare: asyncio.Future[Session] | None = None  # remote: the next trajectory's session, ahead
         self._labels = itertools.count()
 
     @property
@@ -81,7 +82,7 @@ class TrajectoryLeases:
 
     async def start(self) -> Session:
         """Open a first session to list the server's tools: a stdio one stays in the pool, idle; a remote
-        one is closed (no trajectory may share it). Raises what :meth:`Session.open` raises."""
+        one is the first trajectory's (it ran nothing). Raises what :meth:`Session.open` raises."""
         session = self._session()
         self._processes += self.stdio
         try:
@@ -92,7 +93,8 @@ class TrajectoryLeases:
         if self.stdio:
             self._idle.append(session)
         else:
-            await self._drop(session)
+            self._spare = asyncio.get_running_loop().create_future()
+            self._spare.set_result(session)
         return session
 
     def begin(self, key: str) -> None:
@@ -122,7 +124,7 @@ class TrajectoryLeases:
         """Close every session (ending the pool's processes); safe to call twice."""
         self.closed = True
         self._live.clear()
-        pending = [*self._leases.values(), *self._recycling]
+        pending = [*self._leases.values(), *self._recycling, *([self._spare] if self._spare else [])]
         self._leases.clear()
         async with self._freed:
             self._freed.notify_all()  # a trajectory waiting for the pool stops waiting
@@ -180,7 +182,7 @@ class TrajectoryLeases:
         """A fresh session (remote), or a process of the pool: an idle one, else a new one while fewer than
         ``pool`` run, else the first one given back within ``lease_timeout_s``."""
         if not self.stdio:
-            return Lease(await self._opened(self._session()))
+            return Lease(await self._opened(await self._next_remote()))
         wait = self.config.lease_wait_s
         try:
             async with asyncio.timeout(wait), self._freed:
@@ -203,6 +205,26 @@ class TrajectoryLeases:
         elif session.client is not None:
             return Lease(session)
         return Lease(await self._opened(session))
+
+    async def _next_remote(self) -> Session:
+        """The session opened ahead for the next trajectory (a fresh one, used by nobody); the one after it
+        starts opening now, while this trajectory runs, so a trajectory's start rarely waits for a handshake."""
+        spare = self._spare or self._ahead()
+        self._spare = self._ahead() if not self.closed else None
+        try:
+            return await asyncio.shield(spare)
+        except asyncio.CancelledError:  # ended while it opened: it is nobody's, close it once open
+            spare.add_done_callback(self._drop_later)
+            raise
+
+    def _ahead(self) -> asyncio.Future[Session]:
+        return asyncio.ensure_future(self._opened(self._session()))
+
+    def _drop_later(self, done: asyncio.Future[Session]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            task = asyncio.ensure_future(self._drop(done.result()))
+            self._recycling.add(task)
+            task.add_done_callback(self._recycling.discard)
 
     async def _opened(self, session: Session) -> Session:
         """``session`` open (a pool process that died idle is started again), or dropped and
