@@ -6,7 +6,7 @@ Each variant runs ``--n`` trajectories one after another (``--concurrency`` at o
 ``tests/servers/kv_server.py`` in the same run: a shared stdio server, a leased stdio process (reset by
 ``reset_tool``, and restarted), a shared HTTP session and an HTTP session per trajectory.
 
-    python benchmarks/episode_scope.py --n 200 --concurrency 1
+    python benchmarks/episode_scope.py --n 100 --concurrency 1
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def serve_http() -> tuple[subprocess.Popen, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=200, help="trajectories per variant")
+    parser.add_argument("--n", type=int, default=100, help="trajectories per variant")
     parser.add_argument("--concurrency", type=int, default=1, help="trajectories at once")
     parser.add_argument("--pool", type=int, default=8, help="processes of the leased stdio server")
     args = parser.parse_args()

@@ -16,8 +16,9 @@ class ToolEnv(Protocol):
     """What :meth:`Trajectory.call_tool` needs: an environment that runs one tool call by name."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], **episode: Any) -> Any:
-        """Run the call (``state=`` the episode's, when the trajectory has one); returns its ``ToolRecord``
-        (a failure is a record with ``error`` set)."""
+        """Run the call (``state=`` the episode's, when the trajectory has one; ``episode=`` its id, which
+        keys its sessions of per-trajectory MCP servers); returns its ``ToolRecord`` (a failure is a record
+        with ``error`` set)."""
         ...
 
 

@@ -9,6 +9,7 @@ once and 500 in a row: after each, 0 server processes, 0 sessions the server hol
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from swift_rlfactory.env.environment import Environment
+from swift_rlfactory.rollout.episode import Generation, run_episode
 
 from ..test_mcp_scope import (
     call,
@@ -260,3 +262,45 @@ def test_500_short_trajectories_leave_nothing_behind(
     assert list(tmpdir_of_servers.iterdir()) == []
     if url is not None:
         assert server_sessions(url) == 0
+
+
+def test_the_eval_loop_gives_each_episode_and_its_reward_its_own_session() -> None:
+    """run_episode inside Episodes.scope, as ``swift-rlfactory eval`` runs it: the turns and the
+    tool-verified reward (``trajectory.call_tool``) reach the episode's own process, released after."""
+    env_path = Path(__file__).parent / "kv_scope_env" / "env.yaml"
+
+    def script(me: str):
+        replies = iter([("put", {"key": "k", "value": me}), ("get", {"key": "k"}), None])
+
+        async def generate(messages):
+            await asyncio.sleep(0.05)  # the group's turns interleave
+            step = next(replies)
+            if step is None:
+                return Generation("<answer>done</answer>")
+            name, arguments = step
+            return Generation(
+                f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+            )
+
+        return generate
+
+    async def one(env: Environment, me: str):
+        async with env.episodes.scope(me, {"me": me}) as state:
+            trajectory = await run_episode(
+                [{"role": "user", "content": "go"}], script(me), env.executor, 4, row={"me": me},
+                state=state, episode=me,
+            )  # fmt: skip
+            trajectory.tool_env = env
+            await env.reward.ascore([trajectory])
+        return me, trajectory
+
+    async def group(env: Environment):
+        return await asyncio.gather(*(one(env, f"e{i}") for i in range(6)))
+
+    with Environment.load(env_path) as env:
+        for me, trajectory in asyncio.run(group(env)):
+            reads = [c["observation"] for c in trajectory.tool_calls if c["tool"] == "get"]
+            assert reads == [me] and trajectory.rewards["total"] == 1.0, (me, trajectory.tool_calls)
+            assert trajectory.state == {}
+        leases = provider(env).leases
+        assert leases is not None and leases.leased == 0 and env.episodes.live == 0
