@@ -166,7 +166,9 @@ class Episodes:
         if self.hooks is not None and self.hooks.teardown is not None:
             await self._bounded(key, "episode teardown", self._call(self.hooks.teardown, state))
         if self.backends:  # after the teardown: the server's sessions outlive nothing that may use them
-            await self._bounded(key, "per-trajectory servers' release", self._on_loop(self._end(key)))
+            # Shielded: a release past the deadline (or a cancelled caller) goes on, and frees its session.
+            release = asyncio.shield(self._on_loop(self._end(key)))
+            await self._bounded(key, "per-trajectory servers' release", release)
 
     async def _end(self, key: str) -> None:
         await asyncio.gather(*(backend.end(key) for backend in self.backends), return_exceptions=True)
