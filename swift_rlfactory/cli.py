@@ -173,7 +173,7 @@ def _add_val_arguments(train: argparse.ArgumentParser) -> None:
     val.add_argument("--val-shifts", default="all", help="all, or shift names with commas (default all)")
     val.add_argument(
         "--val-margin",
-        type=_non_negative_float,
+        type=non_negative_float,
         default=0.05,
         help="alarm when a shift's EM falls more than this below step 0's or the reference's (0.05)",
     )
@@ -182,7 +182,7 @@ def _add_val_arguments(train: argparse.ArgumentParser) -> None:
     )
     val.add_argument("--val-stop-on-alarm", action="store_true", help="stop training after an alarm")
     val.add_argument("--val-engine", help="the validation eval's --engine (default: eval's)")
-    val.add_argument("--val-limit", type=_positive, help="score the first N questions only")  # fmt: skip
+    val.add_argument("--val-limit", type=positive, help="score the first N questions only")  # fmt: skip
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from ..runtime import blocking
 from ..tools.builtin import builtin_providers
 from ..tools.cache import ToolCache
 from ..tools.calls import ToolCall
-from ..tools.episode_state import NO_EPISODE, EpisodeScoped
+from ..tools.episode_state import NO_EPISODE
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..tools.mcp import mcp_providers
 from ..tools.python_tool import load_python_tools
@@ -84,7 +84,10 @@ class Environment:
             self.reward = RewardSpec(config.reward, config.base_dir, cache=cache)  # judges cache there too
         except ValueError as exc:
             raise EnvConfigError(str(exc)) from None
-        episodes = Episodes(config.episode, config.base_dir)
+        # Backends kept per trajectory (MCP servers of scope trajectory, persistent run_python): begun and
+        # ended with each trajectory's episode
+        per_trajectory = [p for p in providers if getattr(p, "per_trajectory", False)]
+        episodes = Episodes(config.episode, config.base_dir, per_trajectory)
         user = SimulatedUser(config.user, config.base_dir, cache) if config.user is not None else None
         # Last, so that nothing above can fail after the executor's loop thread exists.
         self.executor = ToolExecutor(
@@ -96,9 +99,6 @@ class Environment:
             cache_namespace=_tools_digest(config),
         )
         episodes.run_on(self.executor.arun)  # async setups make their state on the tools' loop
-        for provider in providers:  # e.g. persistent run_python: its interpreter ends with the episode
-            if isinstance(provider, EpisodeScoped) and provider.per_episode:
-                episodes.release_with(provider.release)
         self.episodes = episodes
         if user is not None:
             user.run_on(self.executor.arun)  # its connections and cache outlive ms-swift's per-batch loops
@@ -142,16 +142,17 @@ class Environment:
         self, name: str, arguments: dict[str, Any], state: Any = NO_EPISODE, episode: str | None = None
     ) -> ToolRecord:
         """Run one tool call by name from inside any event loop (what ``Trajectory.call_tool`` reaches),
-        with the episode ``state`` if the tool asks for it and as trajectory ``episode`` (``None``: outside
-        any); the first call in a process starts the tools, once.
+        with the episode ``state`` if the tool asks for it, on trajectory ``episode``'s own sessions of
+        per-trajectory servers; the first call in a process starts the tools, once.
         """
         await asyncio.to_thread(self.start)
-        return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)], state, episode))[0]
+        calls = [ToolCall(name=name, arguments=arguments)]
+        return (await self.executor.aexecute(calls, state, episode))[0]
 
     def try_tool(self, name: str, arguments: dict[str, Any]) -> ToolRecord:
         """One call from outside any trajectory (``tools call``, the UI's "Try a tool"); with ``episode:``
-        it runs in a scratch episode, set up from an empty row and torn down right after the call.
-        Raises :class:`~.episode.EpisodeSetupError` when that setup fails."""
+        or a per-trajectory server it runs in a scratch episode, set up from an empty row and torn down
+        right after the call. Raises :class:`~.episode.EpisodeSetupError` when that setup fails."""
         if not self.episodes.enabled:
             return self.executor.execute([ToolCall(name=name, arguments=arguments)])[0]
 

@@ -362,7 +362,7 @@ async def run_row(
             row=columns,
             parse=call_parser(getattr(policy, "call_format", HERMES), offered),
             state=state,
-            episode=scope_key,
+            episode=scope_key if env.episodes.enabled else None,
             user=env.user,
         )
         if score:

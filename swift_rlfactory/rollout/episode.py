@@ -171,6 +171,7 @@ async def run_episode(
         error=error,
         state=None if state is NO_EPISODE else state,
         user_calls=heard,
+        episode_key=episode,
     )
 
 

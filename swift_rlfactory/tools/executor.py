@@ -241,8 +241,8 @@ class ToolExecutor:
         self, calls: Sequence[ToolCall], state: Any = NO_EPISODE, episode: str | None = None
     ) -> list[ToolRecord]:
         """Run one trajectory's calls from inside any event loop without blocking it; tools that ask for
-        the episode's state receive ``state``, and per-trajectory backends see the trajectory id ``episode``
-        (see :mod:`.episode_state`)."""
+        the episode's state receive ``state``, and per-trajectory servers key their sessions by ``episode``
+        (the trajectory's id; see :mod:`.episode_state`)."""
         if not self._started:
             await self._loop.arun(self._start())
         return (await self._loop.arun(self._execute_batch([calls], state, episode)))[0]

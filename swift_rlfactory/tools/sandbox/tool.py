@@ -105,7 +105,7 @@ class PersistentRunPythonTool(RunPythonTool):
     """``run_python`` with ``persistent: true``: each trajectory's calls run in its own interpreter of
     ``pool``, found by the trajectory id the executor runs the call under."""
 
-    per_episode = True  # its results depend on the trajectory's earlier calls: never cached
+    per_trajectory = True  # its results depend on the trajectory's earlier calls: never cached
 
     def __init__(self, config: RunPythonConfig, python: str, pool: InterpreterPool):
         super().__init__(config, python, pool.sandbox)
@@ -173,14 +173,14 @@ def failure(result: SandboxResult, limits: SandboxLimits) -> str:
 class SandboxProvider:
     """Provider of ``run_python``: starting it proves the sandbox works here (or raises saying why not).
 
-    ``per_episode`` (``persistent: true``): the environment calls :meth:`release` with each trajectory id at
-    its episode's teardown, which stops that trajectory's interpreter.
+    With ``persistent: true`` it is a per-trajectory backend (``PerTrajectory``): the episode lifecycle calls
+    :meth:`end` with each trajectory id at its teardown, which stops that trajectory's interpreter.
     """
 
     def __init__(self, config: RunPythonConfig | None = None, name: str = "builtin"):
         self.name = name
         self.config = config or RunPythonConfig()
-        self.per_episode = self.config.persistent
+        self.per_trajectory = self.config.persistent
         self.pool: InterpreterPool | None = None
 
     async def start(self) -> list[Tool]:
@@ -195,10 +195,13 @@ class SandboxProvider:
         )
         return [PersistentRunPythonTool(cfg, python, self.pool)]
 
-    async def release(self, episode: str) -> None:
-        """Stop the interpreter of trajectory ``episode`` (its episode was torn down)."""
+    def begin(self, key: str) -> None:
+        """Trajectory ``key`` is live; its interpreter starts at its first call."""
+
+    async def end(self, key: str) -> None:
+        """Stop the interpreter of trajectory ``key`` (its episode was torn down)."""
         if self.pool is not None:
-            await self.pool.release(episode)
+            await self.pool.release(key)
 
     async def close(self) -> None:
         """Stop every persistent interpreter (a fresh sandbox per call is gone when its call returns)."""
