@@ -67,7 +67,7 @@ class Session:
         return self.loop.run_until_complete(self.acall(key, code))
 
     def release(self, key: str) -> None:
-        self.loop.run_until_complete(self.provider.release(key))
+        self.loop.run_until_complete(self.provider.end(key))
 
     def close(self) -> None:
         self.loop.run_until_complete(self.provider.close())
@@ -192,7 +192,7 @@ def test_past_max_live_a_new_trajectory_waits_then_gets_an_error_observation():
         async def waits_for_a_place():
             waiting = asyncio.ensure_future(session.acall("b", "2"))
             await asyncio.sleep(0.2)
-            await session.provider.release("a")
+            await session.provider.end("a")
             return await waiting
 
         assert session.loop.run_until_complete(waits_for_a_place()) == (True, "2")

@@ -72,7 +72,7 @@ def test_a_grpo_group_keeps_one_interpreter_each_and_every_one_is_killed_after_t
         for u in group:
             reads = [c["observation"] for c in infos[u]["tool_calls"] if c["arguments"]["code"] == "me"]
             assert reads and set(reads) == {repr(u)}, infos[u]["tool_calls"]
-        [provider] = [p for p in env.executor.toolset.providers if getattr(p, "per_episode", False)]
+        [provider] = [p for p in env.executor.toolset.providers if getattr(p, "per_trajectory", False)]
         assert env.episodes.live == 6 and provider.pool.live == 6  # ended, waiting for their reward
 
         reward = RLFactoryReward(args=SimpleNamespace(output_dir=str(tmp_path)))

@@ -158,7 +158,7 @@ class TrajectoryLeases:
             raise self._lost(cause)
         try:
             return await call_once(
-                session, client, name, arguments, solo=False, repeat=False,
+                session, client, name, arguments, call=object(), repeat=False,
                 max_result_mb=self.config.max_result_mb, on_unanswered=_ignore,
             )  # fmt: skip
         except Lost as lost:
@@ -270,7 +270,7 @@ class TrajectoryLeases:
         try:
             async with asyncio.timeout(RESET_TIMEOUT_S):
                 await call_once(
-                    session, client, tool, {}, solo=False, repeat=False,
+                    session, client, tool, {}, call=object(), repeat=False,
                     max_result_mb=self.config.max_result_mb, on_unanswered=_ignore,
                 )  # fmt: skip
         except (Exception, TimeoutError) as exc:
