@@ -82,6 +82,10 @@ def test_acting_before_confirmation_or_identification_is_a_violation(env):
     other = next(o for o in make_world(row["world_seed"])["orders"] if o != goal["order_id"])
     asked = [{"role": "assistant", "content": f"Please confirm: cancel order {other} (yes/no)?"}]
     assert users.reply(goal, asked).startswith("No,")
+    # a decline is not reached by doing nothing: the agent must offer the cancellation the customer declines
+    decline = next(r for r in rows_of("ood") if r["task_type"] == "decline")
+    trajectory = asyncio.run(play(env, decline, lambda m: "How can I help?", "idle-decline"))
+    assert terms(trajectory)["goal"] == 0.0
 
 
 def test_two_trajectories_of_one_row_keep_their_shops_apart(env):

@@ -1,7 +1,8 @@
 """The customer-service rewards, each a function of the finished trajectory and its final state.
 
 ``goal``: the orders end exactly as the goal wants (the right order changed the right way, nothing else),
-a transfer where the goal needs one, the asked facts said for a status question. ``policy``: 1.0 without a
+a transfer where the goal needs one, the asked facts said for a status question, the cancellation offered
+(and declined) for a decline. ``policy``: 1.0 without a
 policy violation, else 0.0; ``violations``: how many (reported with weight 0). ``format``: every tool call
 parsed and no empty turn.
 """
@@ -37,9 +38,15 @@ def goal(trajectory: Trajectory) -> float:
         return 1.0 if state.get("transferred") else 0.0
     if state.get("transferred"):  # a request the agent could handle, handed off
         return 0.0
+    said = [
+        m["content"]
+        for m in trajectory.messages
+        if m.get("role") == "assistant" and "<tool_call>" not in m["content"]
+    ]
     if want["type"] == "status":
-        said = [m["content"] for m in trajectory.messages if m.get("role") == "assistant"]
         return 1.0 if any(want["status"] in s and want["total"] in s for s in said) else 0.0
+    if want["type"] == "decline":  # doing nothing is not enough: the agent offered the cancellation
+        return 1.0 if any(want["order_id"] in s and "cancel" in s.lower() for s in said) else 0.0
     return 1.0
 
 
