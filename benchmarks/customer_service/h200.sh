@@ -56,7 +56,7 @@ PY
 evaluate() {  # NAME MODEL [ADAPTERS]: the eval set with the scripted customer (and the model one with EVAL_USER=model)
   local name=$1 model=$2 adapters=${3:-} env_file suffix
   for user in scripted ${EVAL_USER:-}; do
-    env_file=$ex/env_user.yaml suffix=""
+    env_file=$ex/env.yaml suffix=""
     [ "$user" = model ] && env_file=$ex/env_model_user.yaml suffix=-model-user
     [ "$user" = model ] && model_user
     rm -rf "/tmp/eval-$name$suffix"
@@ -94,7 +94,7 @@ case "$phase" in
   eval-sft) evaluate sft /tmp/qwen05-sft ;;
   train)
     seed=${3:?seed}; run=/tmp/cs-grpo-$seed env_file=$ex/env_model_user.yaml
-    if [ "${USER_KIND:-model}" = scripted ]; then env_file=$ex/env_user.yaml; else model_user; fi
+    if [ "${USER_KIND:-model}" = scripted ]; then env_file=$ex/env.yaml; else model_user; fi
     last=$(last_checkpoint "$run" 2>/dev/null || true)
     resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
     log="$out/train-$seed-$(date +%s).log"; rc=0

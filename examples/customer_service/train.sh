@@ -2,7 +2,7 @@
 # Customer-service GRPO: single GPU, LoRA, colocated vLLM; the customer is the environment's `user:`.
 # From the repository root:
 #   MODEL=/path/to/Qwen2.5-0.5B-Instruct bash examples/customer_service/train.sh [extra swift rlhf flags]
-# RLFACTORY_ENV: env_user.yaml (the scripted customer, default) or env_model_user.yaml (a model behind
+# RLFACTORY_ENV: env.yaml (the scripted customer, default) or env_model_user.yaml (a model behind
 # USER_BASE_URL, e.g. the same 0.5B served by `swift deploy`: benchmarks/customer_service/h200.sh).
 # SEED (42), STEPS (100), VLLM_UTIL, MICRO_BATCH x GRAD_ACC (the step's batch) as in examples/deepsearch.
 set -euo pipefail
@@ -11,7 +11,7 @@ OUTPUT=${OUTPUT:-output/customer_service}
 DATASET=${DATASET:-examples/customer_service/data/train.jsonl}
 SWIFT=${SWIFT:-"python3 -m swift.cli.rlhf"}
 
-export RLFACTORY_ENV=${RLFACTORY_ENV:-examples/customer_service/env_user.yaml}
+export RLFACTORY_ENV=${RLFACTORY_ENV:-examples/customer_service/env.yaml}
 $SWIFT --rlhf_type grpo \
   --model "$MODEL" --model_type "${MODEL_TYPE:-qwen2}" --template "${TEMPLATE:-qwen2_5}" \
   --dataset "$DATASET" \
