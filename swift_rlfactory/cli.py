@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from itertools import chain, islice
 from pathlib import Path
@@ -16,54 +15,21 @@ from rich.console import Console
 
 from swift_rlfactory.redaction import redact
 
-from .cli_serve import add_ui_parsers
+from .cli_args import (
+    add_model_arguments,
+    add_turn_arguments,
+    fraction,
+    non_negative_float,
+    policy_settings,
+    positive,
+    positive_float,
+)
+from .cli_serve import add_agent_parser, add_ui_parsers
 from .env.config import EnvConfigError
 
 # Observations and model text are printed as they are: no emoji codes (":x:"), markup or highlighting.
 console = Console(emoji=False, highlight=False)
 errors = Console(stderr=True, emoji=False, highlight=False)
-
-
-def _positive(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (``--limit 0`` or ``--repeat -3`` would do nothing)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    """An argparse type: a finite number above 0."""
-    if (value := _number(text)) <= 0:
-        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    """An argparse type: a finite number of at least 0."""
-    if (value := _number(text)) < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    """An argparse type: a number in (0, 1]."""
-    if not 0 < (value := _number(text)) <= 1:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text}")
-    return value
 
 
 def _tools_list(args: argparse.Namespace) -> int:
@@ -129,10 +95,13 @@ def _train(args: argparse.Namespace) -> int:
     if values["mode"] is None and args.use_vllm is not None:
         values["mode"] = "colocate" if args.use_vllm else "cpu"
     config = RunConfig(**values, swift_args=args.swift_args)
-    return train(config, console, verbose=args.verbose, dry_run=args.dry_run)
+    from .validation import ValOptions
+
+    validation = ValOptions.from_args(args)
+    return train(config, console, verbose=args.verbose, dry_run=args.dry_run, validation=validation)
 
 
-_KINDS = {"count": _positive, "rate": _positive_float, "fraction": _fraction}
+_KINDS = {"count": positive, "rate": positive_float, "fraction": fraction}
 
 
 def _train_flag(name: str) -> dict:
@@ -190,45 +159,44 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
         "-v", "--verbose", action="store_true", help="show ms-swift's output (always saved to swift.log)"
     )
     train.add_argument("--dry-run", action="store_true", help="print the swift rlhf command and stop")
+    _add_val_arguments(train)
     train.set_defaults(func=_train)
+
+
+def _add_val_arguments(train: argparse.ArgumentParser) -> None:
+    val = train.add_argument_group(
+        "validation beside training",
+        "score step 0 and every checkpoint saved (more often: `-- --save_steps N`) on a val set and its phrasing "
+        "shifts, one `eval` at a time beside training, into validation.jsonl and validation.json (docs/run.md)",
+    )
+    val.add_argument("--val-file", type=Path, help="the val set (a dataset as `eval --dataset` takes)")
+    val.add_argument("--val-shifts", default="all", help="all, or shift names with commas (default all)")
+    val.add_argument(
+        "--val-margin",
+        type=non_negative_float,
+        default=0.05,
+        help="alarm when a shift's EM falls more than this below step 0's or the reference's (0.05)",
+    )
+    val.add_argument(
+        "--val-reference", type=Path, help="an earlier eval's metrics.json (or folder) to compare with"
+    )
+    val.add_argument("--val-stop-on-alarm", action="store_true", help="stop training after an alarm")
+    val.add_argument("--val-engine", help="the validation eval's --engine (default: eval's)")
+    val.add_argument("--val-limit", type=positive, help="score the first N questions only")  # fmt: skip
 
 
 def _eval(args: argparse.Namespace) -> int:
     from .eval.command import EvalOptions, run_eval, run_evals
 
-    try:
-        extra_body = json.loads(args.extra_body) if args.extra_body else None
-    except json.JSONDecodeError as exc:
-        errors.print(f"--extra-body is not valid JSON: {exc}", markup=False)
-        return 2
     options = EvalOptions(
         env=args.env,
         dataset=args.dataset,
         output=args.output,
-        model=args.model,
+        **policy_settings(args),
         adapters=args.adapters[0] if args.adapters and len(args.adapters) == 1 else None,
-        model_type=args.model_type,
-        template=args.template,
-        engine=args.engine,
-        base_url=args.base_url,
-        served_model=args.served_model,
-        api_key=args.api_key,
-        tokenizer=args.tokenizer,
-        timeout_s=args.timeout,
         samples=args.samples,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
-        max_turns=args.max_turns,
-        max_length=args.max_length,
         limit=args.limit,
         group_by=args.group_by or [],
-        concurrency=args.concurrency,
-        seed=args.seed,
-        stop=args.stop or [],
-        extra_body=extra_body,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        tensor_parallel_size=args.tensor_parallel_size,
         shifts=args.shifts,
         shift_seed=args.shift_seed,
         shift_margin=args.shift_margin,
@@ -263,54 +231,26 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     ev.add_argument(
         "--output", type=Path, required=True, help="folder for trajectories.jsonl and metrics.json"
     )
-    local = ev.add_argument_group("a local model (ms-swift inference engine)")
-    local.add_argument("--model", help="a model folder, a hub id, or a bundled name (as `train` takes)")
-    local.add_argument(
-        "--adapters",
-        nargs="+",
-        metavar="FOLDER",
-        help="LoRA checkpoint folder (e.g. output/run/v0-.../checkpoint-100); several: one engine scores "
-        "each into OUTPUT/<folder name>/",
-    )
-    local.add_argument("--model-type", help="ms-swift --model_type")
-    local.add_argument("--template", help="ms-swift --template (with --base-url: its system-prompt rules)")
-    local.add_argument("--engine", choices=["transformers", "vllm"], help="default: vllm if torch sees a GPU")
-    local.add_argument("--max-length", type=_positive, help="context budget in tokens (default: the model's)")
-    local.add_argument("--gpu-memory-utilization", type=_fraction, default=0.9, help="vLLM (default 0.9)")
-    local.add_argument("--tensor-parallel-size", type=_positive, default=1, help="vLLM (default 1)")
-    local.add_argument("--seed", type=int, default=0, help="seeds local sampling (default 0)")
-    served = ev.add_argument_group("a served model (OpenAI-compatible chat endpoint)")
-    served.add_argument("--base-url", help="API root, e.g. http://host:8000/v1")
-    served.add_argument("--served-model", help="the model name the server knows")
-    served.add_argument("--api-key", help="bearer token (default $OPENAI_API_KEY)")
-    served.add_argument("--tokenizer", help="tokenizer folder for exact observation truncation")
-    served.add_argument("--stop", action="append", help="extra stop string (repeatable; none by default)")
-    served.add_argument("--extra-body", help="JSON merged into each request, e.g. '{\"top_k\": 20}'")
-    served.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=600.0,
-        help="seconds each request attempt may take, the whole answer included (default 600)",
+    add_model_arguments(
+        ev,
+        adapters={
+            "nargs": "+",
+            "help": "LoRA checkpoint folder (e.g. output/run/v0-.../checkpoint-100); several: one engine "
+            "scores each into OUTPUT/<folder name>/",
+        },
     )
     run = ev.add_argument_group("sampling and scale")
     run.add_argument(
-        "--samples", type=_positive, default=1, help="samples per question: k of pass@k (default 1)"
+        "--samples", type=positive, default=1, help="samples per question: k of pass@k (default 1)"
     )
-    run.add_argument(
-        "--temperature", type=_non_negative_float, help="default 0 for one sample, 1.0 for several"
-    )
-    run.add_argument("--top-p", type=_fraction, help="nucleus sampling (default: the model's)")
-    run.add_argument(
-        "--max-tokens", type=_positive, default=512, help="tokens per assistant turn (default 512)"
-    )
-    run.add_argument("--max-turns", type=_positive, help="turns per episode (default and cap: the env's)")
-    run.add_argument("--limit", type=_positive, help="only the first N questions")
+    add_turn_arguments(run, "default 0 for one sample, 1.0 for several")
+    run.add_argument("--limit", type=positive, help="only the first N questions")
     run.add_argument(
         "--group-by",
         action="append",
         help="also report metrics per value of this dataset column (e.g. hops; repeatable)",
     )
-    run.add_argument("--concurrency", type=_positive, default=16, help="episodes in flight (default 16)")
+    run.add_argument("--concurrency", type=positive, default=16, help="episodes in flight (default 16)")
     _add_shift_arguments(ev)
     ev.set_defaults(func=_eval)
 
@@ -333,7 +273,7 @@ def _add_shift_arguments(ev: argparse.ArgumentParser) -> None:
     check.add_argument("--shift-seed", type=int, default=0, help="seeds the shifts' choices (default 0)")
     check.add_argument(
         "--shift-margin",
-        type=_non_negative_float,
+        type=non_negative_float,
         default=0.05,
         help="EM drop that raises an alarm (default 0.05)",
     )
@@ -378,7 +318,7 @@ def _add_select_parser(sub: argparse._SubParsersAction) -> None:
     sel.add_argument("--high", type=float, default=1.0, help="keep rates below this (default 1)")
     sel.add_argument("--stratify", help="comma-separated columns (e.g. hops,family) to balance the rows over")
     sel.add_argument(
-        "--per-stratum", type=_positive, help="with --stratify: keep at most N rows per combination"
+        "--per-stratum", type=positive, help="with --stratify: keep at most N rows per combination"
     )
     sel.add_argument("--seed", type=int, default=0, help="with --stratify: which rows a full stratum keeps")
     sel.set_defaults(func=_select)
@@ -416,7 +356,7 @@ def _add_rewards_parser(sub: argparse._SubParsersAction) -> None:
     )
     rw.add_argument("env", type=Path, help="environment YAML whose `reward:` to use")
     rw.add_argument("--trajectories", type=Path, required=True, help="trajectories.jsonl, or its folder")
-    rw.add_argument("--limit", type=_positive, help="only the first N trajectories")
+    rw.add_argument("--limit", type=positive, help="only the first N trajectories")
     rw.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     rw.set_defaults(func=_rewards)
 
@@ -436,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("env", help="environment YAML file")
     call.add_argument("name", help="tool name, as `tools list` shows it")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
-    call.add_argument("--repeat", type=_positive, default=1, help="call N times (shows the cache at work)")
+    call.add_argument("--repeat", type=positive, default=1, help="call N times (shows the cache at work)")
     call.set_defaults(func=_tools_call)
 
     _add_train_parser(sub)
@@ -444,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_select_parser(sub)
     _add_rewards_parser(sub)
     add_ui_parsers(sub)
+    add_agent_parser(sub)
     sub.add_parser("plugin-path", help="print the file for --external_plugins").set_defaults(
         func=_plugin_path
     )

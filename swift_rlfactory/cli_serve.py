@@ -1,4 +1,5 @@
-"""``swift-rlfactory web-ui`` and ``view``: the commands that serve a page (``docs/ui.md``)."""
+"""``swift-rlfactory web-ui``, ``view`` and ``serve-agent``: the commands that serve (``docs/ui.md``,
+``docs/serve-agent.md``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+
+from .cli_args import add_model_arguments, add_turn_arguments, policy_settings, positive
 
 errors = Console(stderr=True, emoji=False, highlight=False)
 
@@ -98,3 +101,37 @@ def add_ui_parsers(sub: argparse._SubParsersAction) -> None:
         parser.add_argument("--auth", help="USER:PASS required to open the page")
     web.set_defaults(func=_web_ui)
     view.set_defaults(func=_view)
+
+
+def _serve_agent(args: argparse.Namespace) -> int:
+    from .eval.policy import PolicyOptions
+    from .eval.serve_agent import serve
+
+    options = PolicyOptions(**policy_settings(args), adapters=args.adapters)
+    return serve(
+        args.env, options, transport=args.transport, host=args.host, port=args.port, tool_name=args.tool_name
+    )
+
+
+def add_agent_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``serve-agent`` subcommand."""
+    agent = sub.add_parser(
+        "serve-agent",
+        help="serve a trained agent (model, environment, tools) as an MCP server with one tool",
+        description="One MCP tool: a task in words in, the agent's final answer and a short trace (tool "
+        "calls, turns, stop reason) out, as text and structured content. Each call is one episode of the "
+        "agent loop `eval` runs, greedy unless --temperature; another environment lists it in mcpServers.",
+    )
+    agent.add_argument("env", type=Path, help="the agent's environment YAML (its tools, prompt and limits)")
+    add_model_arguments(agent, adapters={"help": "LoRA checkpoint folder to answer with"})
+    turns = agent.add_argument_group("sampling and scale")
+    add_turn_arguments(turns, "default 0 (greedy)")
+    turns.add_argument(
+        "--concurrency", type=positive, default=16, help="episodes in flight; more calls wait (default 16)"
+    )
+    mcp = agent.add_argument_group("the MCP server")
+    mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="http: address to bind (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8000, help="http: port, 0 for any free one (default 8000)")
+    mcp.add_argument("--tool-name", help="the tool's name (default: the environment's name)")
+    agent.set_defaults(func=_serve_agent)

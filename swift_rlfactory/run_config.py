@@ -10,7 +10,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,10 @@ PLUGIN_NAME = "rlfactory"  # what the scheduler, the reward and the callback are
 ENV_VAR = "RLFACTORY_ENV"  # the environment YAML of rows without an ``env`` column
 MODES = ("cpu", "colocate", "server")
 PYTHON_LAUNCHER = (sys.executable, "-m", "swift.cli.rlhf")  # what `train` and command.sh run
+# ...when NPROC_PER_NODE or NNODES ask for ranks: ms-swift's launcher, as `swift rlhf` runs it (torchrun).
+RANKS_LAUNCHER = (sys.executable, "-m", "swift.cli.main", "rlhf")
+# The variables that make ms-swift's launcher start ranks under torchrun (when either is set at all).
+TORCHRUN_VARIABLES = ("NPROC_PER_NODE", "NNODES")
 SWIFT_LAUNCHER = ("swift", "rlhf")  # what the web UI runs: ms-swift's own console script
 
 
@@ -224,6 +228,9 @@ def swift_rlhf(
     """The one ``swift rlhf --rlhf_type grpo`` command of a resolved ``config`` (see :meth:`RunConfig.resolved`)
     writing into ``run_dir``; ``config.swift_args`` come last, so they win."""
     c = config
+    ranks = ranks_per_node(os.environ)
+    if ranks is not None and tuple(launcher) == PYTHON_LAUNCHER:
+        launcher = RANKS_LAUNCHER  # `python -m swift.cli.rlhf` would run one process whatever they say
     max_turns = c.max_turns or env_max_turns or 1
     if env_max_turns:
         max_turns = min(max_turns, env_max_turns)
@@ -256,6 +263,9 @@ def swift_rlhf(
         "--report_to", "none",
         "--check_model", "false",  # skip the hub's "is there a newer model" check: works offline
         *device_flags(c),
+        # CPU ranks talk over gloo; --ddp_backend gloo alone stops at an ms-swift 4.6 assertion in the GRPO
+        # step (docs/scaling.md, "CPU ranks"), --use_cpu true with it runs
+        *(("--use_cpu", "true", "--ddp_backend", "gloo") if ranks is not None and c.mode == "cpu" else ()),
         *c.swift_args,
     ]  # fmt: skip
     env_vars = {
@@ -265,9 +275,19 @@ def swift_rlhf(
     }
     if model.local:  # no library may try a hub
         env_vars |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    if c.mode == "cpu" and "OMP_NUM_THREADS" not in os.environ:
-        env_vars["OMP_NUM_THREADS"] = str(len(os.sched_getaffinity(0)))
+    if c.mode == "cpu" and "OMP_NUM_THREADS" not in os.environ:  # the cores shared among the node's ranks
+        env_vars["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // (ranks or 1)))
+    env_vars |= {name: os.environ[name] for name in TORCHRUN_VARIABLES if name in os.environ}
     return SwiftCommand(argv, env_vars)
+
+
+def ranks_per_node(environ: Mapping[str, str]) -> int | None:
+    """The ranks ms-swift's launcher starts on this node under torchrun for ``environ`` (``NPROC_PER_NODE``,
+    1 if only ``NNODES`` is set), or ``None`` when neither is set and it runs one plain process."""
+    if not any(name in environ for name in TORCHRUN_VARIABLES):
+        return None
+    value = environ.get("NPROC_PER_NODE", "1").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
 def flag_value(args: Sequence[str], flag: str) -> str | None:

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -32,6 +32,7 @@ from swift_rlfactory.run_config import (
     SwiftCommand,
     flag_value,
     gpu_available,
+    ranks_per_node,
     swift_rlhf,
     write_command_sh,
 )
@@ -45,6 +46,8 @@ from swift_rlfactory.runs.folder import (
     new_run_dir,
 )
 from swift_rlfactory.runs.log import read_steps
+from swift_rlfactory.runs.validation import STOP_FILE, STOP_FILE_VAR
+from swift_rlfactory.validation import EvalModel, Validator, ValOptions
 
 from .env.config import EnvConfigError
 from .env.environment import Environment, validate_env_files
@@ -117,29 +120,25 @@ def _rows(dataset: Path) -> list:
 
 
 # -- running -------------------------------------------------------------------------------------------
-# The launcher variables that make ms-swift (or torchrun) start several ranks.
-LAUNCHER_VARIABLES = ("NPROC_PER_NODE", "NNODES", "WORLD_SIZE")
-
-
-def check_one_process(environ: Mapping[str, str]) -> None:
-    """``train`` runs one process: refuse launcher variables asking for more, which would start copies that
-    train apart into one folder, and say how to run several ranks instead."""
-    for name in LAUNCHER_VARIABLES:
-        value = environ.get(name, "").strip()
-        if value and value != "1":
-            raise ValueError(
-                f"{name}={value} asks for several ranks, but swift-rlfactory train runs one process. Unset "
-                f"{name} to train on one, or run the `swift rlhf` command train prints (--dry-run) under "
-                "ms-swift's launcher: `NPROC_PER_NODE=<ranks> swift rlhf ...` (on CPUs add --use_cpu true "
-                "--ddp_backend gloo); recipes: docs/scaling.md"
-            )
+def check_launcher(environ: Mapping[str, str]) -> None:
+    """Several ranks are ``train``'s to start (``NPROC_PER_NODE``, ``NNODES``: ms-swift's launcher runs
+    torchrun); refuse a ``WORLD_SIZE`` above 1 without them: ``train`` itself is then one of several copies
+    (started by torchrun or a scheduler), each of which would make a run folder of its own."""
+    value = environ.get("WORLD_SIZE", "").strip()
+    if value and value != "1" and ranks_per_node(environ) is None:
+        raise ValueError(
+            f"WORLD_SIZE={value}: swift-rlfactory train seems to be one of several copies started by a "
+            "launcher, and each copy would write a run folder of its own. Start one train with "
+            "NPROC_PER_NODE=<ranks> (and NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT across machines): it "
+            "runs the ranks under ms-swift's launcher; recipes: docs/scaling.md"
+        )
 
 
 def check_inputs(options: RunConfig) -> ModelChoice:
-    """Everything a user can get wrong stops the run here, before any model is fetched or loaded: launcher
-    variables asking for several ranks, the model name (a hub id: whether the hub knows it), the
+    """Everything a user can get wrong stops the run here, before any model is fetched or loaded: a train
+    started as one of several copies, the model name (a hub id: whether the hub knows it), the
     environment file, the dataset and its per-row environments."""
-    check_one_process(os.environ)
+    check_launcher(os.environ)
     model = choose_model(options.model)
     use_hf = os.environ.get("USE_HF", "").lower() in ("1", "true") or (
         (flag_value(options.swift_args, "--use_hf") or "").lower() == "true"
@@ -156,13 +155,21 @@ def check_inputs(options: RunConfig) -> ModelChoice:
 
 
 def train(
-    options: RunConfig, console: Console | None = None, *, verbose: bool = False, dry_run: bool = False
+    options: RunConfig,
+    console: Console | None = None,
+    *,
+    verbose: bool = False,
+    dry_run: bool = False,
+    validation: ValOptions | None = None,
 ) -> int:
     """Resolve the model and data, run ``swift rlhf``, report rewards and a trajectory; the exit code.
 
-    A dry run prints the command and leaves nothing behind (no run folder, no download)."""
+    A dry run prints the command and leaves nothing behind (no run folder, no download). ``validation``:
+    score each checkpoint on a val set and its shifts beside training (:mod:`swift_rlfactory.validation`)."""
     console = console or Console()
     model = check_inputs(options)
+    if validation is not None:
+        validation.check()
     with Environment.load(options.env) as env:  # a field, a tool that won't import, a server that won't start
         env_name, env_max_turns, tool_names = env.name, env.max_turns, list(env.executor.tools)
 
@@ -200,11 +207,19 @@ def train(
         f"  run      {escape(str(plan.run_dir))}  ({COMMAND}, {SWIFT_LOG}, {LOGGING}, {TRAJECTORIES})",
         soft_wrap=True,
     )
+    validator = None
+    if validation is not None:
+        validator = Validator(validation, eval_model(plan, options.env), plan.run_dir, console)
+        plan = replace(plan, env_vars={**plan.env_vars, STOP_FILE_VAR: str(plan.run_dir / STOP_FILE)})
+        validator.start()
     try:
         returncode, elapsed = _run(plan, verbose, console)
     except KeyboardInterrupt:
         console.print(stopped_note(plan.run_dir, run_dir / COMMAND, plan.config.steps), soft_wrap=True)
         return 130
+    if validator is not None:
+        console.print("validating the checkpoints left to score", soft_wrap=True)
+        _print_validation(validator.finish(), console)
     if returncode != 0:
         log = plan.run_dir / SWIFT_LOG
         if log.is_file():
@@ -218,6 +233,22 @@ def train(
         return 1
     _print_summary(plan.run_dir, elapsed, console)
     return 0
+
+
+def eval_model(plan: Plan, env: Path | str) -> EvalModel:
+    """The model the plan trains, as ``swift-rlfactory eval`` loads it for the validation beside training."""
+    model_type, template = flag_value(plan.command, "--model_type"), flag_value(plan.command, "--template")
+    extra = {k: v for k, v in plan.env_vars.items() if k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    return EvalModel(Path(env), plan.command[plan.command.index("--model") + 1], model_type, template, extra)
+
+
+def _print_validation(summary: dict, console: Console) -> None:
+    best, alarms = summary["best_checkpoint"], summary["alarms"]
+    if best is not None:
+        console.print(f"best checkpoint by {summary['chosen_by']}: {escape(best)} ({summary['score']:.4f})")
+    if alarms:
+        stop = " · training stopped on it" if summary["stopped_on_alarm"] else ""
+        console.print(f"[bold red]{len(alarms)} validation alarm(s)[/]{stop} (validation.json)")
 
 
 def plan_text(plan: Plan) -> str:

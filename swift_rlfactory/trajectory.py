@@ -16,8 +16,9 @@ class ToolEnv(Protocol):
     """What :meth:`Trajectory.call_tool` needs: an environment that runs one tool call by name."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], **episode: Any) -> Any:
-        """Run the call (``state=`` the episode's, when the trajectory has one); returns its ``ToolRecord``
-        (a failure is a record with ``error`` set)."""
+        """Run the call (``state=`` the episode's, when the trajectory has one; ``episode=`` its id, which
+        keys its sessions of per-trajectory MCP servers); returns its ``ToolRecord`` (a failure is a record
+        with ``error`` set)."""
         ...
 
 
@@ -29,7 +30,8 @@ class Trajectory:
         messages: the whole conversation as ``{"role", "content"}`` dicts with text content.
         tool_calls: one dict per executed tool call (``ToolRecord.to_dict()``) plus its ``turn`` index.
         turns: assistant turns generated.
-        stop_reason: why the episode ended (``answer``, ``max_turns``, ``context``, ``length``, ``error``).
+        stop_reason: why the episode ended (``answer``, ``max_turns``, ``context``, ``length``, ``user_stop``,
+            ``max_user_turns``, ``error``).
         row: the dataset row's other fields (``golden_answers``, ``solution``, ...), for rewards.
         rewards: reward components and the weighted total (a per-turn component: its mean over turns).
         turn_rewards: per-turn component -> one score per assistant turn, and ``"total"``.
@@ -37,7 +39,10 @@ class Trajectory:
         tool_env: the environment whose tools :meth:`call_tool` reaches; never serialised.
         state: the episode's final state (what the environment's ``episode.setup`` made, as its tools left
             it), ``None`` without ``episode:``; torn down after the rewards; never serialised.
+        episode_key: the trajectory's id while its episode is live (what keys its sessions of MCP servers of
+            ``scope: trajectory``, which :meth:`call_tool` reaches); never serialised.
         error: with stop reason ``error``, where and why.
+        user_calls: one dict per reply asked of a simulated user (``UserReply.to_dict``), with its ``turn``.
     """
 
     messages: list[dict[str, Any]]
@@ -51,6 +56,8 @@ class Trajectory:
     error: str | None = None
     tool_env: ToolEnv | None = field(default=None, repr=False, compare=False)
     state: Any = field(default=None, repr=False, compare=False)
+    user_calls: list[dict[str, Any]] = field(default_factory=list)
+    episode_key: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def final_response(self) -> str:
@@ -83,15 +90,16 @@ class Trajectory:
                 "this trajectory has no environment attached: call_tool works in rewards run by "
                 "--reward_funcs rlfactory and by swift-rlfactory eval"
             )
-        if self.state is None:
-            return await self.tool_env.call_tool(name, dict(arguments or {}))
-        return await self.tool_env.call_tool(name, dict(arguments or {}), state=self.state)
+        episode: dict[str, Any] = {} if self.state is None else {"state": self.state}
+        if self.episode_key is not None:
+            episode["episode"] = self.episode_key
+        return await self.tool_env.call_tool(name, dict(arguments or {}), **episode)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form for ``trajectories.jsonl`` (without the attached environment and state)."""
         data = asdict(replace(self, tool_env=None, state=None))
-        data.pop("tool_env")
-        data.pop("state")
+        for private in ("tool_env", "state", "episode_key"):
+            data.pop(private)
         return data
 
     @classmethod

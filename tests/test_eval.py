@@ -251,7 +251,7 @@ def test_several_checkpoints_are_scored_on_the_event_loop_their_engine_serves(tm
     from swift_rlfactory.eval import command
 
     engine = LoopBoundEngine()
-    monkeypatch.setattr(command, "_policy", lambda *args, **kwargs: engine)
+    monkeypatch.setattr(command, "load_policy", lambda *args, **kwargs: engine)
     checkpoints = [tmp_path / "run" / name for name in ("checkpoint-10", "checkpoint-20", "checkpoint-30")]
     for folder in checkpoints:
         folder.mkdir(parents=True)

@@ -90,7 +90,7 @@ def test_run_evals_from_a_notebook_cell_keeps_one_loop_for_its_engine(tmp_path: 
     from swift_rlfactory.eval import command
 
     engine = LoopBoundEngine()  # fails an episode served on any loop but its first request's
-    monkeypatch.setattr(command, "_policy", lambda *args, **kwargs: engine)
+    monkeypatch.setattr(command, "load_policy", lambda *args, **kwargs: engine)
     checkpoints = [tmp_path / "run" / name for name in ("checkpoint-10", "checkpoint-20")]
     for folder in checkpoints:
         folder.mkdir(parents=True)

@@ -86,3 +86,63 @@ def test_observations_are_masked_and_assistant_tokens_are_trained(
     full = tokenizer.decode(ids)
     assert "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>" in full
     assert "<|im_end|><|im_end|>" not in full
+
+
+USER_ENV = AGENT_ENV.parents[1] / "user" / "env.yaml"
+ASK = "Which order do you mean?"
+LOOKUP = '<tool_call>\n{"name": "order_status", "arguments": {"order_id": "A-17"}}\n</tool_call>'
+
+
+def test_simulated_user_turns_are_masked_like_observations(agent_model, monkeypatch):
+    """A scripted user's reply (tests/environments/user) enters the sequence as a ``user`` turn with no
+    loss; the agent's question, its call and its answer are exactly what is trained."""
+    monkeypatch.setenv("RLFACTORY_ENV", str(USER_ENV))
+    processor = get_processor(str(agent_model), model_type="qwen3", check_model=False)
+    template = get_template(processor, template_type="qwen3", max_length=4096)
+    template.set_mode("train")
+    tokenizer = template.tokenizer
+    scheduler = RLFactoryScheduler(max_turns=5, tokenizer=tokenizer, template=template)
+    prefix_ids = get_response_prefix_ids(template)
+    prefix = tokenizer.decode(prefix_ids) if prefix_ids else ""
+
+    request = RolloutInferRequest(
+        messages=[{"role": "user", "content": "Where is my parcel?"}],
+        uuid="u-1",
+        data_dict={"user_goal": {"order_id": "A-17"}},
+    )
+    asyncio.run(scheduler.on_trajectory_start([request]))
+    replies = iter([LOOKUP, "<answer>shipped</answer>"])
+    [out] = run_multi_turn(
+        [request],
+        [scripted_output(tokenizer, prefix, ASK)],
+        scheduler,
+        lambda reqs, cfg: [scripted_output(tokenizer, prefix, next(replies)) for _ in reqs],
+        RequestConfig(),
+        max_turns=5,
+    )
+
+    info = out.rollout_infos["rlfactory"]
+    assert info["stop_reason"] == "answer" and out.rollout_infos["num_turns"] == 3
+    assert [c["observation"] for c in info["tool_calls"]] == ["shipped"]
+    assert [(r["turn"], r["error"]) for r in info["user_calls"]] == [(1, None)]
+    roles = [m["role"] for m in out.messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+
+    messages = replace_assistant_response_with_ids(
+        [m.copy() for m in out.messages],
+        out.response_token_ids,
+        out.response_loss_mask,
+        non_thinking_prefix_ids=prefix_ids,
+    )
+    encoded = template.encode({"messages": messages})
+    ids, labels = encoded["input_ids"], encoded["labels"]
+    trained = tokenizer.decode([i for i, label in zip(ids, labels, strict=True) if label != -100])
+    masked = tokenizer.decode([i for i, label in zip(ids, labels, strict=True) if label == -100])
+
+    # Exactly the model's own tokens carry loss: the question, the call, the answer, each turn's end.
+    assert trained == f"{ASK}<|im_end|>\n{LOOKUP}<|im_end|>\n<answer>shipped</answer><|im_end|>"
+    # The user's reply (and its role markers) never does, nor the observation after it.
+    assert "My order is A-17." in masked and "My order is A-17." not in trained
+    full = tokenizer.decode(ids)
+    assert f"{ASK}<|im_end|>\n<|im_start|>user\nMy order is A-17.<|im_end|>\n<|im_start|>assistant\n" in full
+    assert "<|im_end|><|im_end|>" not in full

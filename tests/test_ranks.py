@@ -18,7 +18,7 @@ from swift_rlfactory.rollout.ranks import RankBatch, batch_metrics, slim, timeli
 from swift_rlfactory.runs import identity
 from swift_rlfactory.runs.lock import FolderBusy, lock_folder
 from swift_rlfactory.runs.log import TrajectoryLog, read_trajectories
-from swift_rlfactory.train import check_one_process
+from swift_rlfactory.train import check_launcher
 from swift_rlfactory.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,20 +147,31 @@ def test_a_second_run_into_a_held_folder_is_refused_naming_the_first(tmp_path: P
     handle.close()
 
 
-@pytest.mark.parametrize("name", ["NPROC_PER_NODE", "NNODES", "WORLD_SIZE"])
-def test_train_refuses_launcher_variables_it_cannot_honour(name: str):
-    with pytest.raises(ValueError, match=rf"{name}=2 asks for several ranks.*swift rlhf.*--use_cpu true"):
-        check_one_process({name: "2"})
-    check_one_process({name: "1"})  # one rank is what train runs
+def test_train_refuses_to_be_one_of_several_copies_but_starts_ranks_itself():
+    with pytest.raises(ValueError, match=r"WORLD_SIZE=2: .*one of several copies.*NPROC_PER_NODE=<ranks>"):
+        check_launcher({"WORLD_SIZE": "2"})  # torchrun ... swift-rlfactory train: each copy a run folder
+    check_launcher({"WORLD_SIZE": "1"})
+    check_launcher({"NPROC_PER_NODE": "2"})  # train starts them, under ms-swift's launcher
+    check_launcher({"NNODES": "2", "WORLD_SIZE": "4"})
 
 
-def test_train_with_nproc_per_node_exits_2_before_anything_runs(tmp_path: Path, capsys, monkeypatch):
+def test_train_with_nproc_per_node_runs_ms_swifts_launcher_with_gloo_on_cpu(
+    tmp_path: Path, capsys, monkeypatch
+):
     from swift_rlfactory.cli import main
 
     monkeypatch.setenv("NPROC_PER_NODE", "2")
-    assert main(["train", "--dry-run", "--output-dir", str(tmp_path / "out")]) == 2
-    assert "NPROC_PER_NODE=2 asks for several ranks" in capsys.readouterr().err
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert main(["train", "--dry-run", "--mode", "cpu", "--output-dir", str(tmp_path / "out")]) == 0
+    line = capsys.readouterr().out.replace("\\\n", " ")
+    assert "swift.cli.main rlhf --rlhf_type grpo" in line and "swift.cli.rlhf" not in line
+    assert "--use_cpu true --ddp_backend gloo" in line and "NPROC_PER_NODE=2" in line
+    assert f"OMP_NUM_THREADS={max(1, len(os.sched_getaffinity(0)) // 2)} " in line  # shared by the ranks
     assert not (tmp_path / "out").exists()
+    monkeypatch.delenv("NPROC_PER_NODE")
+    assert main(["train", "--dry-run", "--mode", "cpu", "--output-dir", str(tmp_path / "out")]) == 0
+    line = capsys.readouterr().out
+    assert "swift.cli.rlhf --rlhf_type grpo" in line and "--use_cpu" not in line and "NPROC" not in line
 
 
 def test_a_second_swift_rlhf_run_into_one_output_dir_stops_at_start_naming_the_first(tmp_path: Path):

@@ -12,11 +12,13 @@ in its block is written out in its ``replace`` calls, so the rest of each line i
 - placeholders (``ENV.yaml``, ``output/run/...``, ``<timestamp>``, ``pool.jsonl``, ``...``) become this
   test's files and the main job's run folder, outputs go to a temporary folder;
 - servers (``web-ui``, ``view``) get a free port, are asked for their page and stopped.
+  ``serve-agent`` is served over stdio and on a free HTTP port, and its tool called once on each.
 The one real training step is the main job's; the evals, ``rewards`` and ``view`` read what it wrote.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -27,6 +29,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,12 +220,52 @@ def case_web_ui(block: str, main_job: tuple[str, Path], tmp_path: Path):
         serve(line.split("#")[0].strip(), tmp_path / f"server-{n}.log")
 
 
+async def ask_agent(client: Any) -> None:
+    """List the served agent's one tool and give it a task: an answer (no error result) comes back."""
+    async with client:
+        [tool] = (await client.list_tools()).tools
+        assert tool.name == "calculator", tool.name
+        result = await client.call_tool(tool.name, {"task": "What is 2 + 3?"})
+        assert not result.is_error and "answer" in result.structured_content, result.content
+
+
+def case_serve_agent(block: str, agent_model: Path, main_job: tuple[str, Path], tmp_path: Path):
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    script = block.replace("--model PATH", tiny(agent_model))
+    script = script.replace("[--adapters LORA]", f"--adapters {main_job[1] / 'checkpoint-1'}")
+    stdio, http = without_installs(script).splitlines()
+    over_stdio = StdioServerParameters(
+        command="bash", args=["-c", f"exec {stdio}"], env=shell_env(), cwd=ROOT
+    )
+    asyncio.run(ask_agent(Client(over_stdio, read_timeout_seconds=300)))
+    port = free_port()
+    log = tmp_path / "serve-agent.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            ["bash", "-c", "exec " + http.replace("--port 8765", f"--port {port}")],
+            cwd=ROOT, env=shell_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while f"127.0.0.1:{port}/mcp" not in log.read_text():
+            assert proc.poll() is None, f"serve-agent exited {proc.returncode}:\n{log.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, f"serve-agent not up after 240 s:\n{log.read_text()[-4000:]}"
+            time.sleep(1)
+        asyncio.run(ask_agent(Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=300)))
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(30)
+
+
 RUN = {
     MAIN_JOB: case_main_job,
     "swift-rlfactory tools list examples/unit_converter/env.yaml": case_tools,
     "swift-rlfactory eval --env examples/deepsearch/env.yaml --model PATH [--adapters LORA] \\": case_eval,
     "swift-rlfactory eval ... --dataset pool.jsonl --output runs/pool --samples 4 --temperature 1": case_select,
     "swift-rlfactory rewards ENV.yaml --trajectories output/run/trajectories.jsonl [--json]": case_rewards,
+    "swift-rlfactory serve-agent examples/calculator/env.yaml --model PATH [--adapters LORA]": case_serve_agent,
     'pip install -e ".[ui]"                       # gradio 6.31 (5.x pins pydantic<2.12, which breaks mcp)': (
         case_web_ui
     ),

@@ -187,7 +187,7 @@ def test_choose_the_checkpoint_by_em_or_by_its_worst_shift(tmp_path: Path, monke
     from swift_rlfactory.cli import main
     from swift_rlfactory.eval import command
 
-    monkeypatch.setattr(command, "_policy", lambda *args, **kwargs: WordingEngine())
+    monkeypatch.setattr(command, "load_policy", lambda *args, **kwargs: WordingEngine())
     checkpoints = [tmp_path / "run" / name for name in ("checkpoint-10", "checkpoint-20")]
     for folder in checkpoints:
         folder.mkdir(parents=True)

@@ -19,7 +19,18 @@
 #   eval-trained   the best checkpoint on validation (else the last; the SFT model when it was
 #                  "sft") on the eval set                                                              ~3 min
 #   (train, validate and eval-trained act on the run RUN_NAME, default ds: see below)
-#   (train takes CREDIT=turn: a turn-credit run that validate and eval-trained treat as any other)
+#   (train takes CREDIT=turn: a turn-credit run that validate and eval-trained treat as any other, and
+#   SEED: train.sh's 42 by default; two runs of other seeds and names side by side give the spread)
+# The robustness check of issue 30 (eval --shifts SHIFTS, default all: each phrasing shift of the set beside
+# the original, alarms against a reference eval; benchmarks/deepsearch/issue30.sh runs them in this order):
+#   shifts-sft     the SFT model on test and on val, each under every shift: eval-sft-shifts.json (the
+#                  reference of every trained model's shifts) and val-sft-shifts.json (of validation's)  ~2.5 min
+#   validate-shifts  RUN_NAME's saved checkpoints not scored yet, on val under every shift, one engine,
+#                  alarms against the SFT model's; with CHOOSE=1 all of them, the best by its worst shift
+#                  (eval --choose-by worst-shift) -> chosen-<name>.json, /tmp/<name>-chosen.txt     ~1.5 min a checkpoint
+#   eval-chosen    that checkpoint on the eval set (reference: eval-sft.json) and on test under every
+#                  shift (reference: eval-sft-shifts.json), side by side: eval-chosen-<name>.json and
+#                  eval-chosen-<name>-shifts.json                                                        ~2.5 min
 #   credit-train MODE / credit-eval MODE (MODE = trajectory | turn): item 4 of issue 15, the same data,
 #                  seed and steps from the SFT model with env_grpo.yaml's `credit:` set to MODE; the
 #                  trajectory arm is the train phase's own run (/tmp/ds), credit-eval scores each arm's
@@ -40,11 +51,15 @@ phase=${1:?phase}; out=${2:?out dir}
 source /tmp/device_env.sh >/dev/null
 source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's start-up lost a memory race
 export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_CACHE=/tmp/rlf-cache
-export MODEL=/tmp/qwen05 MODEL_TYPE=qwen2 TEMPLATE=qwen2_5 ENGINE=vllm
+# MODEL_TYPE, TEMPLATE and ENGINE may be set for a dry run on the CPU (a tiny model as /tmp/qwen05-sft, ENGINE=transformers)
+export MODEL=/tmp/qwen05 MODEL_TYPE=${MODEL_TYPE:-qwen2} TEMPLATE=${TEMPLATE:-qwen2_5} ENGINE=${ENGINE:-vllm}
 mkdir -p "$out"
 # EXTRA_EVAL is read by `prepare` alone, into /tmp/eval-sets.jsonl; the other phases' eval.sh must not merge
 # it again (every extra question counted twice, and validate's EM would mix held-out files into val.jsonl)
 extra_eval=${EXTRA_EVAL:-}; unset EXTRA_EVAL
+# SHIFTS (all) is read by the shift phases alone, which hand it to eval.sh; every other evaluation (eval-sft,
+# select's 4,000 episodes, validate) must not score its set again under each shift
+shifts=${SHIFTS:-all}; unset SHIFTS REFERENCE CHOOSE_BY
 # A GRPO run is named by RUN_NAME (default ds): /tmp/<name> holds it and /tmp/val-<name> its validation
 # scores; a run not named ds writes its files with a -<name> suffix (eval-trained-<name>.json, ...), so
 # several runs (e.g. two learning rates) can train and be scored side by side.
@@ -57,6 +72,21 @@ evaluate() {  # NAME MODEL [ADAPTERS]: the eval set in one run (one vLLM start-u
   cp "/tmp/eval-$1/metrics.json" "$out/eval-$1.json"  # by_split, by_hops, by_family, by_cell
   # every episode, for reading the failures on the CPU machine (900 episodes: well under 1 MB compressed)
   gzip -c "/tmp/eval-$1/trajectories.jsonl" > "$out/trajectories-$1.jsonl.gz"
+}
+evaluate_shifts() {  # NAME DATASET [ADAPTERS] [REFERENCE]: DATASET and each shift of it, one engine -> OUT/NAME.json
+  local name=$1 dataset=$2 adapters=${3:-} reference=${4:-}; rm -f "$out/$name.log"
+  MODEL=/tmp/qwen05-sft ADAPTERS=$adapters DATASET=$dataset GROUP_BY="hops family" SHIFTS=$shifts \
+    REFERENCE=$reference vllm_start "$out/$name.log" bash examples/deepsearch/eval.sh "/tmp/$name"
+  keep_shifts "/tmp/$name" "$name"
+}
+keep_shifts() {  # FOLDER NAME: an eval with shifts -> OUT/NAME.json, each shift's OUT/NAME-<shift>.json, the episodes
+  cp "$1/metrics.json" "$out/$2.json"
+  gzip -c "$1/trajectories.jsonl" > "$out/trajectories-$2.jsonl.gz"
+  local shift; for shift in "$1"/shifts/*/; do
+    [ -f "$shift/metrics.json" ] || continue
+    cp "$shift/metrics.json" "$out/$2-$(basename "$shift").json"
+    gzip -c "$shift/trajectories.jsonl" > "$out/trajectories-$2-$(basename "$shift").jsonl.gz"
+  done
 }
 last_checkpoint() {  # RUN's highest step (sort -V: checkpoint-100 after checkpoint-80)
   ls -d "${1:-/tmp/ds}"/v*/checkpoint-* | sort -V | tail -1
@@ -75,7 +105,7 @@ train_grpo() {  # RUN ENV_FILE: train.sh from the SFT model on the selected ques
   local rc=0
   RLFACTORY_ENV=$env_file BETA=${BETA:-0.04} MODEL=/tmp/qwen05-sft DATASET=/tmp/split/grpo.jsonl OUTPUT=$run \
     timeout "${TRAIN_TIMEOUT:-540}" bash examples/deepsearch/train.sh "${resume[@]}" \
-    --save_steps "${SAVE_STEPS:-20}" --save_total_limit 20 > "$log" 2>&1 || rc=$?
+    --save_steps "${SAVE_STEPS:-20}" --save_total_limit 20 ${SEED:+--seed "$SEED"} > "$log" 2>&1 || rc=$?
   kill "$copier"; copy_logs
   # 124: stopped at TRAIN_TIMEOUT, resumable; anything else is a crash and must not pass for a finished run
   # (2026-12-01: two runs died at start-up on a busy MASTER_PORT and the phase still said "done").
@@ -202,6 +232,59 @@ PY
     ckpt=$(cat "$RUN-best.txt" 2>/dev/null || last_checkpoint "$RUN")
     echo "$ckpt" > "$out/checkpoint$sfx.txt"
     evaluate "trained$sfx" /tmp/qwen05-sft "$([ "$ckpt" = sft ] || echo "$ckpt")" ;;
+  shifts-sft)  # the SFT model on test and val under every shift, side by side: the references of issue 30's alarms
+    GPU_UTIL=${GPU_UTIL:-0.08} evaluate_shifts eval-sft-shifts examples/deepsearch/data/test.jsonl & test=$!
+    sleep 10  # vLLM start-ups apart (vllm_start.sh)
+    GPU_UTIL=${GPU_UTIL:-0.08} evaluate_shifts val-sft-shifts examples/deepsearch/data/val.jsonl
+    wait "$test" ;;
+  validate-shifts)  # RUN's checkpoints on val under every shift; CHOOSE=1: then the best by its worst shift
+    folder=/tmp/val-shifts-$name all=() pending=()
+    for ckpt in $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
+      [ -f "$ckpt/trainer_state.json" ] || continue  # still being written (validation runs beside training)
+      all+=("$ckpt"); [ -f "$folder/${ckpt##*/}/metrics.json" ] || pending+=("$ckpt")
+    done
+    [ "${#all[@]}" -gt 0 ] || { echo "no checkpoint of $RUN to score"; exit 0; }
+    chooser=; [ "${CHOOSE:-0}" = 1 ] && [ "${#all[@]}" -gt 1 ] && chooser=worst-shift
+    # One engine: eval --adapters A B scores each into OUT/<folder name>/, resuming those already scored, so
+    # the choice (eval --choose-by) takes them all; one checkpoint alone is scored into OUT itself, which is
+    # then its folder's name. With nothing left to score, eval/choose.py chooses without an engine (~50 s).
+    scoring=("${pending[@]}"); [ -n "$chooser" ] && [ "${#pending[@]}" -gt 0 ] && scoring=("${all[@]}")
+    if [ "${#scoring[@]}" -gt 0 ]; then
+      target=$folder; [ "${#scoring[@]}" -gt 1 ] || target=$folder/${scoring[0]##*/}
+      reference=$out/val-sft-shifts.json; [ -f "$reference" ] || reference=  # alarms against step 0, once scored
+      CHOOSE_BY=$([ "${#scoring[@]}" -gt 1 ] && echo "$chooser") MODEL=/tmp/qwen05-sft ADAPTERS="${scoring[*]}" \
+        DATASET=examples/deepsearch/data/val.jsonl GROUP_BY="hops family" SHIFTS=$shifts REFERENCE=$reference \
+        vllm_start "$out/validate-shifts$sfx.log" bash examples/deepsearch/eval.sh "$target" \
+        || echo "eval exited $? (failed episodes count as wrong; see validate-shifts$sfx.log)"
+      for ckpt in "${pending[@]}"; do keep_shifts "$folder/${ckpt##*/}" "val-$name-${ckpt##*-}"; done
+    fi
+    [ "${CHOOSE:-0}" = 1 ] || exit 0
+    if [ -z "$chooser" ]; then  # one checkpoint: nothing to choose
+      printf '{"by": "worst-shift", "checkpoint": "%s", "scores": {}}\n' "${all[0]}" > "$folder/chosen.json"
+    elif [ "${#pending[@]}" -eq 0 ]; then
+      python3 - "$folder" "${all[@]}" <<'PY'
+import json, pathlib, sys
+from swift_rlfactory.eval.choose import CHOSEN_FILE, choose
+folder, checkpoints = pathlib.Path(sys.argv[1]), sys.argv[2:]
+chosen = choose({c: folder / pathlib.Path(c).name for c in checkpoints}, "worst-shift")
+(folder / CHOSEN_FILE).write_text(json.dumps(chosen, indent=1))
+PY
+    fi
+    cp "$folder/chosen.json" "$out/chosen-$name.json"
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['checkpoint'])" "$out/chosen-$name.json" > "$RUN-chosen.txt"
+    echo "chosen: $(cat "$RUN-chosen.txt") ($(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('scores'))" "$out/chosen-$name.json"))" ;;
+  eval-chosen)  # the checkpoint validate-shifts chose on the eval set and on test's shifts, against the SFT model's
+    ckpt=$(cat "$RUN-chosen.txt" 2>/dev/null || last_checkpoint "$RUN")
+    echo "$ckpt" > "$out/checkpoint-chosen-$name.txt"
+    GPU_UTIL=${GPU_UTIL:-0.1} evaluate_shifts "eval-chosen-$name-shifts" examples/deepsearch/data/test.jsonl "$ckpt" \
+      "$out/eval-sft-shifts.json" & test=$!
+    sleep 10
+    rm -f "$out/eval-chosen-$name.log"
+    MODEL=/tmp/qwen05-sft ADAPTERS=$ckpt DATASET=/tmp/eval-sets.jsonl GROUP_BY="split hops family cell" REFERENCE=$out/eval-sft.json \
+      vllm_start "$out/eval-chosen-$name.log" bash examples/deepsearch/eval.sh "/tmp/eval-chosen-$name"
+    cp "/tmp/eval-chosen-$name/metrics.json" "$out/eval-chosen-$name.json"
+    gzip -c "/tmp/eval-chosen-$name/trajectories.jsonl" > "$out/trajectories-chosen-$name.jsonl.gz"
+    wait "$test" ;;
   credit-train|credit-eval)  # MODE in $3: trajectory or turn; same data (grpo.jsonl), seed 42 and STEPS
     mode=${3:?credit mode: trajectory or turn}
     run=/tmp/ds-credit-$mode; env_file=/tmp/env-credit-$mode.yaml

@@ -90,33 +90,7 @@ RUNS=${RUNS:-/tmp}  # where the h200.sh scripts keep their runs
 RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}  # seconds; tests run the pipeline with stub phases and 0
 DS=${DS:-"bash benchmarks/deepsearch/h200.sh"} AR=${AR:-"bash benchmarks/rl_from_base/h200.sh"}
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
-elapsed() { echo $(( $(date +%s) - T0 )); }
-left() { echo $(( DEADLINE - $(elapsed) )); }
-
-phase() {  # NAME CMD...: run CMD, record it in phases.tsv; retry once after a failure if > 4 min are left
-  local name=$1 start rc; shift
-  start=$(elapsed); printf '%s\tstart\t%s\n' "$name" "$start" >> "$R/phases.tsv"
-  "$@" >> "$R/$name.out" 2>&1; rc=$?
-  if [ "$rc" -ne 0 ] && [ "$(left)" -gt 240 ]; then
-    printf '%s\tretry\t%s\t%s\n' "$name" "$(elapsed)" "$rc" >> "$R/phases.tsv"
-    sleep "$RETRY_PAUSE"; "$@" >> "$R/$name.out" 2>&1; rc=$?
-  fi
-  printf '%s\tend\t%s\trc=%s\t%ss\n' "$name" "$(elapsed)" "$rc" $(( $(elapsed) - start )) >> "$R/phases.tsv"
-  return "$rc"
-}
-beside() {  # PID INTERVAL CMD...: while PID lives, run CMD at most every INTERVAL s (evaluations beside training)
-  local pid=$1 every=$2 last; shift 2
-  last=$(elapsed)
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ $(( $(elapsed) - last )) -ge "$every" ]; then "$@" || true; last=$(elapsed); fi
-    sleep "$POLL"
-  done
-}
-train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); }
-
-(while sleep 10; do
-   printf '%s,%s\n' "$(elapsed)" "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ')"
- done >> "$R/gpu.csv") & monitor=$!
+source "$(dirname "${BASH_SOURCE[0]}")/phases.sh"  # elapsed, left, phase, beside, train_timeout; R/gpu.csv
 
 # Validation beside training stops starting checkpoints once fewer than SCORE_RESERVE seconds are left: the
 # time the ds arm's training leaves for what follows it (validate_and_score: the last checkpoints, then the

@@ -9,7 +9,9 @@
 # EXTRA_EVAL=mine.jsonl,nq_dev.jsonl; our rows or FlashRAG {question, golden_answers}; each reported as
 # its own value of the `split` column, named by the file's stem - see eval_sets.py; refused with LIMIT,
 # or when DATASET already has that split, i.e. was merged with it before), GPU_UTIL (vLLM's share
-# of GPU memory, default 0.9; lower it to run beside training).
+# of GPU memory, default 0.9; lower it to run beside training), SHIFTS (`--shifts`, e.g. all: the set scored
+# again under each phrasing shift, docs/eval.md), SHIFT_MARGIN, REFERENCE (an earlier eval's metrics.json: the
+# alarm's baseline), CHOOSE_BY (em | worst-shift: with several ADAPTERS, OUT_DIR/chosen.json names the best).
 set -euo pipefail
 OUT=${1:?usage: eval.sh OUT_DIR}
 DATASET=${DATASET:-examples/deepsearch/data/test.jsonl}
@@ -36,5 +38,9 @@ args+=(--env "${EVAL_ENV:-examples/deepsearch/env.yaml}" --template "${TEMPLATE:
        --max-length 4096 --concurrency "${CONCURRENCY:-64}")
 [ -n "${GPU_UTIL:-}" ] && args+=(--gpu-memory-utilization "$GPU_UTIL")
 [ -n "${LIMIT:-}" ] && args+=(--limit "$LIMIT")
+[ -n "${SHIFTS:-}" ] && args+=(--shifts "$SHIFTS")
+[ -n "${SHIFT_MARGIN:-}" ] && args+=(--shift-margin "$SHIFT_MARGIN")
+[ -n "${REFERENCE:-}" ] && args+=(--reference "$REFERENCE")
+[ -n "${CHOOSE_BY:-}" ] && args+=(--choose-by "$CHOOSE_BY")
 for column in $GROUP_BY; do args+=(--group-by "$column"); done
 python3 -m swift_rlfactory.cli eval "${args[@]}"

@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from swift.trainers import TrainerFactory
 
 from swift_rlfactory.redaction import excerpt
 from swift_rlfactory.runs import identity
+from swift_rlfactory.runs.validation import STOP_FILE_VAR
 from swift_rlfactory.runtime.json_api import content_text
 
 from ..env.environment import Environment
@@ -31,6 +33,7 @@ from ..env.episode import snapshot
 from ..env.prompt_size import check_prompt_room
 from ..rollout.episode import TurnPlan, plan_turn, record_dicts, tool_messages
 from ..rollout.ranks import timeline_metrics
+from ..rollout.user import USER_STOP
 from ..run_config import PLUGIN_NAME
 from ..tools.calls import CallParser, call_parser
 from ..tools.executor import ToolRecord
@@ -59,6 +62,7 @@ from .swift_timeline import StepTimeline
 logger = logging.getLogger("swift_rlfactory")
 
 WATCHDOG_GRACE_S = 5.0  # slack of the turn watchdog over the executor's own bound (see _execute)
+OVERHEAD_TOKENS = 12  # role markers and <tool_response> tags around each observation or user message
 
 
 @dataclass
@@ -74,6 +78,8 @@ class _Episode:
     parse: CallParser | None = None  # its turns' call parser, made at its first turn's end
     key: str | None = None  # its episode state's key in env.episodes (the request uuid), once set up
     images: int = 0  # images from its tools it was shown (a vision-language model only)
+    user_calls: list[dict[str, Any]] = field(default_factory=list)  # the simulated user's replies, as records
+    heard: list[dict[str, Any]] = field(default_factory=list)  # the user's message, for step to append
 
 
 class RLFactoryScheduler(MultiTurnScheduler):
@@ -200,7 +206,9 @@ class RLFactoryScheduler(MultiTurnScheduler):
         plan = self._plan(response_choice, current_turn, env, episode, infer_request.tools)
         if plan.finished:
             return self._finish(infer_request, episode, plan.stop_reason, current_turn)
-        records = await self._execute(env, plan.calls, env.episodes.state(episode.key))
+        if plan.ask_user:
+            return await self._hear_user(infer_request, env, episode, current_turn)
+        records = await self._execute(env, plan.calls, env.episodes.state(episode.key), episode.key)
         episode.calls.extend(record_dicts(records, current_turn))
         episode.pending = records
         episode.tokens += self._observation_tokens(records)
@@ -208,7 +216,9 @@ class RLFactoryScheduler(MultiTurnScheduler):
             return self._finish(infer_request, episode, "context", current_turn)
         return {"done": False}
 
-    async def _execute(self, env: Environment, calls: Sequence[Any], state: Any) -> list[ToolRecord]:
+    async def _execute(
+        self, env: Environment, calls: Sequence[Any], state: Any, key: str | None = None
+    ) -> list[ToolRecord]:
         """Run one turn's calls, bounded by a watchdog in case a tool or backend ignores its own timeout.
 
         The executor ends every call within ``(retries + 1)`` timeouts plus back-off once it holds its
@@ -231,11 +241,33 @@ class RLFactoryScheduler(MultiTurnScheduler):
             per_call = max(env.executor.call_bound_s(name) for name in names)
             deadline = 2 * waves * per_call + WATCHDOG_GRACE_S
             try:
-                return await asyncio.wait_for(env.executor.aexecute(calls, state), deadline)
+                return await asyncio.wait_for(env.executor.aexecute(calls, state, key), deadline)
             except TimeoutError:
                 raise TimeoutError(f"tool calls did not finish within the {deadline:g} s watchdog") from None
         finally:
             self._in_flight -= len(calls)
+
+    async def _hear_user(self, infer_request, env: Environment, episode: _Episode, turn: int) -> dict:
+        """The simulated user's turn (the trajectory's conversation so far, its row's goal): a message for
+        ``step`` to append, the end of the conversation (``user_stop``, the message kept in the trajectory
+        only), or, when the user gave no reply, stop ``error`` for this trajectory alone."""
+        assert env.user is not None
+        reply = await env.user.reply(infer_request.messages, _row(infer_request))
+        episode.user_calls.append(reply.to_dict(turn))
+        if reply.text is None:
+            episode.error = excerpt(f"user: {reply.error}", MAX_CAUSE_CHARS)
+            logger.warning(
+                "trajectory %s ends with stop reason 'error': %s", infer_request.uuid, episode.error
+            )
+            return self._finish(infer_request, episode, ERROR, turn)
+        message = {"role": "user", "content": reply.text}
+        if env.user.rule.stops(reply.text):
+            return self._finish(infer_request, episode, USER_STOP, turn, last=message)
+        episode.heard = [message]
+        episode.tokens += self._text_tokens(reply.text) + OVERHEAD_TOKENS
+        if self.max_context and episode.tokens + self.reserve_tokens > self.max_context:
+            return self._finish(infer_request, episode, "context", turn)
+        return {"done": False}
 
     def _step(self, infer_request, response_choice) -> dict[str, Any]:
         episode = self.episodes[infer_request.uuid]
@@ -243,8 +275,8 @@ class RLFactoryScheduler(MultiTurnScheduler):
         if self.sees_images:
             limits = RUN.env(episode.env_path).config.limits
             episode.images = attach_images(infer_request, messages, episode.pending, limits, episode.images)
-        infer_request.messages.extend(messages)
-        episode.pending = []
+        infer_request.messages.extend(messages + episode.heard)
+        episode.pending, episode.heard = [], []
         ids = list(response_choice.token_ids or [])
         result: dict[str, Any] = {"infer_request": infer_request}
         if ids and self.turn_end_id is not None and ids[-1] == self.turn_end_id:
@@ -287,15 +319,21 @@ class RLFactoryScheduler(MultiTurnScheduler):
             env.config.limits.max_calls_per_turn,
             response_choice.finish_reason,
             episode.parse,
+            env.user.rule if env.user is not None else None,
+            len(episode.user_calls),
         )
 
-    def _finish(self, infer_request, episode: _Episode, stop_reason: str, turn: int) -> dict[str, Any]:
-        """End the trajectory, handing its conversation and tool records to the reward via rollout infos."""
+    def _finish(
+        self, infer_request, episode: _Episode, stop_reason: str, turn: int, last: dict | None = None
+    ) -> dict[str, Any]:
+        """End the trajectory, handing its conversation (and ``last``, a message the trajectory ends with
+        that is no prompt of any turn), tool and user records to the reward via rollout infos."""
         self.episodes.pop(infer_request.uuid, None)
         infos = {
             "env": episode.env_path,
             "messages": [],
             "tool_calls": episode.calls,
+            "user_calls": episode.user_calls,
             "turns": turn,
             "stop_reason": stop_reason,
             "error": episode.error,
@@ -303,7 +341,7 @@ class RLFactoryScheduler(MultiTurnScheduler):
         try:
             infos["messages"] = [
                 {"role": m.get("role"), "content": content_text(m.get("content"))}  # parts: their text
-                for m in infer_request.messages
+                for m in [*infer_request.messages, *([last] if last else [])]
             ]
         except Exception as exc:  # never raise while ending: the trajectory would be lost with its batch
             infos["stop_reason"] = ERROR
@@ -374,11 +412,13 @@ class RLFactoryScheduler(MultiTurnScheduler):
             return sum(len(str(m.get("content") or "")) for m in request.messages) // 3
 
     def _observation_tokens(self, records: Sequence[ToolRecord]) -> int:
+        return sum(self._text_tokens(r.observation) + OVERHEAD_TOKENS for r in records)
+
+    def _text_tokens(self, text: str) -> int:
         tokenizer = self.tokenizer
-        overhead = 12  # role markers and <tool_response> tags around each observation
         if tokenizer is None:
-            return sum(len(r.observation) // 3 + overhead for r in records)
-        return sum(len(tokenizer.encode(r.observation, add_special_tokens=False)) + overhead for r in records)
+            return len(text) // 3
+        return len(tokenizer.encode(text, add_special_tokens=False))
 
     def _find_turn_end_id(self) -> int | None:
         """The end-of-turn token that ChatML templates render again before a tool block, if any."""
@@ -422,6 +462,10 @@ class RLFactoryCallback(TrainerCallback):
         if self.timeline is not None:  # a training step's timeline over all ranks, whatever else it logs
             for key, value in timeline_metrics(gather(self.timeline.end_step())).items():
                 self.trainer._metrics["train"][key].append(value)
+        stop = os.environ.get(STOP_FILE_VAR)
+        if stop and os.path.exists(stop):  # train's validation raised an alarm (--val-stop-on-alarm)
+            logger.warning("%s exists: stopping after step %s", stop, state.global_step)
+            control.should_training_stop = True
 
     def on_train_begin(self, args, state, control, **kwargs):
         trainer = self.trainer

@@ -85,6 +85,7 @@ class RLFactoryReward(AsyncORM):
             keys = [infos[i].get("episode") for i in indices]
             for trajectory, i in zip(group, indices, strict=True):  # live here, a JSON copy from a server
                 trajectory.state = env.episodes.final_state(infos[i].get("episode"), infos[i].get("state"))
+                trajectory.episode_key = infos[i].get("episode")
             try:
                 scores = await env.reward.ascore(group)
             finally:  # teardown after the rewards have read the final state

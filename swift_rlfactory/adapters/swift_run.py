@@ -266,6 +266,7 @@ def trajectory_from_infos(info: dict[str, Any], row: dict[str, Any]) -> Trajecto
         stop_reason=info["stop_reason"],
         row=row,
         error=info.get("error"),
+        user_calls=info.get("user_calls") or [],
     )
 
 

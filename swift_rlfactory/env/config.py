@@ -1,4 +1,5 @@
-"""The environment file: one YAML document (tools, limits, cache, reward, credit) validated at load time.
+"""The environment file: one YAML document (tools, limits, cache, reward, credit, episode, user) validated at
+load time.
 
 Every field and default is declared below; the file format, path rules and checks are in
 docs/environments.md.
@@ -6,6 +7,7 @@ docs/environments.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SecretStr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -196,6 +199,92 @@ class EpisodeConfig(_Strict):
     )
 
 
+class UserConfig(_Strict):
+    """A simulated user who speaks when the agent replies without a tool call and without a final answer:
+    Python code (``scripted``) or a model behind an OpenAI-compatible endpoint
+    (docs/environments.md#simulated-users)."""
+
+    scripted: str | None = Field(
+        default=None,
+        description="'file.py:name' or 'module:name': a function reply(goal, messages) -> str, or a class "
+        "instantiated once with such a reply method; sync or async",
+    )
+    model: str | None = Field(default=None, description="the model name the endpoint serves; ${VAR} expanded")
+    base_url: str | None = Field(
+        default=None, description="the API root, up to /v1; ${VAR} expanded, held as a secret"
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="bearer token, normally ${VAR}; held as a secret, never logged"
+    )
+    persona: str = Field(default="", description="instructions for the model user (its system prompt)")
+    goal_field: str = Field(
+        default="user_goal", description="the dataset row's field holding the hidden goal"
+    )
+    stop_marker: str = Field(default="###STOP###", min_length=1, description="the user says it is done")
+    answer_pattern: str = Field(
+        default="<answer>",
+        min_length=1,
+        description="a regular expression; an agent turn whose visible reply matches it is a final answer",
+    )
+    timeout_s: float = Field(
+        default=30.0, gt=0, description="longest one user reply may take, retries included"
+    )
+    max_user_turns: int = Field(default=8, gt=0, description="user replies per trajectory")
+    cache: bool = Field(default=True, description="same goal and conversation so far: same reply, asked once")
+    temperature: float = Field(default=0.0, ge=0, description="the model user's sampling temperature")
+    max_tokens: int = Field(default=256, gt=0, description="longest model user reply, in tokens")
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="merged into every model user request, e.g. chat_template_kwargs"
+    )
+
+    @field_validator("model", "base_url", mode="before")
+    @classmethod
+    def _expand(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        source = (info.context or {}).get("source")
+        text = redaction.expand(value, base_dir=source.parent if source else Path("."), secret=True).strip()
+        if info.field_name == "base_url":
+            redaction.remember_url(text, "<user base_url credential>")
+        return text
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _expand_key(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        source = (info.context or {}).get("source")
+        key = redaction.expand(value, base_dir=source.parent if source else Path("."), secret=True).strip()
+        redaction.remember(key, "<user api_key>")  # a literal key too (an expanded one is ${VAR})
+        return key or None
+
+    @field_validator("base_url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/") if value else value
+
+    @field_validator("answer_pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_user(self) -> UserConfig:
+        if (self.scripted is None) == (self.model is None):
+            raise ValueError("give either scripted (Python code) or model (an endpoint), not both or neither")
+        if self.model is not None and self.base_url is None:
+            raise ValueError("a model user needs base_url (http://HOST:PORT/v1)")
+        if self.scripted is not None and (self.base_url or self.api_key):
+            raise ValueError("base_url and api_key belong to a model user, not a scripted one")
+        return self
+
+
 class EnvConfig(_Strict):
     """A whole environment file. ``base_dir`` is the folder relative paths resolve against."""
 
@@ -207,6 +296,7 @@ class EnvConfig(_Strict):
     reward: list[RewardTerm] = Field(default_factory=list)
     credit: CreditConfig = Field(default_factory=CreditConfig)
     episode: EpisodeConfig | None = None
+    user: UserConfig | None = None
     base_dir: Path = Field(default=Path("."), exclude=True)
     source: Path | None = Field(default=None, exclude=True, description="the YAML file, for messages")
     _mcp: tuple[dict[str, McpServerConfig], McpConfig] | None = PrivateAttr(default=None)  # read once

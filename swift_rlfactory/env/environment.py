@@ -27,6 +27,7 @@ from ..tools.toolset import PythonProvider
 from .config import EnvConfig, EnvConfigError, load_env_config
 from .episode import Episodes
 from .prompt_size import PromptSize, prompt_size
+from .user import SimulatedUser
 
 
 class Environment:
@@ -83,7 +84,11 @@ class Environment:
             self.reward = RewardSpec(config.reward, config.base_dir, cache=cache)  # judges cache there too
         except ValueError as exc:
             raise EnvConfigError(str(exc)) from None
-        episodes = Episodes(config.episode, config.base_dir)
+        # Backends kept per trajectory (MCP servers of scope trajectory, persistent run_python): begun and
+        # ended with each trajectory's episode
+        per_trajectory = [p for p in providers if getattr(p, "per_trajectory", False)]
+        episodes = Episodes(config.episode, config.base_dir, per_trajectory)
+        user = SimulatedUser(config.user, config.base_dir, cache) if config.user is not None else None
         # Last, so that nothing above can fail after the executor's loop thread exists.
         self.executor = ToolExecutor(
             providers,
@@ -95,6 +100,9 @@ class Environment:
         )
         episodes.run_on(self.executor.arun)  # async setups make their state on the tools' loop
         self.episodes = episodes
+        if user is not None:
+            user.run_on(self.executor.arun)  # its connections and cache outlive ms-swift's per-batch loops
+        self.user = user
 
     @classmethod
     def load(cls, path: str | Path, count_tokens: Callable[[str], int] | None = None) -> Environment:
@@ -130,31 +138,38 @@ class Environment:
                 self._checked = True
         return self
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], state: Any = NO_EPISODE) -> ToolRecord:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], state: Any = NO_EPISODE, episode: str | None = None
+    ) -> ToolRecord:
         """Run one tool call by name from inside any event loop (what ``Trajectory.call_tool`` reaches),
-        with the episode ``state`` if the tool asks for it; the first call in a process starts the tools, once.
+        with the episode ``state`` if the tool asks for it, on trajectory ``episode``'s own sessions of
+        per-trajectory servers; the first call in a process starts the tools, once.
         """
         await asyncio.to_thread(self.start)
-        return (await self.executor.aexecute([ToolCall(name=name, arguments=arguments)], state))[0]
+        calls = [ToolCall(name=name, arguments=arguments)]
+        return (await self.executor.aexecute(calls, state, episode))[0]
 
     def try_tool(self, name: str, arguments: dict[str, Any]) -> ToolRecord:
         """One call from outside any trajectory (``tools call``, the UI's "Try a tool"); with ``episode:``
-        it runs in a scratch episode, set up from an empty row and torn down right after the call.
-        Raises :class:`~.episode.EpisodeSetupError` when that setup fails."""
+        or a per-trajectory server it runs in a scratch episode, set up from an empty row and torn down
+        right after the call. Raises :class:`~.episode.EpisodeSetupError` when that setup fails."""
         if not self.episodes.enabled:
             return self.executor.execute([ToolCall(name=name, arguments=arguments)])[0]
 
         async def scratch() -> ToolRecord:
-            async with self.episodes.scope(f"try-{uuid.uuid4().hex}", {}) as state:
-                return await self.call_tool(name, arguments, state)
+            key = f"try-{uuid.uuid4().hex}"
+            async with self.episodes.scope(key, {}) as state:
+                return await self.call_tool(name, arguments, state, key)
 
         return blocking.run(scratch())
 
     def close(self) -> None:
-        """Tear down episode states still live (trajectories that never ended), stop tool providers, close
-        the cache and release the rewards' clients."""
+        """Tear down episode states still live (trajectories that never ended), close the simulated user,
+        stop tool providers, close the cache and release the rewards' clients."""
         if self.episodes.live:
             blocking.run(self.episodes.close_all())
+        if self.user is not None:
+            self.user.close()
         self.executor.close()
         self.reward.close()
 

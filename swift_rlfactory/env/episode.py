@@ -2,7 +2,9 @@
 
 An environment's ``episode:`` names a setup (and a teardown); :class:`Episodes` runs them under their
 deadlines, keyed by the trajectory's id, and counts them. The order setup -> turns -> rewards -> teardown
-and what each failure does: docs/environments.md#episode-state.
+and what each failure does: docs/environments.md#episode-state. Tool backends that keep something per
+trajectory (MCP servers of ``scope: trajectory``) are begun and ended with each episode; an environment with
+such a server and no ``episode:`` has the lifecycle all the same, with an empty state.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any
 from ..redaction import excerpt
 from ..runtime.calls import UserCode
 from ..runtime.user_code import import_target
-from ..tools.episode_state import NO_EPISODE
+from ..tools.episode_state import NO_EPISODE, PerTrajectory
 from .config import EnvConfigError, EpisodeConfig
 
 logger = logging.getLogger(__name__)
@@ -71,17 +73,24 @@ def _resolve(where: str, ref: str, base_dir: Path) -> Any:
         raise EnvConfigError(f"{where} ({ref!r}): {type(exc).__name__}: {exc}") from exc
 
 
+# The lifecycle's deadlines for an environment whose only per-trajectory parts are its servers.
+_IMPLICIT = EpisodeConfig(setup="(none: the per-trajectory servers' lifecycle)")
+
+
 class Episodes:
     """The live episode states of one environment, keyed by trajectory id.
 
     :meth:`open` runs setup (bounded by ``setup_timeout_s``); :meth:`close` runs teardown at most once per
     key (bounded by ``teardown_timeout_s``, never raising); :meth:`close_later` closes a state its rewards
     did not claim within ``reward_wait_s``. :attr:`live` counts states set up and not yet torn down.
+    ``backends`` keep something per trajectory: begun at :meth:`open`, ended at :meth:`close` after the
+    teardown; with backends and no ``config`` every state is an empty dict.
     """
 
-    def __init__(self, config: EpisodeConfig | None, base_dir: Path):
-        self.config = config
+    def __init__(self, config: EpisodeConfig | None, base_dir: Path, backends: Sequence[PerTrajectory] = ()):
+        self.backends = tuple(backends)
         self.hooks = load_hooks(config, base_dir) if config is not None else None
+        self.config = config if config is not None or not self.backends else _IMPLICIT
         self._run_on: RunOn | None = None
         self._code = UserCode("episode", kind="episode", own_loop=False, max_stuck=None)
         self._states: dict[str, Any] = {}
@@ -97,8 +106,8 @@ class Episodes:
 
     @property
     def enabled(self) -> bool:
-        """True when the environment declares ``episode:``."""
-        return self.hooks is not None
+        """True when the environment declares ``episode:`` or has a per-trajectory tool backend."""
+        return self.config is not None
 
     @property
     def live(self) -> int:
@@ -119,12 +128,15 @@ class Episodes:
         """Set up trajectory ``key``'s state from its dataset row (a key still live is closed first).
 
         Raises :class:`EpisodeSetupError` saying why when setup fails, times out or returns ``None``."""
-        assert self.hooks is not None and self.config is not None, "open() needs episode: in the environment"
+        assert self.config is not None, "open() needs episode: or a per-trajectory server in the environment"
         if key in self._states:
             await self.close(key)
         limit = self.config.setup_timeout_s
         try:
-            state = await asyncio.wait_for(self._call(self.hooks.setup, dict(row)), limit)
+            # Without episode: the episode exists for its per-trajectory servers, with an empty state.
+            state = (
+                await asyncio.wait_for(self._call(self.hooks.setup, dict(row)), limit) if self.hooks else {}
+            )
         except TimeoutError:
             self._counts["setup_errors"] += 1
             raise EpisodeSetupError(f"episode setup timed out after {limit:g} s") from None
@@ -138,6 +150,8 @@ class Episodes:
             raise EpisodeSetupError("episode setup returned None; it must return the episode's state")
         self._counts["setups"] += 1
         self._states[key] = state
+        for backend in self.backends:
+            backend.begin(key)
         return state
 
     async def close(self, key: str | None) -> None:
@@ -149,17 +163,27 @@ class Episodes:
             return
         state = self._states.pop(key)
         self._counts["teardowns"] += 1
-        if self.hooks is None or self.hooks.teardown is None:
-            return
+        if self.hooks is not None and self.hooks.teardown is not None:
+            await self._bounded(key, "episode teardown", self._call(self.hooks.teardown, state))
+        if self.backends:  # after the teardown: the server's sessions outlive nothing that may use them
+            # Shielded: a release past the deadline (or a cancelled caller) goes on, and frees its session.
+            release = asyncio.shield(self._on_loop(self._end(key)))
+            await self._bounded(key, "per-trajectory servers' release", release)
+
+    async def _end(self, key: str) -> None:
+        await asyncio.gather(*(backend.end(key) for backend in self.backends), return_exceptions=True)
+
+    async def _bounded(self, key: str, what: str, work: Awaitable[Any]) -> None:
+        """Await ``work`` for at most ``teardown_timeout_s``; a failure or an overrun is counted and logged."""
         limit = self.config.teardown_timeout_s if self.config else 0.0
         try:
-            await asyncio.wait_for(self._call(self.hooks.teardown, state), limit)
+            await asyncio.wait_for(work, limit)
         except TimeoutError:
             self._counts["teardown_timeouts"] += 1
-            logger.warning("episode teardown of %s did not end within %g s; abandoned", key, limit)
+            logger.warning("%s of %s did not end within %g s; abandoned", what, key, limit)
         except Exception as exc:  # the trajectory is over: its teardown's failure is a count and a log line
             self._counts["teardown_errors"] += 1
-            logger.warning("episode teardown of %s failed: %s: %s", key, type(exc).__name__, exc)
+            logger.warning("%s of %s failed: %s: %s", what, key, type(exc).__name__, exc)
 
     def close_later(self, key: str) -> None:
         """Close ``key`` after ``reward_wait_s`` unless :meth:`close` ran first (its rewards never came)."""
@@ -199,8 +223,10 @@ class Episodes:
         return metrics
 
     async def _call(self, fn: Callable[..., Any], arg: Any) -> Any:
-        call = self._code.call(fn, arg)
-        return await (self._run_on(call) if self._run_on is not None else call)
+        return await self._on_loop(self._code.call(fn, arg))
+
+    async def _on_loop(self, work: Coroutine[Any, Any, Any]) -> Any:
+        return await (self._run_on(work) if self._run_on is not None else work)
 
 
 def snapshot(state: Any) -> Any:

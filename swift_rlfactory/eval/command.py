@@ -37,6 +37,7 @@ from swift_rlfactory.runtime import blocking
 from ..env.environment import Environment
 from .choose import CHOSEN_FILE, choose
 from .metrics import episode_score, groups_table, metrics_table, scored_fields, summarize, summarize_groups
+from .policy import PolicyOptions, load_policy
 from .robustness import check_options, run_shifts
 from .runner import (
     EvalRun,
@@ -47,6 +48,7 @@ from .runner import (
     load_dataset,
     pending_tasks,
     resume_fields,
+    start_for,
 )
 
 # Settings that change results: a resumed run must use the same ones.
@@ -57,36 +59,15 @@ _RESULT_KEYS = (
 
 
 @dataclass
-class EvalOptions:
+class EvalOptions(PolicyOptions):
     """Everything ``swift-rlfactory eval`` takes; see ``swift-rlfactory eval --help``."""
 
     env: Path
     dataset: Path
     output: Path
-    model: str | None = None
-    adapters: str | None = None
-    model_type: str | None = None
-    template: str | None = None
-    engine: str | None = None  # None: vllm when torch sees a GPU, else transformers
-    base_url: str | None = None
-    served_model: str | None = None
-    api_key: str | None = None
-    tokenizer: str | None = None
-    timeout_s: float = 600.0  # seconds one request attempt to --base-url may take
     samples: int = 1
-    temperature: float | None = None  # None: 0 for one sample, 1 for several
-    top_p: float | None = None
-    max_tokens: int = 512
-    max_turns: int | None = None  # None: the environment's; never more than it
-    max_length: int | None = None
     limit: int | None = None
     group_by: list[str] = field(default_factory=list)  # dataset columns: metrics per value of each too
-    concurrency: int = 16
-    seed: int | None = 0
-    stop: list[str] = field(default_factory=list)
-    extra_body: dict[str, Any] | None = None
-    gpu_memory_utilization: float = 0.9
-    tensor_parallel_size: int = 1
     shifts: str | None = None  # phrasing shifts to score the set under (eval/robustness.py)
     shift_seed: int = 0
     shift_margin: float = 0.05  # an alarm when a score falls more than this below its baseline
@@ -96,16 +77,11 @@ class EvalOptions:
 
     def validate(self) -> None:
         """Raise ``ValueError`` for contradictory or missing options."""
-        if (self.model is None) == (self.base_url is None):
-            raise ValueError("give exactly one of --model (a local model) or --base-url (a served one)")
-        if self.base_url and not self.served_model:
-            raise ValueError("--base-url needs --served-model (the name the server knows the model by)")
-        if self.base_url and (self.adapters or self.engine):
-            raise ValueError("--adapters and --engine apply to a local --model only")
-        if self.samples < 1 or self.concurrency < 1 or self.max_tokens < 1:
-            raise ValueError("--samples, --concurrency and --max-tokens must be at least 1")
         if self.temperature is None:
             self.temperature = 0.0 if self.samples == 1 else 1.0
+        super().validate()
+        if self.samples < 1:
+            raise ValueError("--samples must be at least 1")
         check_options(self.shifts, self.reference)  # a typo in a shift's name stops us before a model loads
         if self.choose_by == "worst-shift" and not self.shifts:
             raise ValueError("--choose-by worst-shift needs --shifts")
@@ -157,7 +133,7 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
     for each in runs:  # before the engine loads: e.g. --base-url with --adapters
         each.validate()
     model = choose_model(options.model) if options.model else None
-    engine = _policy(runs[0], model, console, adapters=folders)
+    engine = load_policy(runs[0], model, console, adapters=folders)
     failed = 0
     # One event loop for every checkpoint: vLLM's async engine runs its output handler as a task on the
     # loop of its first request, so a second asyncio.run() finds it dead (EngineDeadError for every
@@ -194,7 +170,7 @@ def run_eval(
         if not (options.shifts or options.reference):
             return _run_loaded(options, console, policy, runner, model, env)
         # the set and each shifted set on one engine and one event loop, as in run_evals
-        policy = policy or _policy(options, model, console)
+        policy = policy or load_policy(options, model, console)
         with ExitStack() as stack:
             runner = runner or stack.enter_context(blocking.Runner())
             score = lambda each: _run_loaded(each, console, policy, runner, model, env)  # noqa: E731
@@ -245,12 +221,9 @@ def _run_loaded(
 
         failures: list[dict[str, Any]] = []
         if tasks:
-            policy = policy or _policy(options, model, console)
+            policy = policy or load_policy(options, model, console)
             started = time.perf_counter()
-            env.start()
-            count = getattr(policy, "count_tokens", None)
-            if count is not None:  # exact observation truncation, as the training adapter does
-                env.executor.count_tokens = count
+            start_for(env, policy)
             run = _run_with_progress(tasks, policy, env, log, max_turns, options.concurrency, console, runner)
             failures = run.failures
             console.print(f"ran {run.ran} episodes in {time.perf_counter() - started:.1f} s")
@@ -307,58 +280,6 @@ def _check_settings(path: Path, settings: dict[str, Any]) -> None:
             )
         return
     write_json(path, settings)
-
-
-def _policy(
-    options: EvalOptions, model: ModelChoice | None, console: Console, adapters: list[str] | None = None
-) -> Any:
-    if options.base_url:
-        from .openai_client import OpenAIChatPolicy
-
-        count_tokens = None
-        if options.tokenizer:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(options.tokenizer)
-            count_tokens = lambda text: len(tokenizer.encode(text, add_special_tokens=False))  # noqa: E731
-        return OpenAIChatPolicy(
-            options.base_url,
-            options.served_model,
-            api_key=options.api_key,
-            template=options.template,
-            temperature=options.temperature,
-            top_p=options.top_p,
-            max_tokens=options.max_tokens,
-            max_length=options.max_length,
-            stop=options.stop,
-            extra_body=options.extra_body,
-            count_tokens=count_tokens,
-            timeout_s=options.timeout_s,
-            concurrency=options.concurrency,
-        )
-    from ..adapters.swift_infer import SwiftPolicy
-
-    engine = options.engine
-    if engine is None:
-        import torch
-
-        engine = "vllm" if torch.cuda.is_available() else "transformers"
-    assert model is not None  # validate(): a local --model or a --base-url
-    return SwiftPolicy.load(
-        model.fetch(say=lambda msg: console.print(f"[dim]{escape(msg)}", soft_wrap=True)),
-        engine=engine,
-        model_type=options.model_type or model.model_type,
-        template=options.template or model.template,
-        adapters=adapters or options.adapters,
-        temperature=options.temperature,
-        top_p=options.top_p,
-        max_tokens=options.max_tokens,
-        max_length=options.max_length,
-        concurrency=options.concurrency,
-        seed=options.seed,
-        gpu_memory_utilization=options.gpu_memory_utilization,
-        tensor_parallel_size=options.tensor_parallel_size,
-    )
 
 
 def _run_with_progress(

@@ -1,7 +1,7 @@
-"""Side-by-side tables of evaluations: EM and searches per question, per split, cell and family.
+"""Side-by-side tables of evaluations: EM and searches per question, per split, cell, family and shift.
 
     python -m swift_rlfactory.eval.compare NAME=eval-a.json NAME=eval-b.json ... [--validation [NAME=]validation.json ...]
-        [--out DIR]
+        [--shifts NAME=eval-shifts.json ...] [--out DIR]
 
 What it reads and writes (report.md, validation.png): docs/eval.md ("Comparing evaluations").
 """
@@ -74,6 +74,46 @@ def table(runs: dict[str, dict[str, Any]], key: str, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def shift_table(runs: dict[str, dict[str, Any]]) -> str:
+    """The evals of ``swift-rlfactory eval --shifts`` side by side: a row for the original set and one per
+    shift, EM (change vs the first run) and searches per run, then each run's alarms, one line each."""
+    names = list(runs)
+    keys = {key for metrics in runs.values() for key in metrics}
+    shifts = sorted(
+        {k.split("/")[1] for k in keys if k.startswith("shift/") and k.endswith("/em")} - {"worst"}
+    )
+    head = ["set", "questions"] + [f"{n} EM" for n in names] + [f"{n} searches" for n in names]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    base = runs[names[0]]
+    for label, em_key, calls_key, count_key in [
+        ("original", "em", "tool_calls", "questions"),
+        *((s, f"shift/{s}/em", f"shift/{s}/tool_calls", f"shift/{s}/questions") for s in shifts),
+    ]:
+        counts = {str(m[count_key]) for m in runs.values() if m.get(count_key) is not None}
+        cells = [label, ", ".join(sorted(counts))]
+        for name in names:
+            em, base_em = runs[name].get(em_key), base.get(em_key)
+            change = f" ({em - base_em:+.3f})" if name != names[0] and None not in (em, base_em) else ""
+            cells.append("" if em is None else f"{em:.3f}{change}")
+        cells += [_number(runs[name].get(calls_key), "{:.2f}") for name in names]
+        lines.append("| " + " | ".join(cells) + " |")
+    for name in names:
+        worst, em = runs[name].get("shift/worst/name"), runs[name].get("shift/worst/em")
+        lines.append(
+            f"\n{name}: worst shift {worst} ({_number(em, '{:.3f}')})" if worst else f"\n{name}: no shift"
+        )
+        for alarm in runs[name].get("shift/alarms") or []:
+            lines.append(
+                f"- ALARM {alarm['shift']}: EM {alarm['em']:.3f}, {alarm['baseline'] - alarm['em']:.3f} below "
+                f"the {alarm['against']}'s {alarm['baseline']:.3f} (margin {alarm['margin']:g})"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: Any, form: str) -> str:
+    return "" if value is None else form.format(value)
+
+
 def plot_validation(validations: list[str], out: Path) -> None:
     """Validation EM and searches per question against the GRPO step, one line per arm (NAME=validation.json
     or a bare path), each arm's chosen checkpoint marked."""
@@ -113,11 +153,18 @@ def main(argv: list[str] | None = None) -> None:
         "--validation", nargs="+", metavar="[NAME=]validation.json",
         help="validation.json of h200.sh's validate phase, one per GRPO arm",
     )  # fmt: skip
+    parser.add_argument(
+        "--shifts", nargs="+", metavar="NAME=eval.json",
+        help="evals run with --shifts (the first is the baseline): the original and each shift side by side",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args(argv)
     runs = load(args.runs)
     args.out.mkdir(parents=True, exist_ok=True)
     text = failures(runs) + "\n".join(table(runs, key, title) for key, title in GROUPS)
+    if args.shifts:
+        shifted = load(args.shifts)
+        text += "\nPhrasing shifts\n\n" + failures(shifted) + shift_table(shifted)
     (args.out / "report.md").write_text(text)
     print(text, end="")
     if args.validation is not None:

@@ -26,6 +26,7 @@ from ..rewards.registry import GOLDEN_ANSWERS, row_has_field
 from ..rollout.episode import Generation, Messages, run_episode
 from ..tools.calls import HERMES, call_parser
 from ..tools.toolset import DescriptionCap
+from ..trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -315,18 +316,31 @@ def context_check(policy: Policy, episode: EpisodeModel) -> Callable[[Messages],
     return fits
 
 
-async def run_task(
-    task: EvalTask,
+def start_for(env: Environment, policy: Policy) -> None:
+    """Start ``env``'s tools for episodes of ``policy``, its observations truncated by the policy's own
+    token counter when it has one (exact, as the training adapter counts them)."""
+    env.start()
+    count = getattr(policy, "count_tokens", None)
+    if count is not None:
+        env.executor.count_tokens = count
+
+
+async def run_row(
+    row: dict[str, Any],
     policy: Policy,
     env: Environment,
     max_turns: int,
     tools: list[dict],
     cap: DescriptionCap | None = None,
-) -> dict:
-    """Run one episode, score it, and return its log record. A row's own ``tools`` column is offered
+    *,
+    key: str,
+    score: bool = True,
+) -> Trajectory:
+    """One episode of dataset row ``row`` through the agent loop, in an episode state of its own (keyed
+    ``key`` plus the episode's id) set up from the row's columns and torn down when it ends; scored by the
+    environment's rewards before the teardown when ``score``. A row's own ``tools`` column is offered
     instead of ``tools``, its descriptions cut by ``cap`` (the environment's
     ``limits.max_description_chars`` when not given), as the environment's own tools are."""
-    row = task.row
     own = row_tools(row)
     if own:
         cap = cap or DescriptionCap(env.config.limits.max_description_chars)
@@ -336,7 +350,8 @@ async def run_task(
     episode = policy.new_episode()
     columns = row_columns(row)
     # setup -> turns -> rewards -> teardown: the rewards read the final state before it is torn down
-    async with env.episodes.scope(f"eval-{task.index}-{task.sample}-{id(episode)}", columns) as state:
+    scope_key = f"{key}-{id(episode)}"
+    async with env.episodes.scope(scope_key, columns) as state:
         trajectory = await run_episode(
             prompt,
             episode.generate,
@@ -347,9 +362,28 @@ async def run_task(
             row=columns,
             parse=call_parser(getattr(policy, "call_format", HERMES), offered),
             state=state,
+            episode=scope_key if env.episodes.enabled else None,
+            user=env.user,
         )
-        trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs through env's executor
-        await env.reward.ascore([trajectory])
+        if score:
+            trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs env's executor
+            await env.reward.ascore([trajectory])
+    return trajectory
+
+
+async def run_task(
+    task: EvalTask,
+    policy: Policy,
+    env: Environment,
+    max_turns: int,
+    tools: list[dict],
+    cap: DescriptionCap | None = None,
+) -> dict:
+    """Run one episode (:func:`run_row`), score it, and return its log record."""
+    row = task.row
+    trajectory = await run_row(
+        row, policy, env, max_turns, tools, cap, key=f"eval-{task.index}-{task.sample}"
+    )
     metrics = {
         "em": rules.em(trajectory),
         "f1": rules.f1(trajectory),

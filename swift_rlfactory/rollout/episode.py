@@ -1,8 +1,8 @@
 """The agent loop, as pure decisions plus one short coroutine.
 
-:func:`plan_turn` decides after each assistant turn (run the calls, or stop and say why); the ms-swift
-scheduler, :func:`run_episode` (server mode) and the evaluation CLI share it. Stop reasons and the order
-of the decisions: docs/environments.md#the-episode-loop.
+:func:`plan_turn` decides after each assistant turn (run the calls, hand the turn to a simulated user, or
+stop and say why); the ms-swift scheduler, :func:`run_episode` (server mode) and the evaluation CLI share it.
+Stop reasons and the order of the decisions: docs/environments.md#the-episode-loop.
 """
 
 from __future__ import annotations
@@ -15,16 +15,19 @@ from ..tools.calls import CallParser, ToolCall, parse_tool_calls
 from ..tools.episode_state import NO_EPISODE
 from ..tools.executor import ToolExecutor, ToolRecord
 from ..trajectory import Trajectory
+from .user import USER_STOP, User, UserRule
 
 Messages = list[dict[str, Any]]
 
 
 @dataclass
 class TurnPlan:
-    """What to do after an assistant turn: ``calls`` to run, or ``stop_reason`` to finish."""
+    """What to do after an assistant turn: ``calls`` to run, let the user speak (``ask_user``), or
+    ``stop_reason`` to finish."""
 
     calls: list[ToolCall] = field(default_factory=list)
     stop_reason: str | None = None
+    ask_user: bool = False
 
     @property
     def finished(self) -> bool:
@@ -39,18 +42,22 @@ def plan_turn(
     max_calls_per_turn: int = 8,
     finish_reason: str | None = None,
     parse: CallParser = parse_tool_calls,
+    user: UserRule | None = None,
+    user_turns: int = 0,
 ) -> TurnPlan:
     """Decide the next step from the assistant's text. ``turn`` counts from 1.
 
     ``parse`` reads the calls in the format the prompt asked for (hermes by default). Calls past
     ``max_calls_per_turn`` are kept as error calls of kind ``"limit"``, so the model sees the limit;
     at most ``max_calls_per_turn`` of them are kept, the last one counting the calls dropped after it.
+    With a simulated ``user`` (who has spoken ``user_turns`` times so far), a turn without calls and
+    without a final answer is the user's to reply to, while turns and user turns are left.
     """
     if finish_reason == "length":  # cut mid-turn: a half-written call must not run
         return TurnPlan(stop_reason="length")
     calls = parse(response)
     if not calls:
-        return TurnPlan(stop_reason="answer")
+        return _without_calls(response, turn, max_turns, user, user_turns)
     if turn >= max_turns:
         return TurnPlan(stop_reason="max_turns")
     refused = calls[max_calls_per_turn : 2 * max_calls_per_turn]
@@ -61,6 +68,19 @@ def plan_turn(
     if dropped > 0:
         refused[-1].error += f"; the {dropped} calls after this one were not run either, and are not shown"
     return TurnPlan(calls=calls[: 2 * max_calls_per_turn])
+
+
+def _without_calls(
+    response: str, turn: int, max_turns: int, user: UserRule | None, user_turns: int
+) -> TurnPlan:
+    """A turn without calls: an answer, or (with a user, and no final answer in it) the user's turn."""
+    if user is None or user.answered(response):
+        return TurnPlan(stop_reason="answer")
+    if turn >= max_turns:
+        return TurnPlan(stop_reason="max_turns")
+    if user_turns >= user.max_user_turns:
+        return TurnPlan(stop_reason="max_user_turns")
+    return TurnPlan(ask_user=True)
 
 
 def tool_messages(records: Sequence[ToolRecord]) -> Messages:
@@ -94,8 +114,10 @@ async def run_episode(
     row: dict[str, Any] | None = None,
     parse: CallParser = parse_tool_calls,
     state: Any = NO_EPISODE,
+    episode: str | None = None,
+    user: User | None = None,
 ) -> Trajectory:
-    """Run one trajectory to the end: generate, call tools, observe, repeat.
+    """Run one trajectory to the end: generate, call tools (or hear the user), observe, repeat.
 
     Args:
         messages: the prompt (system prompt and tool schemas already in place).
@@ -106,9 +128,13 @@ async def run_episode(
         row: dataset fields carried into the trajectory for rewards.
         parse: reads a turn's calls in the format the prompt asked for (hermes by default).
         state: the episode's state, given to the tools that ask for it and kept on the trajectory.
+        episode: the trajectory's id, for tools kept per trajectory (persistent ``run_python``).
+        user: the simulated user, who replies to a turn without calls and without a final answer.
     """
     messages = list(messages)
     calls: list[dict[str, Any]] = []
+    heard: list[dict[str, Any]] = []  # the user's replies, as records
+    rule = user.rule if user is not None else None
     turn = 0
     error = None
     while True:
@@ -116,13 +142,20 @@ async def run_episode(
         out = await generate(messages)
         messages.append({"role": "assistant", "content": out.text})
         try:
-            plan = plan_turn(out.text, turn, max_turns, max_calls_per_turn, out.finish_reason, parse)
+            plan = plan_turn(
+                out.text, turn, max_turns, max_calls_per_turn, out.finish_reason, parse, rule, len(heard)
+            )
             if plan.finished:
                 stop = plan.stop_reason
                 break
-            records = await executor.aexecute(plan.calls, state)
-            calls.extend(record_dicts(records, turn))
-            messages.extend(tool_messages(records))
+            if plan.ask_user and user is not None:
+                stop, error = await _hear_user(user, messages, dict(row or {}), turn, heard)
+                if stop is not None:
+                    break
+            else:
+                records = await executor.aexecute(plan.calls, state, episode)
+                calls.extend(record_dicts(records, turn))
+                messages.extend(tool_messages(records))
             if fits is not None and not fits(messages):
                 stop = "context"
                 break
@@ -137,4 +170,19 @@ async def run_episode(
         row=dict(row or {}),
         error=error,
         state=None if state is NO_EPISODE else state,
+        user_calls=heard,
+        episode_key=episode,
     )
+
+
+async def _hear_user(
+    user: User, messages: Messages, row: dict[str, Any], turn: int, heard: list[dict[str, Any]]
+) -> tuple[str | None, str | None]:
+    """Ask the user for its turn and append it to ``messages``; returns ``(stop, error)``: ``user_stop``
+    when it said it is done (its message kept), ``error`` when it gave no reply, else ``(None, None)``."""
+    reply = await user.reply(messages, row)
+    heard.append(reply.to_dict(turn))
+    if reply.text is None:
+        return "error", f"user: {reply.error}"
+    messages.append({"role": "user", "content": reply.text})
+    return (USER_STOP, None) if user.rule.stops(reply.text) else (None, None)

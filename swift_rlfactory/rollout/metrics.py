@@ -1,5 +1,6 @@
-"""Training metrics about tool use (calls, errors, latency, cache, turns, stop reasons) of a batch of
-finished trajectories; each metric is described in docs/environments.md#tool-metrics-of-a-batch.
+"""Training metrics about tool use (calls, errors, latency, cache, turns, stop reasons) and a simulated
+user's replies of a batch of finished trajectories; each metric is described in
+docs/environments.md#tool-metrics-of-a-batch and docs/environments.md#simulated-users.
 """
 
 from __future__ import annotations
@@ -31,4 +32,24 @@ def tool_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         metrics["tools/latency_p50_s"] = float(np.percentile(latencies, 50))
         metrics["tools/latency_p95_s"] = float(np.percentile(latencies, 95))
         metrics["tools/cache_hit_rate"] = sum(1 for c in calls if c.get("cache_hit")) / len(calls)
+    return metrics
+
+
+def user_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Batch metrics ``user/*`` of the replies asked of a simulated user; empty when no trajectory of the
+    batch asked one."""
+    replies = [r for t in trajectories for r in t.user_calls]
+    if not replies:
+        return {}
+    answered = [r.get("latency_s", 0.0) for r in replies if not r.get("error") and not r.get("cache_hit")]
+    metrics = {
+        "user/calls": float(len(replies)),
+        "user/errors": float(sum(1 for r in replies if r.get("error"))),
+        "user/timeouts": float(sum(1 for r in replies if r.get("timed_out"))),
+        "user/cache_hit_rate": sum(1 for r in replies if r.get("cache_hit")) / len(replies),
+        "user/turns_per_trajectory": sum(1 for r in replies if not r.get("error")) / len(trajectories),
+    }
+    if answered:
+        metrics["user/latency_p50_s"] = float(np.percentile(answered, 50))
+        metrics["user/latency_p95_s"] = float(np.percentile(answered, 95))
     return metrics

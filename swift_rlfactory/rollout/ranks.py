@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..rewards.metrics import JudgeStats, reward_metrics
 from ..trajectory import Trajectory
-from .metrics import tool_metrics
+from .metrics import tool_metrics, user_metrics
 
 TOOL_CHAIN = "timeline/tool_chain_s"  # the longest chain of one trajectory: the max over ranks
 _SHARE = "timeline/share/"
@@ -49,15 +49,17 @@ def slim(trajectory: Trajectory) -> Trajectory:
         rewards=dict(trajectory.rewards),
         turn_rewards={k: list(v) for k, v in trajectory.turn_rewards.items()},
         reward_errors={k: v.partition(":")[0] for k, v in trajectory.reward_errors.items()},
+        user_calls=[{**r, "error": bool(r.get("error"))} for r in trajectory.user_calls],
     )
 
 
 def batch_metrics(parts: Sequence[RankBatch]) -> dict[str, float]:
-    """The metrics of the whole batch: ``tools/*``, ``turns``, ``stop/*``, ``rlfactory/*`` and ``rewards/*``
+    """The metrics of the whole batch: ``tools/*``, ``user/*``, ``turns``, ``stop/*``, ``rlfactory/*`` and ``rewards/*``
     of every rank's trajectories together (so means are weighted by trajectories or calls, percentiles are
     of every call), counters summed, ``judge/*`` of the merged counters, other metrics averaged."""
     trajectories = [t for part in parts for t in part.trajectories]
     metrics = tool_metrics(trajectories)
+    metrics.update(user_metrics(trajectories))
     metrics.update(reward_metrics(trajectories))
     metrics.update(_mean_of(p.other for p in parts))
     for part in parts:

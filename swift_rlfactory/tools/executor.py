@@ -22,7 +22,7 @@ from swift_rlfactory.runtime.threads import SYNC_POOL
 from .base import Tool, ToolError, ToolProvider, TransportError, current_call, stray_cancellation
 from .cache import ToolCache, cache_key
 from .calls import ToolCall
-from .episode_state import NO_EPISODE, current_state
+from .episode_state import NO_EPISODE, current_episode, current_state, per_episode
 from .media import ToolImage
 from .observation import CUT_RULE, cut, error_text, measure, render_bounded
 from .toolset import ToolSet
@@ -237,21 +237,25 @@ class ToolExecutor:
         """Run one trajectory's calls from synchronous code."""
         return self.execute_batch([calls])[0]
 
-    async def aexecute(self, calls: Sequence[ToolCall], state: Any = NO_EPISODE) -> list[ToolRecord]:
+    async def aexecute(
+        self, calls: Sequence[ToolCall], state: Any = NO_EPISODE, episode: str | None = None
+    ) -> list[ToolRecord]:
         """Run one trajectory's calls from inside any event loop without blocking it; tools that ask for
-        the episode's state receive ``state`` (see :mod:`.episode_state`)."""
+        the episode's state receive ``state``, and per-trajectory servers key their sessions by ``episode``
+        (the trajectory's id; see :mod:`.episode_state`)."""
         if not self._started:
             await self._loop.arun(self._start())
-        return (await self._loop.arun(self._execute_batch([calls], state)))[0]
+        return (await self._loop.arun(self._execute_batch([calls], state, episode)))[0]
 
     async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` on the loop the tools run on, so what it makes (an episode's state) lives beside them."""
         return await self._loop.arun(coro)
 
     async def _execute_batch(
-        self, batch: Sequence[Sequence[ToolCall]], state: Any = NO_EPISODE
+        self, batch: Sequence[Sequence[ToolCall]], state: Any = NO_EPISODE, episode: str | None = None
     ) -> list[list[ToolRecord]]:
         current_state.set(state)  # this batch's own task: its calls' tasks copy the context
+        current_episode.set(episode)
         flat = [call for calls in batch for call in calls]
         task = asyncio.current_task()
         assert task is not None
@@ -302,7 +306,7 @@ class ToolExecutor:
                 raise _WithImages(observation, record.images)
             return observation
 
-        stateful = bool(getattr(tool, "state_params", ()))  # its result depends on the episode: never cached
+        stateful = per_episode(tool)  # its result depends on the episode: never cached
         cached = self.cached_tools is None or call.name in self.cached_tools
         try:
             if self.cache is None or stateful or not cached:

@@ -78,8 +78,10 @@ def _plots(folder: str) -> list[Any]:
     if not Path(folder).expanduser().is_dir():
         return [_chart(name, []) for name in PLOTS] + [f"no such folder: `{folder}`"]
     run = RUNS.open(folder)
-    charts = [_chart(name, run.metrics.series(patterns)) for name, patterns in PLOTS.items()]
+    charts = [_chart(name, run.series(name)) for name in PLOTS]
     status = run.describe()
+    if validation := run.validation_status():  # the alarms where the charts are read
+        status += "\n\n" + validation
     if run.summary:  # an eval folder: its results, where a training run's charts would be
         status += "\n\n" + eval_results(run.summary)
     elif not run.metrics.rows:

@@ -13,6 +13,7 @@ from typing import Any
 
 from swift_rlfactory.runs.folder import LOGGING, TRAJECTORIES, read_summary, resolve_run
 from swift_rlfactory.runs.resume import StepLines, logged_step, run_chain
+from swift_rlfactory.runs.validation import SCORE, SHIFT, WORST, alarm_lines, metric_points, read_records
 
 from .charts import finite
 from .index import TrajectoryIndex
@@ -35,6 +36,8 @@ PLOTS: dict[str, tuple[str, ...]] = {
         "timeline/train_s",
         "timeline/other_s",
     ),
+    # validation.jsonl's, not logging.jsonl's: each checkpoint on the val set and each phrasing shift
+    (VALIDATION_PLOT := "Validation under phrasing shifts (EM)"): (SCORE, WORST, SHIFT),
 }
 
 
@@ -124,11 +127,36 @@ class Run:
             self.folder / TRAJECTORIES, [(run / TRAJECTORIES, step) for run, step in self.chain]
         )
         self.summary: dict[str, Any] = {}
+        self.validation: list[dict[str, Any]] = []  # validation.jsonl's records, when train validated
         self.refresh()
+
+    def series(self, plot: str) -> list[dict[str, Any]]:
+        """The points of the plot ``plot`` (a name of :data:`PLOTS`): from ``validation.jsonl`` for the
+        validation plot, from ``logging.jsonl`` for the others."""
+        if plot == VALIDATION_PLOT:
+            return [p for p in metric_points(self.validation) if wanted(p["metric"], PLOTS[plot])]
+        return self.metrics.series(PLOTS[plot])
+
+    def validation_status(self) -> str:
+        """The validation's latest scores and every alarm, as markdown (empty without validation)."""
+        if not self.validation:
+            return ""
+        last = self.validation[-1]
+        worst = last.get(WORST)
+        text = (
+            f"**validation** (`validation.jsonl`): step {last.get('step')} EM {last.get(SCORE)}, worst shift "
+            f"{last.get('worst_shift') or '-'} {worst if worst is not None else '-'}"
+        )
+        alarms = alarm_lines(self.validation)
+        if alarms:
+            text += f"\n\n**⚠ {len(alarms)} validation alarm{'' if len(alarms) == 1 else 's'}**\n\n"
+            text += "".join(f"- {line}\n" for line in alarms)
+        return text
 
     def refresh(self) -> None:
         """Pick up what the run wrote since the last refresh."""
         self.metrics.refresh()
+        self.validation = read_records(self.folder)  # a few lines per checkpoint: read whole
         self.trajectories.refresh()
         summary = read_summary(self.folder)  # an eval's aggregate metrics
         if summary is not None:  # else none (yet, or removed), or being written: read it next time

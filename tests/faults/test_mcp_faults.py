@@ -186,7 +186,8 @@ def test_a_call_sent_after_its_stdio_server_died_is_no_repeat_when_the_restart_r
 @pytest.mark.timeout(120)
 def test_poison_call_is_isolated_and_innocent_calls_rerun() -> None:
     """A call that crashes its server fails alone after two solo crashes; the calls in flight beside it
-    are re-run (marked repeated, not charged the executor's retries) and succeed."""
+    are re-run (marked repeated, not charged the executor's retries), in ever smaller groups as the deaths
+    go on, and succeed."""
     limits = Limits(call_timeout_s=60, retries=2, retry_backoff_s=0.05)
     with ToolExecutor([McpProvider("slow", stdio())], limits) as executor:
         batch = [[ToolCall("sleep", {"seconds": 0.5})] for _ in range(3)]
@@ -195,10 +196,13 @@ def test_poison_call_is_isolated_and_innocent_calls_rerun() -> None:
         poison = records[1]
         innocent = [r for i, r in enumerate(records) if i != 1]
         assert not poison.ok and "crashed 2 times" in poison.error, poison.error
-        assert poison.attempts == 3 and poison.repeated  # one concurrent death, then two solo ones
+        # two deaths beside all, the four halved to two (one death), to one (one death), alone once more
+        assert poison.attempts == 5 and poison.repeated
         for record in innocent:
             assert record.ok and record.observation == "slept", record.error
-            assert record.repeated and record.attempts == 2  # re-run once, after the concurrent death
+            assert record.repeated
+        # each ran, was re-run beside all, then ran in its half; the poison's neighbour in its quarter too
+        assert [record.attempts for record in innocent] == [4, 3, 3]
         assert elapsed < 60
         assert executor.execute([ToolCall("echo", {"text": "after"})])[0].observation == "after"
 

@@ -397,3 +397,20 @@ def test_launch_a_cpu_grpo_run_and_watch_it(page, agent_model: Path, screenshots
     expect(textbox(page, "rlf-job-status")).to_have_value(
         re.compile("stopped|finished|exited"), timeout=60_000
     )
+
+
+def test_live_metrics_show_the_validation_shifts_and_their_alarms(page, screenshots: Path, tmp_path: Path):
+    """A run trained with --val-file: its checkpoints' set and shift scores are one drawn chart, and the
+    alarm its validation raised is listed under the charts' status."""
+    from .test_validation_plot import ALARM, validated_run
+
+    open_folder(page, validated_run(tmp_path / "run"), "Live metrics")
+    page.locator("#rlf-metrics-refresh").click()
+    status = page.locator("#rlf-metrics-status")
+    expect(status).to_contain_text("worst shift lowercase 0.25")
+    expect(status).to_contain_text("1 validation alarm")
+    expect(status).to_contain_text(f"step 2: {ALARM['text']}")
+    chart = "rlf-plot-validation-under-phrasing-shifts"
+    expect(page.locator(f"#{chart} .mark-symbol.role-mark path")).to_have_count(8)  # 4 series, 2 steps
+    page.screenshot(path=screenshots / "live-metrics-validation.png", full_page=True)
+    assert painted(page, chart, 50) > 50

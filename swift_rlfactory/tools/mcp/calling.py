@@ -50,7 +50,8 @@ class Lost(Exception):
     """The transport under the try died (``dead``) or the server forgot the session (``expired``).
 
     ``sent_after_close``: the server had hung up before the call was sent (a stdio server killed between
-    calls), so no server got it; ``marker`` is the try's mark in the session's calls in flight."""
+    calls), so no server got it; ``marker`` is the try, marked ``refused`` if its HTTP request could not
+    connect."""
 
     def __init__(self, cause: BaseException, expired: bool, marker: Try, sent_after_close: bool):
         super().__init__()
@@ -63,10 +64,11 @@ class Lost(Exception):
 
 
 async def call_once(
-    session: Session, client: ClientSession, name: str, arguments: dict[str, Any], *, solo: bool,
+    session: Session, client: ClientSession, name: str, arguments: dict[str, Any], *, call: object,
     repeat: bool, max_result_mb: float, on_unanswered: Any,
 ) -> Any:  # fmt: skip
-    """One try of ``name`` on ``client`` of ``session``; ``solo`` waits until the session is ours alone.
+    """One try of ``name`` on ``client`` of ``session``, counted in the session's calls in flight as
+    ``call`` (the same object across the call's tries) while the server may be running it.
 
     ``repeat`` when an earlier try may have run the call, so that this one, once it is sent, marks the
     call's account ``repeated``. Raises :class:`Lost` when the session died or expired under the try,
@@ -78,23 +80,20 @@ async def call_once(
     marker = Try()
     sent_after_close = False
     try:
-        if solo:  # wait until the session is ours alone, holding back new calls meanwhile
-            session.reserved = True
-            while session.in_flight and session.client is client:
-                await asyncio.sleep(0.01)
         # A server that closed the connection before the call goes out never gets it (a stdio server
         # killed between calls): the SDK's "Connection closed" then is no death under the call.
         sent_after_close = hung_up.is_set() or session.client is not client
         if repeat and account is not None and not sent_after_close:
             account.repeated = True
-        session.in_flight.add(marker)
+        if not sent_after_close:
+            session.in_flight.add(call)
         sending = current_try.set(marker)
         try:
             result = await client.call_tool(name, arguments)
         finally:
             current_try.reset(sending)
     except asyncio.CancelledError:
-        if marker in session.in_flight:  # sent, and given up on before any reply
+        if call in session.in_flight:  # sent, and given up on before any reply
             on_unanswered(session, client)
         raise
     except MCPError as exc:
@@ -111,9 +110,7 @@ async def call_once(
         _replied(session, client)
         raise ToolError(output_schema_fault(exc)) from None
     finally:
-        session.in_flight.discard(marker)
-        if solo:
-            session.reserved = False
+        session.in_flight.discard(call)
     _replied(session, client)
     return result_value(result)
 

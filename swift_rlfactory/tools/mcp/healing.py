@@ -1,17 +1,15 @@
 """The sessions of one server and how a call heals across them: routing to the least-loaded live session,
-reopening expired and dead ones, re-running the calls a death took down, isolating a poison call, and
-restarting a hung server. See docs/mcp.md, "Healing"."""
+reopening expired and dead ones, re-running the calls a death took down (together; suspects in groups, see
+:mod:`.isolation`), and restarting a hung server. See docs/mcp.md, "Healing"."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from contextlib import suppress
 from typing import Any
+from weakref import WeakSet
 
-import anyio
-from anyio.abc import Process
 from mcp.client.session import ClientSession
 
 from swift_rlfactory.redaction import redact
@@ -20,18 +18,15 @@ from ..base import ToolError, TransportError, current_call
 from .calling import Lost, call_once
 from .config import McpServerConfig
 from .errors import describe
+from .isolation import POISON_CRASHES, PoolCall, judge
 from .session import Session
 
 logger = logging.getLogger(__package__)
 
-# Re-runs one call may need because of the server, not itself: sessions that died or expired under it.
+# Re-runs one call may need because of the server, not itself: sessions that expired under it, died under
+# it while it ran beside any call, or were found dead. Deaths in a group of suspects are not counted: each
+# halves the group, and a call alone is poison at its second.
 _MAX_RERUNS = 4
-_POISON_CRASHES = 2
-# A stdio server ended by one of these was killed from outside (kill, the OOM killer, a shutdown): no call's
-# arguments made it exit, so the calls in flight are re-run together. How long its exit status may take to
-# arrive after its stdout closed:
-_KILLED_BY = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-_EXIT_STATUS_WAIT_S = 1.0
 
 HUNG_AFTER_TIMEOUTS = 3
 """Calls in a row given up on (timed out or cancelled) with no reply in between before a session is pinged."""
@@ -47,15 +42,14 @@ class _Expired(Exception):
 
 
 class _Died(Exception):
-    """The session's transport died under the call; ``alone`` if no other call was there, ``delivered``
-    unless the server had closed the connection before the call was sent (then no server got it),
-    ``blamed`` unless a stdio server was killed by a signal from outside (then no call made it exit)."""
+    """The session's transport died under the call; ``delivered`` unless the server had closed the
+    connection before the call was sent (then no server got it); ``grouped`` if the call ran in a group of
+    suspects."""
 
-    def __init__(self, alone: bool, delivered: bool, blamed: bool = True):
+    def __init__(self, delivered: bool, grouped: bool):
         super().__init__()
-        self.alone = alone
         self.delivered = delivered
-        self.blamed = blamed
+        self.grouped = grouped
 
 
 class SessionPool:
@@ -74,6 +68,7 @@ class SessionPool:
         self.closed = False
         self._restarts: dict[Session, asyncio.Task[None]] = {}
         self._probes: dict[Session, asyncio.Task[None]] = {}
+        self._judged: WeakSet[ClientSession] = WeakSet()  # deaths whose witnesses were counted, regrouped
 
     async def close(self) -> None:
         """Stop every session (terminating stdio servers) and any pending restart; safe to call twice."""
@@ -95,60 +90,60 @@ class SessionPool:
         """Call ``name`` on the least-loaded live session, healing expired and dead sessions on the way (see
         :meth:`~.provider.McpProvider.call_tool`)."""
         account = current_call.get()
-        crashes = deaths = reruns = 0
-        solo = may_have_run = False
-        while True:
-            try:
-                return await self._try(name, arguments, solo=solo, repeat=may_have_run)
-            except _Expired:
-                pass  # the server refused the call without running it
-            except _Died as death:
-                if death.delivered:  # else it found a session that had died before: no run, no crash of its
-                    crashes += death.alone
-                    deaths += 1
-                    if crashes >= _POISON_CRASHES:
-                        raise ToolError(
-                            f"MCP server {self.name!r} crashed {crashes} times while running this call "
-                            "alone; not retried (the arguments may crash the server)"
-                        ) from None
-                    # A server that exited by itself may have been crashed by this call: re-run it alone. One
-                    # killed from outside was not: re-run it beside the others, unless it saw that twice.
-                    may_have_run, solo = True, solo or death.blamed or deaths >= _POISON_CRASHES
-            except TransportError as down:  # no session opened: this try never left, an earlier one may have
-                if may_have_run and not down.delivered:
-                    raise TransportError(*down.args, delivered=True) from None
-                raise
-            reruns += 1
-            if reruns > _MAX_RERUNS:
-                raise TransportError(f"MCP server {self.name!r} lost {reruns} sessions under this call")
-            if account is not None:
-                account.attempts += 1
+        call = PoolCall()
+        tries = reruns = 0
+        may_have_run = False
+        try:
+            while True:
+                if tries and account is not None:
+                    account.attempts += 1
+                tries += 1
+                try:
+                    return await self._try(call, name, arguments, repeat=may_have_run)
+                except _Expired:
+                    pass  # the server refused the call without running it
+                except _Died as death:
+                    if death.delivered:  # else it found a session that had died before: no run of it
+                        if call.crashes >= POISON_CRASHES:
+                            raise ToolError(
+                                f"MCP server {self.name!r} crashed {call.crashes} times while running this "
+                                "call alone; not retried (the arguments may crash the server)"
+                            ) from None
+                        may_have_run = True
+                        if death.grouped:
+                            continue  # bounded by the halving of its group, not by _MAX_RERUNS
+                except TransportError as down:  # no session opened: this try never left, an earlier one may
+                    if may_have_run and not down.delivered:
+                        raise TransportError(*down.args, delivered=True) from None
+                    raise
+                reruns += 1
+                if reruns > _MAX_RERUNS:
+                    raise TransportError(f"MCP server {self.name!r} lost {reruns} sessions under this call")
+        finally:
+            call.join(None)
 
-    async def _try(self, name: str, arguments: dict[str, Any], solo: bool, repeat: bool) -> Any:
-        """One try on a picked session; a session that expired or died under it is reopened, and the try
-        raises :class:`_Expired` or :class:`_Died`."""
-        session, client = await self.pick(name)
+    async def _try(self, call: PoolCall, name: str, arguments: dict[str, Any], repeat: bool) -> Any:
+        """One try on a picked session (the seat of the call's group, if it runs in one); a session that
+        expired or died under it is reopened, and the try raises :class:`_Expired` or :class:`_Died`."""
+        group = call.group
+        if group is None:
+            session, client = await self.pick(name)
+        else:
+            session, client = await group.seat(lambda: self.pick(name))
         try:
             return await call_once(
-                session, client, name, arguments, solo=solo, repeat=repeat,
+                session, client, name, arguments, call=call, repeat=repeat,
                 max_result_mb=self.config.max_result_mb, on_unanswered=self._unanswered,
             )  # fmt: skip
         except Lost as lost:
-            process = session.link.process  # before the restart lets go of it
             self._lost(session, client, lost.cause)
             if lost.expired:
                 raise _Expired from None
-            death = self._died(session, client, lost)
-        if death.delivered and process is not None:
-            death.blamed = not await _killed(process)
-        raise death
-
-    def _died(self, session: Session, client: ClientSession, lost: Lost) -> _Died:
-        """Whether the try was alone on the dead session and whether the call may have reached the server
-        (not when it was sent after the server hung up, nor when its HTTP request was refused)."""
-        witnesses = session.witnesses.get(client, frozenset({lost.marker}))
-        delivered = not (lost.sent_after_close or lost.marker.refused)
-        return _Died(alone=witnesses <= {lost.marker}, delivered=delivered)
+            delivered = not (lost.sent_after_close or lost.marker.refused)
+            if client not in self._judged:  # the first call to learn of this death judges it for all
+                self._judged.add(client)
+                judge(session.witnesses.pop(client, {call} if delivered else set()))
+            raise _Died(delivered, grouped=group is not None) from None
 
     async def pick(self, name: str) -> tuple[Session, ClientSession]:
         """The live, unreserved session offering tool ``name`` with the fewest calls in flight; waits for a
@@ -176,7 +171,7 @@ class SessionPool:
                 session = min(free, key=lambda s: len(s.in_flight))
                 assert session.client is not None
                 return session, session.client
-            await asyncio.sleep(0.02)  # every live session runs a solo re-run; they are short and rare
+            await asyncio.sleep(0.02)  # every live session is held by a group of suspects; they are rare
 
     async def _live(self) -> list[Session]:
         """The live sessions, once any reopening is done when none is live; :class:`TransportError` if none."""
@@ -241,13 +236,3 @@ class SessionPool:
             task = asyncio.create_task(session.restart(), name=f"mcp-restart-{session.label}")
             self._restarts[session] = task
             task.add_done_callback(lambda _: self._restarts.pop(session, None))
-
-
-async def _killed(process: Process) -> bool:
-    """Whether a stdio server that died was killed by a signal from outside (see :data:`_KILLED_BY`), by
-    its exit status, which may arrive a moment after its stdout closed."""
-    with anyio.move_on_after(_EXIT_STATUS_WAIT_S):
-        while process.returncode is None:
-            await anyio.sleep(0.01)
-    code = process.returncode
-    return code is not None and code < 0 and -code in _KILLED_BY

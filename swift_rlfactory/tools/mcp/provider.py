@@ -16,6 +16,7 @@ from ..base import Tool, ToolSpec
 from .config import McpConfig, McpServerConfig
 from .errors import describe, endpoint
 from .healing import SessionPool
+from .leases import TrajectoryLeases
 from .listing import schema_chars, warn_if_large
 from .session import Session
 
@@ -69,6 +70,7 @@ class McpTool:
         self.provider = provider
         self.spec = spec
         self.timeout_s = provider.config.call_timeout_s
+        self.per_trajectory = provider.per_trajectory  # its results depend on the trajectory: never cached
 
     async def call(self, arguments: dict[str, Any]) -> Any:
         """Call the tool on the server; see :meth:`McpProvider.call_tool`."""
@@ -79,7 +81,9 @@ class McpProvider:
     """Tools of one MCP server, reached through ``config.sessions`` parallel client sessions.
 
     A call goes to the live session with the fewest calls in flight; one provider serves every trajectory
-    its process runs, so what a server remembers between calls is shared by all of them.
+    its process runs, so what a server remembers between calls is shared by all of them. With ``scope:
+    trajectory`` each live trajectory has a session of its own instead (:class:`~.leases.TrajectoryLeases`),
+    and the provider is a :class:`~..episode_state.PerTrajectory` backend of the episode lifecycle.
 
     Args:
         name: the server's key in ``mcpServers``; names it in errors and prefixes clashing tool names.
@@ -94,6 +98,7 @@ class McpProvider:
         self.config = config
         self.roots = tuple(Path(root).resolve() for root in roots)
         self._pool = SessionPool(name, config, [])
+        self._leases = TrajectoryLeases(name, config, self.roots) if self.per_trajectory else None
         self._shown: frozenset[str] = frozenset()
         self._schema_chars = 0
 
@@ -104,19 +109,20 @@ class McpProvider:
             self.config.check_startable()
         except ValueError as exc:
             raise RuntimeError(redact(f"MCP server {self.name!r} cannot start: {exc}")) from None
-        sessions = [Session(f"{self.name}#{i}", self.config, self.roots) for i in range(self.config.sessions)]
-        self._pool = SessionPool(self.name, self.config, sessions)  # made on the running loop
         try:
-            await asyncio.gather(*(session.open() for session in sessions))
+            first = await self._open()
         except Exception as exc:
             await self.close()
             where, why = endpoint(self.config), describe(exc, stdio=self.config.kind == "stdio")
             raise RuntimeError(redact(f"MCP server {self.name!r} ({where}) failed to start: {why}")) from None
-        for note in sessions[0].notes:  # every session lists the same tools: say it once
+        for note in first.notes:  # every session lists the same tools: say it once
             logger.warning("MCP server %r: %s", self.name, note)
-        offered = list(sessions[0].tools.values())
+        offered = list(first.tools.values())
         try:
             kept = set(self.config.select_tools([spec.name for spec in offered]))
+            reset = self.config.reset_tool
+            if reset is not None and reset not in first.tools:
+                raise ValueError(f"reset_tool names {reset!r}, which the server does not offer")
         except ValueError as exc:  # a filter naming a tool that is not there: fail now, naming the field
             await self.close()
             raise RuntimeError(f"MCP server {self.name!r}: {exc}") from None
@@ -125,6 +131,30 @@ class McpProvider:
         self._schema_chars = schema_chars(tool.spec for tool in tools)
         warn_if_large(self.name, [tool.spec for tool in tools])
         return tools
+
+    async def _open(self) -> Session:
+        """Open the shared sessions, or (scope trajectory) a first one to list the tools; the first one."""
+        if self._leases is not None:
+            return await self._leases.start()
+        sessions = [Session(f"{self.name}#{i}", self.config, self.roots) for i in range(self.config.sessions)]
+        self._pool = SessionPool(self.name, self.config, sessions)  # made on the running loop
+        await asyncio.gather(*(session.open() for session in sessions))
+        return sessions[0]
+
+    @property
+    def per_trajectory(self) -> bool:
+        """Whether the entry says ``scope: trajectory``: a session of its own for each live trajectory."""
+        return self.config.scope == "trajectory"
+
+    def begin(self, key: str) -> None:
+        """Trajectory ``key`` is live (scope trajectory): its first call takes a session of its own."""
+        if self._leases is not None:
+            self._leases.begin(key)
+
+    async def end(self, key: str) -> None:
+        """Trajectory ``key`` ended: its session is closed, or its process reset for the next lease."""
+        if self._leases is not None:
+            await self._leases.end(key)
 
     async def late_tool(self, name: str) -> Tool | None:
         """Tool ``name`` if the server began to offer it after start-up (it sent
@@ -142,6 +172,8 @@ class McpProvider:
     async def close(self) -> None:
         """Stop every session (terminating stdio servers) and any pending restart; safe to call twice."""
         await self._pool.close()
+        if self._leases is not None:
+            await self._leases.close()
 
     @property
     def schema_chars(self) -> int:
@@ -152,7 +184,13 @@ class McpProvider:
     @property
     def pids(self) -> list[int]:
         """Process ids of the live stdio server processes (empty for remote servers)."""
-        return [s.pid for s in self._pool.sessions if s.pid is not None]
+        pids = [s.pid for s in self._pool.sessions if s.pid is not None]
+        return pids + (self._leases.pids if self._leases is not None else [])
+
+    @property
+    def leases(self) -> TrajectoryLeases | None:
+        """The per-trajectory sessions (scope trajectory), else ``None``."""
+        return self._leases
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """Call ``name`` on the least-loaded live session, healing expired and dead sessions on the way.
@@ -161,6 +199,9 @@ class McpProvider:
         structured content when the server sent only that (the value itself when that is ``{"result":
         value}``, how SDK and FastMCP servers wrap a value that is no object). Raises :class:`ToolError` when
         the server answered with an error (or the call crashed the server twice by itself) and
-        :class:`TransportError` when the server could not be reached.
+        :class:`TransportError` when the server could not be reached. With ``scope: trajectory`` the call
+        goes to the session of the trajectory whose calls run in this context (:meth:`.TrajectoryLeases.call`).
         """
+        if self._leases is not None:
+            return await self._leases.call(name, sendable(arguments))
         return await self._pool.call(name, sendable(arguments))

@@ -46,8 +46,8 @@ class Session:
         self._changed = 0  # list_changed notifications received
         self._listed = 0  # how many of them the list in ``tools`` reflects
         self._listing_done = asyncio.Event()  # set (and replaced) as each relisting ends
-        self.in_flight: set[object] = set()
-        self.reserved = False
+        self.in_flight: set[object] = set()  # the calls the server may be running now
+        self.reserved = False  # held by a group of suspects (see .isolation): no other call is sent here
         self.unanswered = 0  # calls in a row given up on before the current client replied to any
         self.witnesses: dict[ClientSession, frozenset[object]] = {}
         self.error: BaseException | None = None

@@ -105,8 +105,9 @@ class Sandbox:
         self.bwrap = bwrap or shutil.which("bwrap")
         self.setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
 
-    def command(self, argv: Sequence[str]) -> list[str]:
-        """The full command line that runs ``argv`` in the sandbox."""
+    def command(self, argv: Sequence[str], cpu_hard_s: int | None = None) -> list[str]:
+        """The full command line that runs ``argv`` in the sandbox; ``cpu_hard_s`` raises the hard CPU limit
+        above ``cpu_s + 1`` (a persistent interpreter sets its soft limit per call)."""
         if not self.bwrap:
             raise SandboxUnavailable(
                 f"bwrap (bubblewrap) is not on PATH, and the run_python sandbox needs it: {INSTALL_HINT}"
@@ -141,7 +142,7 @@ class Sandbox:
             "--hostname", "sandbox",
             "--chdir", "/tmp",
             "prlimit",
-            f"--cpu={lim.cpu_s}:{lim.cpu_s + 1}",
+            f"--cpu={lim.cpu_s}:{cpu_hard_s or lim.cpu_s + 1}",
             f"--as={lim.memory_mb * MB}",
             f"--nproc={lim.max_processes}",
             f"--fsize={lim.tmp_mb * MB}",
@@ -168,7 +169,7 @@ class Sandbox:
             env=dict(env or SANDBOX_ENV),
             start_new_session=True,  # its own process group, killed as one
         )
-        output = _CappedOutput(lim.max_output_bytes, on_overflow=lambda: _kill(proc))
+        output = _CappedOutput(lim.max_output_bytes, on_overflow=lambda: kill_group(proc))
         timed_out = False
         try:
             async with asyncio.timeout(lim.timeout_s):
@@ -182,7 +183,7 @@ class Sandbox:
             timed_out = True
         finally:
             if proc.returncode is None:
-                _kill(proc)
+                kill_group(proc)
                 await asyncio.shield(proc.wait())
         return SandboxResult(
             stdout=output.text("stdout"),
@@ -248,7 +249,7 @@ async def _feed(pipe: asyncio.StreamWriter | None, data: bytes) -> None:
         pass
 
 
-def _kill(proc: asyncio.subprocess.Process) -> None:
+def kill_group(proc: asyncio.subprocess.Process) -> None:
     """SIGKILL the sandbox's process group; its PID namespace takes every process inside with it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)

@@ -1,4 +1,5 @@
-"""``run_python``: the built-in code interpreter tool, one fresh sandbox per call.
+"""``run_python``: the built-in code interpreter tool, one fresh sandbox per call, or with ``persistent:
+true`` one long-lived sandboxed interpreter per trajectory.
 
 How it is enabled, what the model sees and what start-up checks: docs/tools.md ("run_python").
 """
@@ -12,7 +13,9 @@ from typing import Any
 from pydantic import Field
 
 from ..base import Tool, ToolError, ToolSpec
+from ..episode_state import current_episode
 from .runner import SANDBOX_UID, Sandbox, SandboxLimits, SandboxResult, SandboxUnavailable
+from .session import InterpreterPool
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +46,11 @@ DESCRIPTION = (
     "print() every value you want to see. No network; only /tmp is writable and nothing is kept between "
     "calls. Limits: {timeout_s:g} s, {memory_mb} MB."
 )
+PERSISTENT_DESCRIPTION = (
+    "Run Python 3 code in this conversation's own interpreter and return what it prints (stdout, then "
+    "stderr), then the value of a final expression. Variables, imports and files in /tmp are kept between "
+    "calls. No network; only /tmp is writable. Limits per call: {timeout_s:g} s, {memory_mb} MB."
+)
 
 
 class RunPythonConfig(SandboxLimits):
@@ -51,6 +59,16 @@ class RunPythonConfig(SandboxLimits):
     python: str | None = Field(
         default=None,
         description="interpreter inside the sandbox; default: this one, else /usr/local/bin or /usr/bin python3",
+    )
+    persistent: bool = Field(
+        default=False, description="one interpreter per trajectory, kept between its calls, killed at its end"
+    )
+    max_live: int = Field(default=64, gt=0, description="persistent: interpreters alive at once")
+    max_live_wait_s: float = Field(
+        default=30.0, ge=0, description="persistent: how long a new trajectory waits for a free interpreter"
+    )
+    session_cpu_s: int = Field(
+        default=600, gt=0, description="persistent: CPU seconds of one interpreter over its whole life"
     )
 
 
@@ -75,19 +93,59 @@ class RunPythonTool:
 
     async def call(self, arguments: dict[str, Any]) -> str:
         """Run ``arguments["code"]``; raises :class:`ToolError` (with the output) unless it exits 0."""
-        code = arguments.get("code")
-        if not isinstance(code, str) or not code.strip():
-            raise ToolError("run_python needs a 'code' argument: the Python program as a string")
-        if extra := sorted(set(arguments) - {"code"}):
-            raise ToolError(f"run_python takes only 'code'; unexpected: {', '.join(extra)}")
-        data = code.encode("utf-8", errors="replace")
-        if len(data) > MAX_CODE_BYTES:
-            raise ToolError(f"the program is {len(data)} bytes; at most {MAX_CODE_BYTES} are accepted")
+        data = _code(arguments).encode("utf-8", errors="replace")
         result = await self.sandbox.run([self.python, "-c", _BOOTSTRAP], stdin=data)
         text = render_result(result)
         if not result.ok:
             raise ToolError(f"{failure(result, self.config)}\n{text}".rstrip())
         return text
+
+
+class PersistentRunPythonTool(RunPythonTool):
+    """``run_python`` with ``persistent: true``: each trajectory's calls run in its own interpreter of
+    ``pool``, found by the trajectory id the executor runs the call under."""
+
+    per_trajectory = True  # its results depend on the trajectory's earlier calls: never cached
+
+    def __init__(self, config: RunPythonConfig, python: str, pool: InterpreterPool):
+        super().__init__(config, python, pool.sandbox)
+        self.pool = pool
+        self.timeout_s = config.timeout_s + config.max_live_wait_s + 5  # waiting for a place counts too
+        self.spec = ToolSpec(
+            name=self.spec.name,
+            description=PERSISTENT_DESCRIPTION.format(timeout_s=config.timeout_s, memory_mb=config.memory_mb),
+            parameters={
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "the Python code to run"}},
+                "required": ["code"],
+            },
+        )
+
+    async def call(self, arguments: dict[str, Any]) -> str:
+        """Run ``arguments["code"]`` in this trajectory's interpreter; raises :class:`ToolError` when it
+        raised, called exit with a non-zero code, or the interpreter had to be restarted."""
+        status, result = await self.pool.run(current_episode.get(), _code(arguments))
+        text = render_result(result)
+        if status == "error":
+            raise ToolError(f"the code raised an exception; the interpreter keeps its variables\n{text}")
+        if status != "ok":
+            raise ToolError(
+                f"the code called sys.{status.replace(' ', '(', 1)}); the interpreter is kept\n{text}"
+            )
+        return text
+
+
+def _code(arguments: dict[str, Any]) -> str:
+    """The ``code`` argument, checked; raises :class:`ToolError` saying what is wrong."""
+    code = arguments.get("code")
+    if not isinstance(code, str) or not code.strip():
+        raise ToolError("run_python needs a 'code' argument: the Python program as a string")
+    if extra := sorted(set(arguments) - {"code"}):
+        raise ToolError(f"run_python takes only 'code'; unexpected: {', '.join(extra)}")
+    size = len(code.encode("utf-8", errors="replace"))
+    if size > MAX_CODE_BYTES:
+        raise ToolError(f"the program is {size} bytes; at most {MAX_CODE_BYTES} are accepted")
+    return code
 
 
 def render_result(result: SandboxResult) -> str:
@@ -113,19 +171,42 @@ def failure(result: SandboxResult, limits: SandboxLimits) -> str:
 
 
 class SandboxProvider:
-    """Provider of ``run_python``: starting it proves the sandbox works here (or raises saying why not)."""
+    """Provider of ``run_python``: starting it proves the sandbox works here (or raises saying why not).
+
+    With ``persistent: true`` it is a per-trajectory backend (``PerTrajectory``): the episode lifecycle calls
+    :meth:`end` with each trajectory id at its teardown, which stops that trajectory's interpreter.
+    """
 
     def __init__(self, config: RunPythonConfig | None = None, name: str = "builtin"):
         self.name = name
         self.config = config or RunPythonConfig()
+        self.per_trajectory = self.config.persistent
+        self.pool: InterpreterPool | None = None
 
     async def start(self) -> list[Tool]:
         """Find an interpreter that runs in the sandbox and return the tool."""
         sandbox = Sandbox(self.config)
-        return [RunPythonTool(self.config, await self._interpreter(sandbox), sandbox)]
+        python = await self._interpreter(sandbox)
+        if not self.config.persistent:
+            return [RunPythonTool(self.config, python, sandbox)]
+        cfg = self.config
+        self.pool = InterpreterPool(
+            sandbox, python, cfg, cfg.max_live, cfg.max_live_wait_s, cfg.session_cpu_s
+        )
+        return [PersistentRunPythonTool(cfg, python, self.pool)]
+
+    def begin(self, key: str) -> None:
+        """Trajectory ``key`` is live; its interpreter starts at its first call."""
+
+    async def end(self, key: str) -> None:
+        """Stop the interpreter of trajectory ``key`` (its episode was torn down)."""
+        if self.pool is not None:
+            await self.pool.release(key)
 
     async def close(self) -> None:
-        """Nothing to release: each call's sandbox is gone when the call returns."""
+        """Stop every persistent interpreter (a fresh sandbox per call is gone when its call returns)."""
+        if self.pool is not None:
+            await self.pool.close()
 
     async def _interpreter(self, sandbox: Sandbox) -> str:
         sandbox.command([])  # bwrap or setpriv missing: say so once, before trying interpreters

@@ -41,7 +41,14 @@ PASSTHROUGH_ENV = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
 )  # fmt: skip
 
-PYTHON_COMMANDS = ("python", "python3")  # started as this interpreter, sys.executable (the stdio transport)
+DEFAULT_POOL = 8  # processes of a stdio server of scope trajectory, when ``pool`` is not given
+DEFAULT_LEASE_TIMEOUT_S = 60.0  # a trajectory's wait for a free process of a full pool
+
+PYTHON_COMMANDS = ("python", "python3")
+
+
+def _unset(value: Any) -> bool:
+    return value is None  # started as this interpreter, sys.executable (the stdio transport)
 
 
 class McpServerConfig(BaseModel):
@@ -87,6 +94,13 @@ class McpServerConfig(BaseModel):
     roots: list[str] | None = (
         None  # None: folders in args, else the env's folder (the provider's roots); []: none
     )
+    # Per-trajectory servers (docs/mcp.md, "Per-trajectory servers"): one session (HTTP) or one leased
+    # process of at most ``pool`` (stdio) per live trajectory, reset by ``reset_tool`` or a restart.
+    # Left out of a dump while unset, so that the tool cache's namespace of an existing entry stays as it was.
+    scope: Literal["shared", "trajectory"] = Field(default="shared", exclude_if=lambda v: v == "shared")
+    pool: int | None = Field(default=None, ge=1, le=1024, exclude_if=_unset)
+    reset_tool: str | None = Field(default=None, min_length=1, exclude_if=_unset)
+    lease_timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, exclude_if=_unset)
 
     @model_validator(mode="before")
     @classmethod
@@ -130,7 +144,37 @@ class McpServerConfig(BaseModel):
             raise ValueError(f"transport {self.transport!r} needs a 'url', not a 'command'")
         if self.url is not None and self.transport == "stdio":
             raise ValueError("transport 'stdio' needs a 'command', not a 'url'")
+        self._check_scope()
         return self
+
+    def _check_scope(self) -> None:
+        """``pool``, ``reset_tool`` and ``lease_timeout_s`` belong to a stdio server of scope trajectory, and
+        ``sessions`` to a shared one (a per-trajectory server has one session per trajectory)."""
+        given = self.model_fields_set
+        if self.scope == "shared":
+            if extra := [k for k in ("pool", "reset_tool", "lease_timeout_s") if k in given]:
+                raise ValueError(f"'{extra[0]}' needs 'scope: trajectory' (this server is shared)")
+            return
+        if "sessions" in given:
+            raise ValueError(
+                "'sessions' is for a shared server; with 'scope: trajectory' each trajectory has its own "
+                "session (a stdio server's processes: 'pool')"
+            )
+        if self.command is None and (extra := [k for k in ("pool", "reset_tool") if k in given]):
+            raise ValueError(
+                f"'{extra[0]}' is for a stdio server; a remote server of scope trajectory opens one "
+                "session per trajectory"
+            )
+
+    @property
+    def pool_size(self) -> int:
+        """Processes a stdio server of scope trajectory may run at once (``pool``, default 8)."""
+        return self.pool if self.pool is not None else DEFAULT_POOL
+
+    @property
+    def lease_wait_s(self) -> float:
+        """How long a trajectory waits for a free process of a full pool (``lease_timeout_s``, default 60)."""
+        return self.lease_timeout_s if self.lease_timeout_s is not None else DEFAULT_LEASE_TIMEOUT_S
 
     @property
     def kind(self) -> Literal["stdio", "sse", "streamable-http", "auto"]:

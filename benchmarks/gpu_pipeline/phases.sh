@@ -1,0 +1,32 @@
+# Sourced by the GPU pipelines (pipeline.sh, benchmarks/deepsearch/issue30.sh): time against DEADLINE, phases
+# recorded in R/phases.tsv (retried once after a failure while time allows), commands beside a running one,
+# and R/gpu.csv, GPU memory and load every 10 s (its sampler's pid in $monitor). Needs R, T0, DEADLINE,
+# RETRY_PAUSE and POLL set by the script that sources it.
+elapsed() { echo $(( $(date +%s) - T0 )); }
+left() { echo $(( DEADLINE - $(elapsed) )); }
+
+phase() {  # NAME CMD...: run CMD, record it in phases.tsv; retry once after a failure if > 4 min are left
+  local name=$1 start rc; shift
+  start=$(elapsed); printf '%s\tstart\t%s\n' "$name" "$start" >> "$R/phases.tsv"
+  "$@" >> "$R/$name.out" 2>&1; rc=$?
+  if [ "$rc" -ne 0 ] && [ "$(left)" -gt 240 ]; then
+    printf '%s\tretry\t%s\t%s\n' "$name" "$(elapsed)" "$rc" >> "$R/phases.tsv"
+    sleep "$RETRY_PAUSE"; "$@" >> "$R/$name.out" 2>&1; rc=$?
+  fi
+  printf '%s\tend\t%s\trc=%s\t%ss\n' "$name" "$(elapsed)" "$rc" $(( $(elapsed) - start )) >> "$R/phases.tsv"
+  return "$rc"
+}
+beside() {  # PID INTERVAL CMD...: while PID lives, run CMD at most every INTERVAL s (evaluations beside training)
+  local pid=$1 every=$2 last; shift 2
+  last=$(elapsed)
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ $(( $(elapsed) - last )) -ge "$every" ]; then "$@" || true; last=$(elapsed); fi
+    sleep "$POLL"
+  done
+}
+train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); }
+
+(while sleep 10; do
+   printf '%s,%s\n' "$(elapsed)" "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ')"
+ done >> "$R/gpu.csv") & monitor=$!
+
