@@ -1,7 +1,8 @@
-"""The customer-service example: the oracle agent talking with the scripted customer through the
-environment's real tools, episode states and rewards reaches every goal within the policy; an agent that
-skips the confirmation or the identification is charged a violation; trajectories of one row keep their
-shops apart; the data is deterministic."""
+"""The customer-service example: the oracle agent talking with the scripted customer (the environment's
+``user:``) through the episode loop eval runs, with the real tools, episode states and rewards, reaches every
+goal within the policy; an agent that skips the confirmation or the identification is charged a violation;
+trajectories of one row keep their shops apart; the data is deterministic; the model-customer environment
+differs from env.yaml only in its customer."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import json
 import sys
 
 import pytest
+import yaml
 
 from swift_rlfactory.env.environment import Environment
+from swift_rlfactory.rollout.episode import Generation, run_episode
 from swift_rlfactory.trajectory import Trajectory
 
 from .conftest import ROOT
@@ -20,7 +23,7 @@ EXAMPLE = ROOT / "examples" / "customer_service"
 sys.path.insert(0, str(EXAMPLE))
 import build_data  # noqa: E402
 import users  # noqa: E402
-from shop.oracle import Oracle, call, converse, script  # noqa: E402
+from shop.oracle import call, oracle, script  # noqa: E402
 from shop.tasks import OOD_TYPES, TRAIN_TYPES  # noqa: E402
 from shop.world import make_world  # noqa: E402
 
@@ -36,11 +39,23 @@ def fields(row: dict) -> dict:
     return {k: v for k, v in row.items() if k != "messages"}
 
 
-async def play(env: Environment, row: dict, agent, key: str) -> Trajectory:
-    """One conversation of ``agent`` with the scripted customer, scored before its state is torn down."""
+def scripted(turns) -> callable:
+    """An engine that says ``turns`` in order, then keeps asking."""
+    turns = iter(turns)
+
+    async def generate(messages):
+        return Generation(next(turns, "How can I help?"))
+
+    return generate
+
+
+async def play(env: Environment, row: dict, generate, key: str) -> Trajectory:
+    """One conversation of ``generate`` with the environment's customer, scored before its state is torn down."""
+    prompt = [{"role": "system", "content": env.system_prompt}, *row["messages"]]
     async with env.episodes.scope(key, fields(row)) as state:
-        messages = await converse(env, row, state, agent, lambda m: users.reply(row["user_goal"], m))
-        trajectory = Trajectory(messages=messages, row=fields(row), state=state)
+        trajectory = await run_episode(
+            prompt, generate, env.executor, env.max_turns, row=fields(row), state=state, user=env.user
+        )
         trajectory.tool_env = env
         await env.reward.ascore([trajectory])
     return trajectory
@@ -61,9 +76,9 @@ def test_the_oracle_reaches_every_goal_type_within_the_policy(env):
     picked += [r for t in OOD_TYPES for r in [r for r in rows_of("ood") if r["task_type"] == t][:3]]
     assert {r["task_type"] for r in picked} == set(TRAIN_TYPES + OOD_TYPES)
     for i, row in enumerate(picked):
-        trajectory = asyncio.run(play(env, row, Oracle(row["user_goal"]), f"oracle-{i}"))
+        trajectory = asyncio.run(play(env, row, oracle(row["user_goal"]), f"oracle-{i}"))
         assert terms(trajectory) == {"goal": 1.0, "policy": 1.0, "violations": 0.0, "format": 1.0}, row
-        assert users.STOP in trajectory.messages[-1]["content"]
+        assert trajectory.stop_reason == "user_stop" and len(trajectory.user_calls) >= 3
     assert env.episodes.live == 0
 
 
@@ -71,12 +86,11 @@ def test_acting_before_confirmation_or_identification_is_a_violation(env):
     row = next(r for r in rows_of("test") if r["task_type"] == "cancel")
     goal = row["user_goal"]
     hasty = [t for t in script(goal) if "Please confirm" not in t]  # cancels without asking
-    turns = iter(hasty)
-    trajectory = asyncio.run(play(env, row, lambda m: next(turns), "hasty"))
+    trajectory = asyncio.run(play(env, row, scripted(hasty), "hasty"))
     assert terms(trajectory) == {"goal": 1.0, "policy": 0.0, "violations": 1.0, "format": 1.0}
     # cancelling first thing: neither identified nor confirmed (two violations), then the goal is done
-    reckless = iter([call("cancel_order", order_id=goal["order_id"]), "Done. Anything else?"])
-    trajectory = asyncio.run(play(env, row, lambda m: next(reckless), "reckless"))
+    reckless = [call("cancel_order", order_id=goal["order_id"]), "Done. Anything else?"]
+    trajectory = asyncio.run(play(env, row, scripted(reckless), "reckless"))
     assert terms(trajectory)["violations"] == 2.0 and terms(trajectory)["policy"] == 0.0
     # the customer's yes to a change it did not ask for is a no
     other = next(o for o in make_world(row["world_seed"])["orders"] if o != goal["order_id"])
@@ -84,7 +98,7 @@ def test_acting_before_confirmation_or_identification_is_a_violation(env):
     assert users.reply(goal, asked).startswith("No,")
     # a decline is not reached by doing nothing: the agent must offer the cancellation the customer declines
     decline = next(r for r in rows_of("ood") if r["task_type"] == "decline")
-    trajectory = asyncio.run(play(env, decline, lambda m: "How can I help?", "idle-decline"))
+    trajectory = asyncio.run(play(env, decline, scripted([]), "idle-decline"))
     assert terms(trajectory)["goal"] == 0.0
 
 
@@ -93,8 +107,7 @@ def test_two_trajectories_of_one_row_keep_their_shops_apart(env):
 
     async def both():
         return await asyncio.gather(
-            play(env, row, Oracle(row["user_goal"]), "same-row-a"),
-            play(env, row, lambda m: "Could you tell me more?", "same-row-b"),
+            play(env, row, oracle(row["user_goal"]), "same-row-a"), play(env, row, scripted([]), "same-row-b")
         )
 
     done, untouched = asyncio.run(both())
@@ -112,3 +125,12 @@ def test_the_data_is_deterministic_and_held_out():
     assert {r["task_type"] for r in built["train"]} == set(TRAIN_TYPES)
     assert {r["task_type"] for r in built["ood"]} == set(OOD_TYPES)
     assert make_world(7) == make_world(7)
+
+
+def test_the_model_customer_environment_differs_from_env_yaml_only_in_its_customer():
+    scripted_env, model_env = (
+        yaml.safe_load((EXAMPLE / f).read_text()) for f in ("env.yaml", "env_model_user.yaml")
+    )
+    assert scripted_env.pop("user")["scripted"] == "users.py:Customer"
+    assert model_env.pop("user")["base_url"] == "${USER_BASE_URL}"
+    assert scripted_env == model_env

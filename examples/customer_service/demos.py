@@ -1,8 +1,9 @@
 """Scripted demonstrations for SFT: the oracle agent (shop/oracle.py) talking with the scripted customer.
 
-Each of the first ``--n`` train rows becomes one conversation run against the environment's real tools on
-its own episode state: the customer's turns included, the tool observations exactly as the rollout shows
-them, and the customer's final stop message left out (SFT rows end on an assistant turn). A conversation
+Each of the first ``--n`` train rows becomes one conversation through the episode loop training and eval
+run (``run_episode``), with the environment's real tools on its own episode state and its own customer
+(``user:``, the scripted one of env.yaml): the customer's turns included, the tool observations exactly as
+the rollout shows them, and the customer's final stop message left out (SFT rows end on an assistant turn). A conversation
 is kept only when it reaches the goal without a policy violation. The system message is the one the
 ``rlfactory`` scheduler puts in front of every rollout: the environment's prompt with the tool schemas
 rendered by the template's agent template (``--template``), so SFT and GRPO see one prompt format.
@@ -18,30 +19,33 @@ import json
 from pathlib import Path
 from typing import Any
 
-from shop.oracle import STOP, Oracle, converse
+from shop.oracle import oracle
 from shop.rewards import goal, violation_count
-from users import reply
 
 from swift_rlfactory.adapters.swift_template import template_by_name, with_system_prompt
 from swift_rlfactory.env.environment import Environment
-from swift_rlfactory.trajectory import Trajectory
+from swift_rlfactory.rollout.episode import run_episode
 
 HERE = Path(__file__).parent
 
 
 async def demonstrations(env: Environment, rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The oracle's conversation for each row that reached its goal within the policy (system message left out)."""
+    """The oracle's conversation for each row that reached its goal within the policy, heard by the
+    environment's own customer (``user:``), without the system message and the customer's stop message."""
     kept = []
     for i, row in enumerate(rows):
         fields = {k: v for k, v in row.items() if k != "messages"}
         async with env.episodes.scope(f"demo-{i}", fields) as state:
-            messages = await converse(
-                env, row, state, Oracle(row["user_goal"]), lambda m, g=row["user_goal"]: reply(g, m)
-            )
-            trajectory = Trajectory(messages=messages, row=fields, state=state)
-            if goal(trajectory) == 1.0 and violation_count(trajectory) == 0:
-                end = len(messages) - (STOP in messages[-1]["content"])
-                kept.append(messages[1:end])
+            trajectory = await run_episode(
+                row["messages"], oracle(row["user_goal"]), env.executor, env.max_turns,
+                row=fields, state=state, user=env.user,
+            )  # fmt: skip
+            if (
+                trajectory.stop_reason == "user_stop"
+                and goal(trajectory) == 1.0
+                and not violation_count(trajectory)
+            ):
+                kept.append(trajectory.messages[:-1])
     return kept
 
 

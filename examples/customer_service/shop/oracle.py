@@ -1,21 +1,17 @@
 """The oracle agent: the conversation a good agent has for a goal, for the demonstrations and the tests.
 
-``Oracle(goal)`` is called with the conversation and returns the next assistant turn: a question to the
-customer or a tool call, in the order the policy asks (identify, find the order, read it, confirm, act,
-report). Every value it writes was said by the customer or shown by a tool earlier in the conversation.
-``converse`` plays an agent against a user with the environment's real tools on one episode state.
+``oracle(goal)`` is an engine for the episode loop (``run_episode``): each call returns the next assistant
+turn, a question to the customer or a tool call, in the order the policy asks (identify, find the order,
+read it, confirm, act, report). Every value it writes was said by the customer or shown by a tool earlier
+in the conversation.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-from swift_rlfactory.rollout.episode import plan_turn, tool_messages
-
-STOP = "###STOP###"
-Turn = Callable[[list[dict[str, Any]]], str]
+from swift_rlfactory.rollout.episode import Generate, Generation
 
 
 def call(tool: str, **arguments: Any) -> str:
@@ -78,32 +74,12 @@ def script(goal: dict[str, Any]) -> list[str]:
     return [*turns, call("get_order", order_id=goal["order_id"]), *_act(goal)]
 
 
-class Oracle:
-    """The oracle agent for one goal: each call returns its next scripted turn."""
+def oracle(goal: dict[str, Any]) -> Generate:
+    """The oracle agent for one goal, as the episode loop calls an engine: each call its next scripted turn
+    (the conversation is not read: the scripted customer's answers are known in advance)."""
+    turns = iter(script(goal))
 
-    def __init__(self, goal: dict[str, Any]):
-        self.turns = iter(script(goal))
+    async def generate(messages: list[dict[str, Any]]) -> Generation:
+        return Generation(next(turns, "Is there anything else I can help with?"))
 
-    def __call__(self, messages: list[dict[str, Any]]) -> str:
-        """The next assistant turn (the conversation is not read: the script already follows it)."""
-        return next(self.turns, "Is there anything else I can help with?")
-
-
-async def converse(
-    env: Any, row: dict[str, Any], state: Any, agent: Turn, user: Turn, max_turns: int = 16
-) -> list[dict[str, Any]]:
-    """The conversation of ``agent`` and ``user`` on ``state``: the row's messages, then turns until the user
-    says the stop marker or ``max_turns`` assistant turns; tool calls run through ``env.executor``."""
-    messages = [{"role": "system", "content": env.system_prompt}, *row["messages"]]
-    for turn in range(1, max_turns + 1):
-        text = agent(messages)
-        messages.append({"role": "assistant", "content": text})
-        plan = plan_turn(text, turn, max_turns)
-        if plan.calls:
-            messages.extend(tool_messages(await env.executor.aexecute(plan.calls, state)))
-            continue
-        said = user(messages)
-        messages.append({"role": "user", "content": said})
-        if STOP in said:
-            break
-    return messages
+    return generate
