@@ -1,0 +1,101 @@
+"""The scripted customer: answers the agent from the hidden goal (``user_goal``), deterministically.
+
+It gives what it is asked for (email or name and zip, the order id or a description of the order, the
+item and option, the new address), says yes to a confirmation only when it names the goal's order and
+change (and the goal confirms), and ends with the stop marker once the goal is done, declined, or the
+agent transferred it. The ``user:`` block of env.yaml names it as ``users.py:Customer``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STOP = "###STOP###"
+DONE = {  # how a tool observation reports each goal done
+    "cancel": " cancelled;",
+    "return": " return requested ",
+    "exchange": " is now ",
+    "address": " will ship to ",
+}
+CONFIRM_WORDS = ("confirm", "yes/no", "(yes or no)", "shall i", "should i", "do you want me")
+
+
+def _last(messages: list[dict[str, Any]], role: str) -> str:
+    return next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == role), "")
+
+
+def _done(goal: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
+    tools = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
+    if any(t.startswith("transferred") for t in tools):
+        return True
+    kind = goal["type"]
+    if kind in DONE:
+        return any(t.startswith(goal["order_id"]) and DONE[kind] in t for t in tools)
+    if kind == "status":
+        said = _last(messages, "assistant")
+        return goal["status"] in said and goal["total"] in said
+    if kind == "decline":
+        return any(m.get("role") == "user" and str(m.get("content")).startswith("No,") for m in messages)
+    return False
+
+
+def _matches(goal: dict[str, Any], text: str) -> bool:
+    """Whether a confirmation question describes exactly the goal's change."""
+    if goal["order_id"] not in text:
+        return False
+    kind, lower = goal["type"], text.lower()
+    if kind in ("cancel", "decline", "cancel_shipped"):
+        return "cancel" in lower
+    if kind == "return":
+        return "return" in lower and all(item in text for item in goal["items"])
+    if kind == "exchange":
+        return goal["item_id"] in text and f" {goal['new_option'].lower()}" in lower
+    if kind == "address":
+        return goal["address"] in text
+    return False
+
+
+def _identity(goal: dict[str, Any], asked: str) -> str:
+    if goal["identify_by"] == "email" and "email" in asked:
+        return f"My email is {goal['email']}."
+    return f"I don't remember which email I used. My name is {goal['name']} and my zip code is {goal['zip']}."
+
+
+def _request(goal: dict[str, Any]) -> str:
+    kind = goal["type"]
+    if kind == "return":
+        return f"I'd like to return the {' and the '.join(goal['item_names'])}."
+    if kind == "exchange":
+        return f"The {goal['item_name']}: I'd like it in {goal['new_option']} instead."
+    if kind == "address":
+        return f"Please ship it to {goal['address']}."
+    return goal["opening"]
+
+
+def reply(goal: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    """The customer's next message, from the goal and the conversation so far."""
+    if _done(goal, messages):
+        return f"Thank you, that's all. {STOP}"
+    asked = _last(messages, "assistant")
+    lower = asked.lower()
+    if any(word in lower for word in CONFIRM_WORDS):
+        if goal["confirm"] and _matches(goal, asked):
+            return "Yes, please go ahead."
+        return "No, please don't do that."
+    if "email" in lower or "zip" in lower or "your name" in lower:
+        return _identity(goal, lower)
+    if "order id" in lower or "order number" in lower or "which order" in lower:
+        if goal["knows_order_id"]:
+            return f"It's order {goal['order_id']}."
+        return f"I don't have the number. It's {goal['description']}."
+    if any(word in lower for word in ("which item", "option", "address", "which product")):
+        return _request(goal)
+    return goal["opening"]
+
+
+class Customer:
+    """The scripted user as the simulated-user hook expects: one instance, ``reply(goal, messages)``."""
+
+    def reply(self, goal: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+        """The customer's next message."""
+        return reply(goal, messages)

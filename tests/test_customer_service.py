@@ -1,0 +1,136 @@
+"""The customer-service example: the oracle agent talking with the scripted customer (the environment's
+``user:``) through the episode loop eval runs, with the real tools, episode states and rewards, reaches every
+goal within the policy; an agent that skips the confirmation or the identification is charged a violation;
+trajectories of one row keep their shops apart; the data is deterministic; the model-customer environment
+differs from env.yaml only in its customer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+import yaml
+
+from swift_rlfactory.env.environment import Environment
+from swift_rlfactory.rollout.episode import Generation, run_episode
+from swift_rlfactory.trajectory import Trajectory
+
+from .conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "customer_service"
+sys.path.insert(0, str(EXAMPLE))
+import build_data  # noqa: E402
+import users  # noqa: E402
+from shop.oracle import call, oracle, script  # noqa: E402
+from shop.tasks import OOD_TYPES, TRAIN_TYPES  # noqa: E402
+from shop.world import make_world  # noqa: E402
+
+TERMS = ("goal", "policy", "violations", "format")
+
+
+def rows_of(split: str) -> list[dict]:
+    with (EXAMPLE / "data" / f"{split}.jsonl").open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def fields(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k != "messages"}
+
+
+def scripted(turns) -> callable:
+    """An engine that says ``turns`` in order, then keeps asking."""
+    turns = iter(turns)
+
+    async def generate(messages):
+        return Generation(next(turns, "How can I help?"))
+
+    return generate
+
+
+async def play(env: Environment, row: dict, generate, key: str) -> Trajectory:
+    """One conversation of ``generate`` with the environment's customer, scored before its state is torn down."""
+    prompt = [{"role": "system", "content": env.system_prompt}, *row["messages"]]
+    async with env.episodes.scope(key, fields(row)) as state:
+        trajectory = await run_episode(
+            prompt, generate, env.executor, env.max_turns, row=fields(row), state=state, user=env.user
+        )
+        trajectory.tool_env = env
+        await env.reward.ascore([trajectory])
+    return trajectory
+
+
+def terms(trajectory: Trajectory) -> dict[str, float]:
+    return {name: trajectory.rewards[f"shop.rewards:{name}"] for name in TERMS}
+
+
+@pytest.fixture(scope="module")
+def env():
+    with Environment.load(EXAMPLE / "env.yaml") as loaded:
+        yield loaded
+
+
+def test_the_oracle_reaches_every_goal_type_within_the_policy(env):
+    picked = [r for t in TRAIN_TYPES for r in [r for r in rows_of("test") if r["task_type"] == t][:3]]
+    picked += [r for t in OOD_TYPES for r in [r for r in rows_of("ood") if r["task_type"] == t][:3]]
+    assert {r["task_type"] for r in picked} == set(TRAIN_TYPES + OOD_TYPES)
+    for i, row in enumerate(picked):
+        trajectory = asyncio.run(play(env, row, oracle(row["user_goal"]), f"oracle-{i}"))
+        assert terms(trajectory) == {"goal": 1.0, "policy": 1.0, "violations": 0.0, "format": 1.0}, row
+        assert trajectory.stop_reason == "user_stop" and len(trajectory.user_calls) >= 3
+    assert env.episodes.live == 0
+
+
+def test_acting_before_confirmation_or_identification_is_a_violation(env):
+    row = next(r for r in rows_of("test") if r["task_type"] == "cancel")
+    goal = row["user_goal"]
+    hasty = [t for t in script(goal) if "Please confirm" not in t]  # cancels without asking
+    trajectory = asyncio.run(play(env, row, scripted(hasty), "hasty"))
+    assert terms(trajectory) == {"goal": 1.0, "policy": 0.0, "violations": 1.0, "format": 1.0}
+    # cancelling first thing: neither identified nor confirmed (two violations), then the goal is done
+    reckless = [call("cancel_order", order_id=goal["order_id"]), "Done. Anything else?"]
+    trajectory = asyncio.run(play(env, row, scripted(reckless), "reckless"))
+    assert terms(trajectory)["violations"] == 2.0 and terms(trajectory)["policy"] == 0.0
+    # the customer's yes to a change it did not ask for is a no
+    other = next(o for o in make_world(row["world_seed"])["orders"] if o != goal["order_id"])
+    asked = [{"role": "assistant", "content": f"Please confirm: cancel order {other} (yes/no)?"}]
+    assert users.reply(goal, asked).startswith("No,")
+    # a decline is not reached by doing nothing: the agent must offer the cancellation the customer declines
+    decline = next(r for r in rows_of("ood") if r["task_type"] == "decline")
+    trajectory = asyncio.run(play(env, decline, scripted([]), "idle-decline"))
+    assert terms(trajectory)["goal"] == 0.0
+
+
+def test_two_trajectories_of_one_row_keep_their_shops_apart(env):
+    row = next(r for r in rows_of("test") if r["task_type"] == "cancel")
+
+    async def both():
+        return await asyncio.gather(
+            play(env, row, oracle(row["user_goal"]), "same-row-a"), play(env, row, scripted([]), "same-row-b")
+        )
+
+    done, untouched = asyncio.run(both())
+    assert terms(done)["goal"] == 1.0 and terms(untouched)["goal"] == 0.0
+    assert done.state["orders"][row["user_goal"]["order_id"]]["status"] == "cancelled"
+    assert untouched.state["orders"] == make_world(row["world_seed"])["orders"]
+
+
+def test_the_data_is_deterministic_and_held_out():
+    built = build_data.build(0, 2000, 200, 100)
+    for split in ("train", "test", "ood"):
+        assert built[split] == rows_of(split), split
+    train_worlds = {r["world_seed"] for r in built["train"]}
+    assert not train_worlds & {r["world_seed"] for r in built["test"] + built["ood"]}
+    assert {r["task_type"] for r in built["train"]} == set(TRAIN_TYPES)
+    assert {r["task_type"] for r in built["ood"]} == set(OOD_TYPES)
+    assert make_world(7) == make_world(7)
+
+
+def test_the_model_customer_environment_differs_from_env_yaml_only_in_its_customer():
+    scripted_env, model_env = (
+        yaml.safe_load((EXAMPLE / f).read_text()) for f in ("env.yaml", "env_model_user.yaml")
+    )
+    assert scripted_env.pop("user")["scripted"] == "users.py:Customer"
+    assert model_env.pop("user")["base_url"] == "${USER_BASE_URL}"
+    assert scripted_env == model_env
