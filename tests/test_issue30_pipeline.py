@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "deepsearch" / "issue30.sh"
 KEYS = ("RUN_NAME", "SEED", "MASTER_PORT", "ENV_FILE", "LR", "STEPS", "SAVE_STEPS", "CHOOSE", "POOL_FILE",
         "SFT_ROWS", "SINGLE_HOP", "RECHECK", "SHIFTS", "GPU_UTIL", "VLLM_UTIL", "STRATIFY", "PER_STRATUM",
-        "TRAIN_TIMEOUT", "BETA")  # fmt: skip
+        "TRAIN_TIMEOUT", "BETA", "SLEEP_LEVEL")  # fmt: skip
 STUB = r"""#!/usr/bin/env bash
 python3 - "$CALLS" "$@" <<'PY'
 import json, os, sys, time
@@ -76,6 +76,10 @@ def test_the_sft_baseline_then_two_seeds_each_chosen_on_val_by_its_worst_shift(t
             c["t"] < chosen["t"] for c in beside
         )  # validation beside training, then the choice
         assert chosen["t"] < scored["t"] and mine.index(train) < mine.index(chosen)
+    # one vLLM start-up at a time: seed 2's trainer after seed 1's has ended (the stub logs no step), each
+    # trainer's engine awake (no sleep: its memory does not move while another engine profiles)
+    trains = [c for c in calls if c["phase"] == "train"]
+    assert trains[1]["t"] - trains[0]["t"] >= 2 and {c["SLEEP_LEVEL"] for c in trains} == {"0"}
     ports = [c["MASTER_PORT"] for c in calls if c["phase"] in ("sft", "train")]
     assert None not in ports and len(set(ports)) == len(ports) == 3  # one torch.distributed store each
     # the SFT baseline: the first 1,000 train questions, every demonstration; select on the reworded pool
@@ -138,9 +142,8 @@ RUN_NAME=ds-s1 h eval-chosen
 """
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)")
-@pytest.mark.timeout(120)
-def test_shift_phases_choose_each_seed_on_its_worst_shift_against_the_sft_model(tmp_path: Path):
+def shift_phases(tmp_path: Path, worst: str) -> dict[str, list[dict]]:
+    """PHASES in bubblewrap with STUB_WORST=worst: "PHASE#N" -> the eval.sh calls of the Nth call of PHASE."""
     for path in ("benchmarks/deepsearch/h200.sh", "benchmarks/vllm_start.sh"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text((ROOT / path).read_text())
@@ -150,12 +153,11 @@ def test_shift_phases_choose_each_seed_on_its_worst_shift_against_the_sft_model(
         ["bwrap", "--dev-bind", "/", "/", "--tmpfs", "/tmp", "--bind", str(tmp_path), "/work",
          "--ro-bind", str(ROOT / "swift_rlfactory"), "/work/swift_rlfactory", "--chdir", "/work",
          "bash", "-c", PHASES],
-        env={**os.environ, "PYTHONPATH": "", "SHIFTS": "all",
-             "STUB_WORST": "checkpoint-20=0.7,checkpoint-40=0.75,checkpoint-60=0.72"},
+        env={**os.environ, "PYTHONPATH": "", "SHIFTS": "all", "STUB_WORST": worst},
         capture_output=True, text=True, timeout=100,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    steps: dict[str, list[dict]] = {}  # "PHASE#N": the eval.sh calls of the Nth call of PHASE
+    steps: dict[str, list[dict]] = {}
     for line in (tmp_path / "calls.jsonl").read_text().splitlines():
         if line.startswith("== "):
             phase = line[3:]
@@ -163,6 +165,18 @@ def test_shift_phases_choose_each_seed_on_its_worst_shift_against_the_sft_model(
             steps[key] = []
         else:
             steps[key].append(json.loads(line))
+    return steps
+
+
+BWRAP = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)"
+)
+
+
+@BWRAP
+@pytest.mark.timeout(120)
+def test_shift_phases_choose_each_seed_on_its_worst_shift_against_the_sft_model(tmp_path: Path):
+    steps = shift_phases(tmp_path, "checkpoint-20=0.7,checkpoint-40=0.75,checkpoint-60=0.72")
     out = tmp_path / "out"
     ckpt = "/tmp/ds-s1/v0/checkpoint-"
     test, val = "examples/deepsearch/data/test.jsonl", "examples/deepsearch/data/val.jsonl"
@@ -183,12 +197,14 @@ def test_shift_phases_choose_each_seed_on_its_worst_shift_against_the_sft_model(
         "/work/out/val-sft-shifts.json",
     )
     assert steps["validate-shifts#2"] == []  # nothing new
-    # the choice: every checkpoint through one engine (the scored ones resumed), by the worst shift
+    # the choice: the checkpoint not scored yet through the engine, then the worst shift over every checkpoint
+    # and the SFT model (its 0.5 here is below every checkpoint's)
     [choice] = steps["validate-shifts#3"]
-    assert choice["ADAPTERS"] == f"{ckpt}20 {ckpt}40 {ckpt}60" and choice["CHOOSE_BY"] == "worst-shift"
+    assert choice["ADAPTERS"] == f"{ckpt}60" and choice["CHOOSE_BY"] == ""
     assert (tmp_path / "chosen-first.txt").read_text().strip() == f"{ckpt}40"
     assert steps["validate-shifts#4"] == []  # all scored: chosen without an engine, the same one
-    assert json.loads((out / "chosen-ds-s1.json").read_text())["checkpoint"] == f"{ckpt}40"
+    chosen = json.loads((out / "chosen-ds-s1.json").read_text())
+    assert chosen["checkpoint"] == f"{ckpt}40" and list(chosen["scores"])[0] == "/tmp/qwen05-sft"
     # the chosen checkpoint: the eval set against the SFT model's, test's shifts against the SFT model's shifts
     scored = {c["DATASET"]: c for c in steps["eval-chosen#1"]}
     assert {c["ADAPTERS"] for c in scored.values()} == {f"{ckpt}40"}
@@ -198,3 +214,19 @@ def test_shift_phases_choose_each_seed_on_its_worst_shift_against_the_sft_model(
     )  # fmt: skip
     for name in ("eval-sft-shifts", "val-sft-shifts", "val-ds-s1-40", "eval-chosen-ds-s1-shifts"):
         assert (out / f"{name}.json").is_file() and (out / f"{name}-typos-seed0.json").is_file()
+
+
+@BWRAP
+@pytest.mark.timeout(120)
+def test_the_sft_model_is_shipped_when_no_checkpoint_beats_its_worst_shift(tmp_path: Path):
+    # the SFT model's worst shift on val ties the best checkpoint's (0.75): a tie keeps the SFT model
+    steps = shift_phases(tmp_path, "=0.75,checkpoint-20=0.7,checkpoint-40=0.75,checkpoint-60=0.72")
+    out = tmp_path / "out"
+    assert (tmp_path / "chosen-first.txt").read_text().strip() == "/tmp/qwen05-sft"
+    chosen = json.loads((out / "chosen-ds-s1.json").read_text())
+    assert chosen["checkpoint"] == "/tmp/qwen05-sft" and chosen["scores"]["/tmp/qwen05-sft"] == 0.75
+    assert steps["eval-chosen#1"] == []  # its scores are the SFT model's own: no engine
+    for sft, shipped in [("eval-sft", "eval-chosen-ds-s1"), ("eval-sft-shifts", "eval-chosen-ds-s1-shifts"),
+                         ("eval-sft-shifts-typos-seed0", "eval-chosen-ds-s1-shifts-typos-seed0")]:  # fmt: skip
+        assert (out / f"{shipped}.json").read_text() == (out / f"{sft}.json").read_text()
+    assert (out / "checkpoint-chosen-ds-s1.txt").read_text().strip() == "/tmp/qwen05-sft"

@@ -26,11 +26,12 @@
 #   shifts-sft     the SFT model on test and on val, each under every shift: eval-sft-shifts.json (the
 #                  reference of every trained model's shifts) and val-sft-shifts.json (of validation's)  ~2.5 min
 #   validate-shifts  RUN_NAME's saved checkpoints not scored yet, on val under every shift, one engine,
-#                  alarms against the SFT model's; with CHOOSE=1 all of them, the best by its worst shift
-#                  (eval --choose-by worst-shift) -> chosen-<name>.json, /tmp/<name>-chosen.txt     ~1.5 min a checkpoint
+#                  alarms against the SFT model's; with CHOOSE=1 then the best of them and of the SFT model
+#                  itself by its worst shift (eval/choose.py worst-shift, a tie to the SFT model)
+#                  -> chosen-<name>.json, /tmp/<name>-chosen.txt                                    ~1.5 min a checkpoint
 #   eval-chosen    that checkpoint on the eval set (reference: eval-sft.json) and on test under every
 #                  shift (reference: eval-sft-shifts.json), side by side: eval-chosen-<name>.json and
-#                  eval-chosen-<name>-shifts.json                                                        ~2.5 min
+#                  eval-chosen-<name>-shifts.json; the SFT model chosen: copies of its files, no engine ~2.5 min
 #   credit-train MODE / credit-eval MODE (MODE = trajectory | turn): item 4 of issue 15, the same data,
 #                  seed and steps from the SFT model with env_grpo.yaml's `credit:` set to MODE; the
 #                  trajectory arm is the train phase's own run (/tmp/ds), credit-eval scores each arm's
@@ -244,38 +245,48 @@ PY
       all+=("$ckpt"); [ -f "$folder/${ckpt##*/}/metrics.json" ] || pending+=("$ckpt")
     done
     [ "${#all[@]}" -gt 0 ] || { echo "no checkpoint of $RUN to score"; exit 0; }
-    chooser=; [ "${CHOOSE:-0}" = 1 ] && [ "${#all[@]}" -gt 1 ] && chooser=worst-shift
-    # One engine: eval --adapters A B scores each into OUT/<folder name>/, resuming those already scored, so
-    # the choice (eval --choose-by) takes them all; one checkpoint alone is scored into OUT itself, which is
-    # then its folder's name. With nothing left to score, eval/choose.py chooses without an engine (~50 s).
-    scoring=("${pending[@]}"); [ -n "$chooser" ] && [ "${#pending[@]}" -gt 0 ] && scoring=("${all[@]}")
+    # One engine for the checkpoints not scored yet: eval --adapters A B scores each into OUT/<folder name>/;
+    # one checkpoint alone is scored into OUT itself, which is then its folder's name. The choice (CHOOSE=1)
+    # is eval/choose.py's over those folders and the SFT model's, without an engine.
+    scoring=("${pending[@]}")
     if [ "${#scoring[@]}" -gt 0 ]; then
       target=$folder; [ "${#scoring[@]}" -gt 1 ] || target=$folder/${scoring[0]##*/}
       reference=$out/val-sft-shifts.json; [ -f "$reference" ] || reference=  # alarms against step 0, once scored
-      CHOOSE_BY=$([ "${#scoring[@]}" -gt 1 ] && echo "$chooser") MODEL=/tmp/qwen05-sft ADAPTERS="${scoring[*]}" \
+      MODEL=/tmp/qwen05-sft ADAPTERS="${scoring[*]}" \
         DATASET=examples/deepsearch/data/val.jsonl GROUP_BY="hops family" SHIFTS=$shifts REFERENCE=$reference \
         vllm_start "$out/validate-shifts$sfx.log" bash examples/deepsearch/eval.sh "$target" \
         || echo "eval exited $? (failed episodes count as wrong; see validate-shifts$sfx.log)"
       for ckpt in "${pending[@]}"; do keep_shifts "$folder/${ckpt##*/}" "val-$name-${ckpt##*-}"; done
     fi
     [ "${CHOOSE:-0}" = 1 ] || exit 0
-    if [ -z "$chooser" ]; then  # one checkpoint: nothing to choose
-      printf '{"by": "worst-shift", "checkpoint": "%s", "scores": {}}\n' "${all[0]}" > "$folder/chosen.json"
-    elif [ "${#pending[@]}" -eq 0 ]; then
-      python3 - "$folder" "${all[@]}" <<'PY'
+    # The SFT model (step 0, scored on val by shifts-sft into /tmp/val-sft-shifts) is a candidate too, ranked
+    # first so that a tie keeps it: when no checkpoint beats it on the worst shift, the recipe ships it
+    # (2026-12-06: its 0.720 against checkpoint 20's 0.695, RESULTS.md "Issue 30").
+    python3 - "$folder" "$out/chosen-$name.json" "${all[@]}" <<'PY'
 import json, pathlib, sys
-from swift_rlfactory.eval.choose import CHOSEN_FILE, choose
-folder, checkpoints = pathlib.Path(sys.argv[1]), sys.argv[2:]
-chosen = choose({c: folder / pathlib.Path(c).name for c in checkpoints}, "worst-shift")
-(folder / CHOSEN_FILE).write_text(json.dumps(chosen, indent=1))
+from swift_rlfactory.eval.choose import choose
+folder, target, checkpoints = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3:]
+candidates = {c: folder / pathlib.Path(c).name for c in checkpoints}
+sft = pathlib.Path("/tmp/val-sft-shifts")
+if (sft / "metrics.json").is_file():
+    candidates = {"/tmp/qwen05-sft": sft, **candidates}
+try:
+    chosen = choose(candidates, "worst-shift")
+except ValueError as exc:  # no candidate has shift scores (e.g. failed evals): the last checkpoint
+    print(exc)
+    chosen = {"by": "worst-shift", "checkpoint": checkpoints[-1], "scores": {}}
+target.write_text(json.dumps(chosen, indent=1))
 PY
-    fi
-    cp "$folder/chosen.json" "$out/chosen-$name.json"
     python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['checkpoint'])" "$out/chosen-$name.json" > "$RUN-chosen.txt"
     echo "chosen: $(cat "$RUN-chosen.txt") ($(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('scores'))" "$out/chosen-$name.json"))" ;;
   eval-chosen)  # the checkpoint validate-shifts chose on the eval set and on test's shifts, against the SFT model's
     ckpt=$(cat "$RUN-chosen.txt" 2>/dev/null || last_checkpoint "$RUN")
     echo "$ckpt" > "$out/checkpoint-chosen-$name.txt"
+    if [ "$ckpt" = /tmp/qwen05-sft ]; then  # the SFT model was chosen: its scores are eval-sft's, no engine
+      for f in "$out"/eval-sft.json "$out"/eval-sft-shifts*.json; do cp "$f" "$out/eval-chosen-$name${f#"$out"/eval-sft}"; done
+      cp "$out/trajectories-sft.jsonl.gz" "$out/trajectories-chosen-$name.jsonl.gz" 2>/dev/null || true
+      exit 0
+    fi
     GPU_UTIL=${GPU_UTIL:-0.1} evaluate_shifts "eval-chosen-$name-shifts" examples/deepsearch/data/test.jsonl "$ckpt" \
       "$out/eval-sft-shifts.json" & test=$!
     sleep 10

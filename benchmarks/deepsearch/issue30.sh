@@ -2,8 +2,9 @@
 # Issue 30's DeepSearch run on one H200 or H100, in the background within DEADLINE, from h200.sh's phases:
 # the strongest SFT-only agent from 1,000 train questions (every demonstration, both hops in their natural
 # share), then GRPO from it with the needless-call reward and turn credit (env_needless.yaml) on a pool
-# half reworded (reword.py: wordings the robustness check never uses), two seeds side by side, each seed's
-# checkpoint chosen on val by its worst phrasing shift, every model scored on test, holdout and OOD and on
+# half reworded (reword.py: wordings the robustness check never uses), two seeds side by side (the second
+# started once the first's vLLM is up), each seed's checkpoint chosen on val by its worst phrasing shift
+# among its checkpoints and the SFT model itself, every model scored on test, holdout and OOD and on
 # every shift of test, the trained ones against the SFT model's files (the alarms of eval --reference).
 #
 # On the GPU machine, from the repository root, after the kit of benchmarks/README.md is installed:
@@ -12,7 +13,8 @@
 #   bash benchmarks/gpu_pipeline/pipeline.sh --status /tmp/i30        # phases, GPU memory, last log lines
 #
 #   prepare (+ reword the pool) -> sft -> eval-sft + shifts-sft (test, val) beside select
-#     -> train s1 + train s2 (validate-shifts beside each) -> choose on val (worst shift) -> eval-chosen
+#     -> train s1, then train s2 once s1's engine is up (validate-shifts beside each)
+#     -> choose on val (worst shift, the SFT model among the candidates) -> eval-chosen
 #
 # Expected device time per phase (pipeline seconds, from benchmarks/gpu_pipeline/RESULTS.md: 2026-12-01b for
 # the 1,000-question SFT and its select, 2026-12-03 for two trainers side by side):
@@ -22,7 +24,8 @@
 #   shifts-sft (test, val)  265 -  425   two engines: 7 x 300 and 7 x 200 episodes
 #   select (1,000 x 4)      245 -  450   (202 s) on the reworded pool
 #   train s1, s2            450 -  990   to DEADLINE - SCORE_RESERVE: ~60 steps at 7.5-8.4 s a step eager (two
-#                                        trainers), more with train.sh's CUDA graphs; saves every SAVE_STEPS (20)
+#                                        trainers), more with train.sh's CUDA graphs; saves every SAVE_STEPS (20);
+#                                        s2 starts once s1 has logged its first step
 #   validate-shifts beside  every VALIDATE_EVERY s while training: each new checkpoint, 7 x 200 episodes
 #   choose (CHOOSE=1)       990 - 1090   one engine a seed; only the checkpoints not scored yet run
 #   eval-chosen            1090 - 1290   two engines a seed (900 q; 7 x 300 test)
@@ -51,8 +54,11 @@ trap 'kill "$monitor" 2>/dev/null' EXIT  # a run stopped early leaves no sampler
 
 arm() {  # SEED PORT: GRPO run ds-s<SEED> with validation beside it, then its choice on val and its scores
   local -x RUN_NAME=ds-s$1 SEED=$1 GPU_UTIL=0.08; local trainer
+  # SLEEP_LEVEL=0: a colocated vLLM that sleeps between rollouts frees and takes back memory every step, and
+  # another engine profiling meanwhile dies (2026-12-06, seed 1: "Memory usage increased after sleeping",
+  # then "other processes release GPU memory while vLLM is profiling"); awake, each holds its share.
   ( [ -z "$BETA" ] || export BETA
-    ENV_FILE=examples/deepsearch/env_needless.yaml LR=$LR STEPS=$STEPS SAVE_STEPS=$SAVE_STEPS MASTER_PORT=$2 \
+    ENV_FILE=examples/deepsearch/env_needless.yaml LR=$LR STEPS=$STEPS SAVE_STEPS=$SAVE_STEPS MASTER_PORT=$2 SLEEP_LEVEL=0 \
       VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 TRAIN_TIMEOUT="$(train_timeout "$SCORE_RESERVE")" \
       phase "train-s$1" $DS train "$R/ds" ) & trainer=$!
   validate() { [ "$(left)" -gt "$SCORE_RESERVE" ] || return 0; $DS validate-shifts "$R/ds"; }
@@ -73,10 +79,19 @@ STRATIFY=$STRATIFY PER_STRATUM=$PER_STRATUM GPU_UTIL=0.1 phase select $DS select
 sleep "$(( STAGGER / 2 ))"
 phase shifts-sft $DS shifts-sft "$R/ds" & evals+=($!)
 wait "$selector" || exit 1
-arms=() port=29521
+# No vLLM may start while another starts or exits (it measures the GPU's free memory while it profiles):
+# the trainers start after the SFT model's eval engines have exited, and each seed's trainer after the one
+# before it has logged its first step (its engine is up) or ended. 2026-12-06 started seed 2 40 s after
+# seed 1 and seed 1 failed at start-up twice (benchmarks/deepsearch/RESULTS.md, "Issue 30").
+wait "${evals[@]}"
+started() {  # SEED: its trainer logged a step (h200.sh copies logging.jsonl every 15 s) or its phase ended
+  compgen -G "$R/ds/logging-ds-s$1-*.jsonl" > /dev/null || grep -q "^train-s$1"$'\t'end "$R/phases.tsv"
+}
+arms=() port=29521 previous=
 for seed in $SEEDS; do
+  [ -z "$previous" ] || until started "$previous"; do sleep "$POLL"; done
   arm "$seed" "$port" & arms+=($!)
-  port=$(( port + 1 )); sleep "$STAGGER"
+  port=$(( port + 1 )) previous=$seed
 done
-wait "${evals[@]}" "${arms[@]}"
+wait "${arms[@]}"
 printf 'pipeline\tend\t%s\n' "$(elapsed)" >> "$R/phases.tsv"
