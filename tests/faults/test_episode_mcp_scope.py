@@ -51,6 +51,7 @@ def test_a_grpo_group_keeps_its_server_stores_apart_and_every_lease_ends_after_t
     template, tmp_path
 ):
     rewards = import_target(str(KV_ENV.parent / "rewards.py"), KV_ENV.parent)
+    rewards.SEEN.clear()  # the module is shared with other tests of this env in one process
     group = [f"g{i}" for i in range(8)]
     requests = [row_request(u) for u in [*group, "turns", "cut"]]
     scripts: dict[str, list] = {u: [call("put", key="k", value=u), call("get", key="k")] for u in group}
