@@ -202,3 +202,14 @@ def agent_model(qwen3_tokenizer_dir: Path) -> Path:
         tools, system = env.tool_schemas(), env.system_prompt
     examples = [agent_example(a, b, system, tools) for a, b in AGENT_PAIRS]
     return build_tiny_qwen3(CACHE / "tiny-agent", qwen3_tokenizer_dir, sft_examples=examples, seed=0)
+
+
+def use_example(folder: Path) -> None:
+    """Put an example's folder first on ``sys.path`` for a test module's imports, forgetting top-level modules
+    another example's test imported under the same name (several examples have a ``build_data.py``)."""
+    sys.path.insert(0, str(folder))
+    examples = str(ROOT / "examples")
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None) or ""
+        if "." not in name and file.startswith(examples) and not file.startswith(str(folder)):
+            del sys.modules[name]

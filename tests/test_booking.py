@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,8 +14,10 @@ import pytest
 
 from swift_rlfactory.env.environment import Environment
 
+from .conftest import use_example
+
 BOOKING = Path(__file__).resolve().parents[1] / "examples" / "booking"
-sys.path.insert(0, str(BOOKING))
+use_example(BOOKING)
 
 import build_data  # noqa: E402
 import demos  # noqa: E402

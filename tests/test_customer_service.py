@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
 import pytest
 import yaml
@@ -17,10 +16,10 @@ from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.rollout.episode import Generation, run_episode
 from swift_rlfactory.trajectory import Trajectory
 
-from .conftest import ROOT
+from .conftest import ROOT, use_example
 
 EXAMPLE = ROOT / "examples" / "customer_service"
-sys.path.insert(0, str(EXAMPLE))
+use_example(EXAMPLE)
 import build_data  # noqa: E402
 import users  # noqa: E402
 from shop.oracle import call, oracle, script  # noqa: E402

@@ -17,11 +17,11 @@ from swift_rlfactory.retrieval.format import parse_hits
 from swift_rlfactory.rewards.rules import normalize_answer
 from swift_rlfactory.tools.calls import ToolCall
 
-from .conftest import AGENT_ENV, ROOT
+from .conftest import AGENT_ENV, ROOT, use_example
 from .test_eval import scripted_server, write_dataset
 
 DATA = ROOT / "examples" / "deepsearch" / "data"
-sys.path.insert(0, str(ROOT / "examples" / "deepsearch"))
+use_example(ROOT / "examples" / "deepsearch")
 import build_data  # noqa: E402
 import build_sft  # noqa: E402
 import eval_sets  # noqa: E402
