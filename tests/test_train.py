@@ -344,6 +344,9 @@ def test_ctrl_c_says_where_the_partial_run_is_and_how_to_go_on(tmp_path: Path):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # Ctrl-C at its default, as in a terminal: an ignored SIGINT (left by an earlier test in this process)
+        # would be inherited across exec, and ms-swift would run on to its own error.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - no threads started here
     )
     try:
         deadline = time.monotonic() + 120
