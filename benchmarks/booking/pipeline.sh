@@ -32,28 +32,11 @@ if [ "${1:-}" = --status ]; then
 fi
 R=${1:?results dir}
 T0=$(date +%s) DEADLINE=${DEADLINE:-1080} SEEDS=${SEEDS:-1 2} STEPS=${STEPS:-60} STAGGER=${STAGGER:-30}
-SCORE_RESERVE=${SCORE_RESERVE:-270} RETRY_PAUSE=${RETRY_PAUSE:-20}
+SCORE_RESERVE=${SCORE_RESERVE:-270} RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5}
 BK=${BK:-"bash benchmarks/booking/h200.sh"}
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
 mkdir -p "$R"
-elapsed() { echo $(( $(date +%s) - T0 )); }
-left() { echo $(( DEADLINE - $(elapsed) )); }
-
-phase() {  # NAME CMD...: run CMD, record it in phases.tsv; retry once after a failure if > 4 min are left
-  local name=$1 start rc; shift
-  start=$(elapsed); printf '%s\tstart\t%s\n' "$name" "$start" >> "$R/phases.tsv"
-  "$@" >> "$R/$name.out" 2>&1; rc=$?
-  if [ "$rc" -ne 0 ] && [ "$(left)" -gt 240 ]; then
-    printf '%s\tretry\t%s\t%s\n' "$name" "$(elapsed)" "$rc" >> "$R/phases.tsv"
-    sleep "$RETRY_PAUSE"; "$@" >> "$R/$name.out" 2>&1; rc=$?
-  fi
-  printf '%s\tend\t%s\trc=%s\t%ss\n' "$name" "$(elapsed)" "$rc" $(( $(elapsed) - start )) >> "$R/phases.tsv"
-  return "$rc"
-}
-
-(while sleep 10; do
-   printf '%s,%s\n' "$(elapsed)" "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ')"
- done >> "$R/gpu.csv") & monitor=$!
+source benchmarks/gpu_pipeline/phases.sh  # elapsed, left, phase; R/gpu.csv (its sampler in $monitor)
 
 seed_arm() {  # SEED PORT: GRPO from the SFT model, the checkpoint chosen on val, scored on test and ood
   local -x SEED=$1

@@ -1,5 +1,5 @@
-# Sourced by the GPU pipelines (pipeline.sh, benchmarks/deepsearch/issue30.sh): time against DEADLINE, phases
-# recorded in R/phases.tsv (retried once after a failure while time allows), commands beside a running one,
+# Sourced by the GPU pipelines (pipeline.sh, benchmarks/deepsearch/issue30.sh, benchmarks/booking/pipeline.sh):
+# time against DEADLINE, phases recorded in R/phases.tsv (retried once after a failure while time allows), commands beside a running one,
 # and R/gpu.csv, GPU memory and load every 10 s (its sampler's pid in $monitor). Needs R, T0, DEADLINE,
 # RETRY_PAUSE and POLL set by the script that sources it.
 elapsed() { echo $(( $(date +%s) - T0 )); }
