@@ -85,13 +85,19 @@ async def call(env: Environment, trajectory: str, name: str, **arguments: Any) -
     return await env.call_tool(name, arguments, env.episodes.state(trajectory), trajectory)
 
 
-async def write_then_read(env: Environment, key: str, pause: float = 0.05) -> tuple[str, str]:
-    """One trajectory: its own value written, read back after the others wrote theirs, torn down."""
+async def write_then_read(
+    env: Environment, key: str, pause: float = 0.05, barrier: asyncio.Barrier | None = None
+) -> tuple[str, str]:
+    """One trajectory: its own value written, read back after the others wrote theirs (after ``pause``, or
+    once every party of ``barrier`` has written), torn down."""
     await env.episodes.open(key, {})
     try:
         put = await call(env, key, "put", key="k", value=key)
         assert put.ok, put.error
-        await asyncio.sleep(pause)
+        if barrier is None:
+            await asyncio.sleep(pause)
+        else:
+            await barrier.wait()
         got = await call(env, key, "get", key="k")
         return key, got.observation if got.ok else f"error: {got.error}"
     finally:
@@ -174,13 +180,14 @@ def test_a_grpo_group_writes_and_reads_its_own_state_concurrently(
         group = [f"g{i}" for i in range(8)]
 
         async def group_run() -> list[tuple[str, str]]:
-            return await asyncio.gather(*(write_then_read(env, key, pause=0.3) for key in group))
+            written = asyncio.Barrier(len(group))  # every member holds its lease until all have written
+            return await asyncio.gather(*(write_then_read(env, key, barrier=written) for key in group))
 
         assert dict(run(group_run())) == {key: key for key in group}  # each read its own, never another's
         leases = provider(env).leases
         assert leases is not None and leases.leased == 0 and env.episodes.live == 0
         if transport == "stdio":
-            assert len(set(provider(env).pids)) == 8  # one process each: the group ran at once
+            assert len(set(provider(env).pids)) == 8  # one process each: the group was live at once
     finally:
         env.close()
     assert kv_processes() == []
