@@ -23,7 +23,8 @@ STUB = r"""#!/usr/bin/env bash
 python3 - "$CALLS" "$@" <<'PY'
 import json, os, sys, time
 calls, phase, out = sys.argv[1:]
-keys = ("SEED", "MASTER_PORT", "GPU_UTIL", "VLLM_UTIL", "MICRO_BATCH", "GRAD_ACC", "STEPS", "TRAIN_TIMEOUT")
+keys = ("SEED", "MASTER_PORT", "GPU_UTIL", "VLLM_UTIL", "MICRO_BATCH", "GRAD_ACC", "STEPS", "TRAIN_TIMEOUT",
+        "SLEEP_LEVEL", "TRAIN_FLAGS")
 with open(calls, "a") as f:
     f.write(json.dumps({"phase": phase, "t": time.time(), **{k: os.environ.get(k) for k in keys}}) + "\n")
 PY
@@ -82,6 +83,10 @@ def test_the_pipeline_runs_both_seeds_after_sft_each_with_its_own_port(tmp_path)
     for c in trains:  # 32 completions a step, and the evaluations after training keep their reserve
         assert int(c["MICRO_BATCH"]) * int(c["GRAD_ACC"]) == 32 and c["STEPS"] == "60"
         assert 0 < int(c["TRAIN_TIMEOUT"]) <= 1080 - 270
+        # no vLLM start-up check left to race the other trainer: never asleep, a KV cache of fixed size
+        assert c["SLEEP_LEVEL"] == "0"
+        flag, kwargs = c["TRAIN_FLAGS"].split()[:2]
+        assert flag == "--vllm_engine_kwargs" and json.loads(kwargs) == {"kv_cache_memory_bytes": 3 * 2**30}
     assert {c["GPU_UTIL"] for c in calls if c["phase"].startswith("eval")} <= {"0.25", "0.15"}
     assert "summary\tend" in (tmp_path / "results" / "phases.tsv").read_text()
     assert (tmp_path / "results" / "summary.md").exists()
