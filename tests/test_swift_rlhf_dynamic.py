@@ -8,10 +8,6 @@ the middle of a training step. The arithmetic run from the base model uses it (e
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +15,7 @@ import pytest
 from swift_rlfactory.runs.log import read_trajectories
 
 from .conftest import AGENT_ENV, AGENT_PAIRS, run_cpu_grpo
+from .test_recipe_defaults import recipe_argv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,16 +45,8 @@ def test_dynamic_sampling_regenerates_groups_through_the_scheduler(agent_model: 
 def test_train_scripts_pass_dynamic_sampling_only_when_asked(
     example: str, switch: str | None, tmp_path: Path
 ):
-    argv, stub = tmp_path / "argv", tmp_path / "swift.py"  # the stub `swift rlhf` keeps its argv
-    stub.write_text(f"import json, sys\njson.dump(sys.argv[1:], open({str(argv)!r}, 'w'))\n")
-    environ = {k: v for k, v in os.environ.items() if k not in ("DYNAMIC_SAMPLE", "MAX_RESAMPLE")}
-    environ.update(MODEL="m", SWIFT=f"{sys.executable} {stub}")
-    if switch is not None:
-        environ["DYNAMIC_SAMPLE"] = switch
-    subprocess.run(
-        ["bash", f"examples/{example}/train.sh", "--max_steps", "3"], cwd=ROOT, env=environ, check=True
-    )
-    args = json.loads(argv.read_text())
+    knobs = {} if switch is None else {"DYNAMIC_SAMPLE": switch}
+    args = recipe_argv(example, tmp_path, "--max_steps", "3", **knobs)
     flags = dict(zip(args[::2], args[1::2], strict=True))  # every flag of both scripts takes one value
     assert flags["--max_steps"] == "3"  # the caller's flags still come last
     if switch == "1":
