@@ -12,4 +12,4 @@ OUTPUT=${OUTPUT:-output/booking} DATASET=${DATASET:-examples/booking/data/train.
 RLFACTORY_ENV=${RLFACTORY_ENV:-examples/booking/env.yaml}
 MAX_TURNS=6 MAX_LENGTH=4096 MAX_COMPLETION=${MAX_COMPLETION:-1024} STEPS=${STEPS:-60} BETA=${BETA:-0.02}
 VLLM_UTIL=${VLLM_UTIL:-0.3} SAVE_LIMIT=${SAVE_LIMIT-10}
-source examples/grpo.sh
+source "$(dirname "$0")/../grpo.sh"

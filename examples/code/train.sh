@@ -8,4 +8,4 @@ set -euo pipefail
 OUTPUT=${OUTPUT:-output/code} DATASET=${DATASET:-examples/code/data/train.jsonl}
 RLFACTORY_ENV=${RLFACTORY_ENV:-examples/code/env.yaml}
 MAX_TURNS=4 MAX_LENGTH=4096 MAX_COMPLETION=${MAX_COMPLETION:-384} SAVE_LIMIT=${SAVE_LIMIT-3}
-source examples/grpo.sh
+source "$(dirname "$0")/../grpo.sh"

@@ -10,4 +10,4 @@ OUTPUT=${OUTPUT:-output/customer_service} DATASET=${DATASET:-examples/customer_s
 RLFACTORY_ENV=${RLFACTORY_ENV:-examples/customer_service/env.yaml}
 MAX_TURNS=16 MAX_LENGTH=6144 MAX_COMPLETION=${MAX_COMPLETION:-1024} BETA=${BETA:-0.04}
 SAVE_STEPS=${SAVE_STEPS:-20} SAVE_LIMIT=${SAVE_LIMIT-10}
-source examples/grpo.sh
+source "$(dirname "$0")/../grpo.sh"
