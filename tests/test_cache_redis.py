@@ -113,6 +113,19 @@ def test_hit_miss_and_ttl_expiry_across_caches(server):
     assert third.errors == 0
 
 
+def test_the_oldest_is_dropped_first_however_fast_the_writes_come(server):
+    """Writes inside one millisecond of the server's clock still leave in the order they came, not in the
+    order of their names (a sorted set orders equal scores by member: 2026-12-06 kept k14 and dropped k15)."""
+    names = [f"k{n}" for n in (9, 30, 2, 111, 5, 70, 1, 48)]  # not in name order
+    cache = ToolCache(max_entries=3, redis_url=server.url.replace("/0", "/2"))
+    for name in names:
+        cache.put(name, name)
+    cache.close()
+    reader = ToolCache(redis_url=server.url.replace("/0", "/2"))
+    assert [name for name in names if reader.get(name) is not None] == names[-3:]
+    reader.close()
+
+
 def test_the_server_keeps_at_most_max_entries_and_max_bytes(server):
     counted = ToolCache(max_entries=5, redis_url=server.url)
     for i in range(20):

@@ -45,9 +45,11 @@ if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0
 """
 # Store one entry, then drop expired ones and the oldest until the bounds hold. The index scores entries by
-# the server's clock, so machines whose clocks differ agree on what is old.
+# the server's clock, so machines whose clocks differ agree on what is old; a put in the same millisecond as
+# the last one scores a thousandth above it (KEYS[5] keeps the last score), so "oldest" is the order of the
+# writes and never the key names' (a sorted set orders equal scores by name).
 _PUT = """
-local index, sizes, total = KEYS[2], KEYS[3], KEYS[4]
+local index, sizes, total, last = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local function drop(key)
   local size = tonumber(redis.call('HGET', sizes, key) or '0')
   redis.call('DEL', key)
@@ -60,7 +62,9 @@ local ttl = tonumber(ARGV[2])
 if ttl > 0 then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) else redis.call('SET', KEYS[1], ARGV[1]) end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-redis.call('ZADD', index, now, KEYS[1])
+local score = string.format('%.17g', math.max(now, tonumber(redis.call('GET', last) or '0') + 0.001))
+redis.call('SET', last, score)
+redis.call('ZADD', index, score, KEYS[1])
 redis.call('HSET', sizes, KEYS[1], #ARGV[1])
 redis.call('INCRBY', total, #ARGV[1])
 local horizon = tonumber(ARGV[5])
@@ -219,7 +223,7 @@ class RedisStore:
                 left_ms = 0 if expires is None else max(1, int((expires - time.time()) * 1000))
                 horizon_ms = 0 if self.ttl_s is None else int(self.ttl_s * 1000)
                 self._put(
-                    keys=[_value(key), PREFIX + "index", PREFIX + "sizes", PREFIX + "bytes"],
+                    keys=[_value(key), PREFIX + "index", PREFIX + "sizes", PREFIX + "bytes", PREFIX + "last"],
                     args=[value, left_ms, self.max_entries, self.max_bytes, horizon_ms],
                 )
             else:
