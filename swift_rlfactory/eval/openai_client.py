@@ -13,6 +13,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import httpx
+
 from swift_rlfactory import redaction
 from swift_rlfactory.runtime.chat import ChatClient, ChatError, chat_url
 from swift_rlfactory.runtime.json_api import content_text, sendable
@@ -24,6 +26,9 @@ from ..tools.calls import QWEN3_CODER
 from ..tools.executor import ToolRecord
 
 _END_TOKENS = (TURN_END, "<|endoftext|>", "<|eot_id|>", "</s>")
+CHECK_TIMEOUT_S = 10.0
+"""Longest wait for the start-up check's answer (:meth:`OpenAIChatPolicy.check_served`; less with a shorter
+``timeout_s``)."""
 VISION_PLACES = ("tool", "user")
 """Where a vision model is sent a tool's images: in the tool message, or in a user message after the turn's
 tool messages (for APIs that take images from users only)."""
@@ -72,7 +77,9 @@ class OpenAIChatPolicy:
     ):
         if vision is not None and vision not in VISION_PLACES:
             raise ValueError(f"vision {vision!r}: use one of {', '.join(VISION_PLACES)}")
+        self.base_url = base_url
         self.url = chat_url(base_url)
+        self.models_url = chat_url(base_url, "models")
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if self.api_key:
@@ -131,6 +138,40 @@ class OpenAIChatPolicy:
             if exc.kind == "status":
                 raise RuntimeError(f"{where} answered {exc.status}: {_start(exc.text)}") from None
             raise RuntimeError(f"{where}: {exc}") from None
+
+    def check_served(self) -> None:
+        """Ask the endpoint, once and briefly, whether it answers and serves :attr:`model`: ``GET /models``,
+        or where a server offers no list (404, 405), a chat completion of one token. Raises ``ValueError``,
+        one line naming ``--base-url`` or ``--served-model`` and what went wrong, never the key."""
+        where = f"--base-url {redaction.redact(self.base_url)}"
+        timeout_s = min(self.timeout_s, CHECK_TIMEOUT_S)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            with httpx.Client(headers=headers, timeout=timeout_s) as client:
+                listed = client.get(self.models_url)
+                if listed.status_code in (404, 405):
+                    probe = {**self.body, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+                    asked = client.post(self.url, json=probe)
+        except httpx.TimeoutException:
+            raise ValueError(f"{where}: no answer within {timeout_s:g} s (is the server up?)") from None
+        except httpx.HTTPError as exc:
+            raise ValueError(f"{where}: cannot reach it ({type(exc).__name__}: {exc})") from None
+        if listed.status_code in (404, 405):  # no list of models: the chat answer says whether it serves it
+            if asked.status_code >= 300:
+                raise ValueError(
+                    f"{where} refused a chat request for --served-model {self.model}: {asked.status_code} "
+                    f"{_line(asked.text)}"
+                )
+            return
+        if listed.status_code >= 300:
+            hint = " (the key: --api-key or $OPENAI_API_KEY)" if listed.status_code in (401, 403) else ""
+            raise ValueError(
+                f"{where} answered {listed.status_code} to GET /models{hint}: {_line(listed.text)}"
+            )
+        served = _model_ids(listed)
+        if served is not None and self.model not in served:
+            shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "") if served else "none"
+            raise ValueError(f"--served-model {self.model}: {where} does not serve it (it serves: {shown})")
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -224,6 +265,22 @@ def _text_part(text: str) -> dict[str, Any] | None:
 
 def _image_part(url: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _model_ids(response: httpx.Response) -> list[str] | None:
+    """The model ids of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``), ``None`` if unreadable."""
+    try:
+        data = response.json().get("data")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(data, list):
+        return None
+    return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+
+
+def _line(text: str) -> str:
+    """The start of a response body on one line, secrets redacted."""
+    return " ".join(_start(text).split())
 
 
 def _start(text: str) -> str:
