@@ -72,6 +72,15 @@ def add_model_arguments(parser: argparse.ArgumentParser, adapters: dict[str, Any
     served.add_argument("--stop", action="append", help="extra stop string (repeatable; none by default)")
     served.add_argument("--extra-body", help="JSON merged into each request, e.g. '{\"top_k\": 20}'")
     served.add_argument(
+        "--vision",
+        nargs="?",
+        const="tool",
+        choices=["tool", "user"],
+        help="the served model takes images: each image a tool returns is sent as an image part, in the "
+        "tool message (the default) or in a user message after it ('user': for APIs that take images "
+        "from users only, as OpenAI's); without it the model reads a note of the image's type and size",
+    )
+    served.add_argument(
         "--timeout",
         type=positive_float,
         default=600.0,
@@ -107,6 +116,7 @@ def policy_settings(args: argparse.Namespace) -> dict[str, Any]:
         api_key=args.api_key,
         tokenizer=args.tokenizer,
         timeout_s=args.timeout,
+        vision=args.vision,
         temperature=args.temperature,
         top_p=args.top_p,
         max_tokens=args.max_tokens,

@@ -34,6 +34,11 @@ AGENT_PAIRS = [(3, 4), (2, 5), (6, 1), (8, 9)]
 JUDGE_SERVER = ROOT / "tests" / "servers" / "judge_server.py"
 
 
+def serves_scripted(request: Request) -> dict[str, Any]:
+    """``GET /v1/models`` of a server whose one model is ``scripted``."""
+    return {"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "tests"}]}
+
+
 class ScriptedChat:
     """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 whose assistant text ``reply`` writes.
 
@@ -42,13 +47,27 @@ class ScriptedChat:
     is sent as it is (odd shapes, errors, bodies JSON encoders refuse). Only the model is scripted: whatever the client
     does with the reply (tool calls, rewards) runs for real. Use it as a context manager; ``port`` is bound
     from the start. ``reply`` may be a coroutine function (one that waits, without holding the server).
+
+    ``GET /v1/models`` lists one model, ``scripted``; ``models`` answers it instead (given the request; it
+    may be a coroutine function); ``models=None``: no such route (404), as on a server without a list.
     """
 
-    def __init__(self, reply: Callable[[dict[str, Any]], str]) -> None:
+    def __init__(
+        self,
+        reply: Callable[[dict[str, Any]], str],
+        models: Callable[[Request], Any] | None = serves_scripted,
+    ) -> None:
         import uvicorn
 
         self.requests: list[dict[str, Any]] = []
         app = FastAPI()
+
+        if models is not None:
+
+            @app.get("/v1/models")
+            async def list_models(request: Request) -> Any:
+                answer = models(request)
+                return await answer if inspect.isawaitable(answer) else answer
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:

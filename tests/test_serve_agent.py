@@ -241,3 +241,81 @@ def test_an_episode_whose_setup_fails_is_an_error_result(endpoint: ScriptedChat,
     result = asyncio.run(ask())
     assert result.is_error, result
     assert "episode setup failed: RuntimeError: no database today" in result.content[0].text
+
+
+KEY = "sk-serve-5e4d3c2b1a"
+
+
+def start_up(flags: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    """serve-agent run until it exits, with an API key set (``$OPENAI_API_KEY``) that must never show."""
+    return subprocess.run(
+        [*SERVE, str(AGENT_ENV), *flags], cwd=ROOT, env=environ(OPENAI_API_KEY=KEY),
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def _one_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and KEY not in proc.stderr
+    [line] = proc.stderr.strip().splitlines()  # one clear line
+    return line
+
+
+def test_an_unreachable_base_url_fails_at_start_up_in_one_line():
+    from .conftest import free_port
+
+    line = _one_line(start_up(["--base-url", f"http://127.0.0.1:{free_port()}/v1", "--served-model", "m"]))
+    assert line.startswith("error: --base-url http://127.0.0.1:") and "cannot reach it" in line
+
+
+def test_a_server_that_does_not_answer_fails_at_start_up_within_the_timeout():
+    async def hang(request: Any) -> Any:
+        await asyncio.sleep(60)
+
+    with ScriptedChat(scripted, models=hang) as server:
+        proc = start_up([*served_flags(server.port), "--timeout", "1"], timeout=50)
+    assert "no answer within 1 s" in _one_line(proc)
+
+
+def test_a_model_the_server_does_not_serve_fails_at_start_up_naming_served_model(endpoint: ScriptedChat):
+    flags = ["--base-url", f"http://127.0.0.1:{endpoint.port}/v1", "--served-model", "qwen-other"]
+    line = _one_line(start_up(flags))
+    assert line.startswith("error: --served-model qwen-other: --base-url http://127.0.0.1:")
+    assert line.endswith("does not serve it (it serves: scripted)")
+
+
+def test_a_refused_key_fails_at_start_up_and_the_key_is_not_shown():
+    from starlette.responses import JSONResponse
+
+    def refuse(request: Any) -> Any:  # echoes the key, as some servers do
+        return JSONResponse({"error": f"invalid {request.headers['authorization']}"}, status_code=401)
+
+    with ScriptedChat(scripted, models=refuse) as server:
+        line = _one_line(start_up(served_flags(server.port)))
+    assert "answered 401 to GET /models (the key: --api-key or $OPENAI_API_KEY)" in line and "invalid" in line
+
+
+def test_a_server_without_a_model_list_is_asked_one_token_and_then_serves():
+    async def ask(url: str) -> Any:
+        async with Client(url, read_timeout_seconds=300) as client:
+            return await client.call_tool("e2e-agent", {"task": question(1, 2)})
+
+    def greeted(body: dict[str, Any]) -> Any:  # the start-up check's one token, then the scripted model
+        return "Hello" if body["messages"][-1]["content"] == "Hi" else scripted(body)
+
+    with (
+        ScriptedChat(greeted, models=None) as server,
+        http_server(AGENT_ENV, served_flags(server.port)) as url,
+    ):
+        [probe] = server.requests  # asked before serving: one token of the served model
+        assert probe["model"] == "scripted" and probe["max_tokens"] == 1
+        assert asyncio.run(ask(url)).structured_content["answer"] == "3"
+
+    def refused(body: dict[str, Any]) -> Any:  # vLLM's answer for a model it does not serve
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"error": "The model `scripted` does not exist."}, status_code=404)
+
+    with ScriptedChat(refused, models=None) as server:
+        line = _one_line(start_up(served_flags(server.port)))
+    assert "refused a chat request for --served-model scripted: 404" in line and "does not exist" in line

@@ -36,7 +36,6 @@ def attach_images(
     """Show the images of this turn's ``records`` in their tool ``messages`` and append them to the request's
     ``images`` (a ``RolloutInferRequest``); ``shown`` is how many this trajectory was shown before. Returns
     how many it has been shown now."""
-    budget = ImageBudget(left=limits.max_images_per_trajectory - shown, max_bytes=limits.max_image_bytes)
-    images = show_images(messages, records, budget, IMAGE_TAG)
+    images = show_images(messages, records, ImageBudget.of(limits, shown), IMAGE_TAG)
     request.images.extend(image.data_uri for image in images)
     return shown + len(images)

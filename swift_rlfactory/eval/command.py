@@ -54,7 +54,7 @@ from .runner import (
 # Settings that change results: a resumed run must use the same ones.
 _RESULT_KEYS = (
     "env", "dataset", "model", "adapters", "model_type", "template", "base_url", "served_model",
-    "temperature", "top_p", "max_tokens", "max_turns", "max_length", "stop", "extra_body",
+    "temperature", "top_p", "max_tokens", "max_turns", "max_length", "stop", "extra_body", "vision",
 )  # fmt: skip
 
 
@@ -89,6 +89,8 @@ class EvalOptions(PolicyOptions):
     def result_settings(self) -> dict[str, Any]:
         """The settings that shape results, with paths made absolute."""
         settings = {k: v for k, v in asdict(self).items() if k in _RESULT_KEYS}
+        if not self.vision:  # a text-only run's settings stay as they were before --vision
+            del settings["vision"]
         for key in ("env", "dataset"):
             settings[key] = str(Path(settings[key]).expanduser().resolve())
         if self.model and Path(self.model).expanduser().exists():

@@ -1,15 +1,19 @@
 """A model behind an OpenAI-compatible chat endpoint (``swift deploy``, ``vllm serve``, SGLang, ...).
 
-What is sent each turn (tools in the system message, no stop strings, observations as tool messages), how
-answers are read and requests retried: docs/eval.md ("A model behind an OpenAI-compatible endpoint").
+What is sent each turn (tools in the system message, no stop strings, observations as tool messages, images
+from tools for a vision model), how answers are read and requests retried: docs/eval.md ("A model behind an
+OpenAI-compatible endpoint").
 """
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Sequence
 from typing import Any
+
+import httpx
 
 from swift_rlfactory import redaction
 from swift_rlfactory.runtime.chat import ChatClient, ChatError, chat_url
@@ -17,9 +21,17 @@ from swift_rlfactory.runtime.json_api import content_text, sendable
 
 from ..adapters.swift_template import TURN_END, call_format, template_by_name, with_system_prompt
 from ..rollout.episode import Generation, Messages
+from ..rollout.images import ImageBudget, show_images
 from ..tools.calls import QWEN3_CODER
+from ..tools.executor import ToolRecord
 
 _END_TOKENS = (TURN_END, "<|endoftext|>", "<|eot_id|>", "</s>")
+CHECK_TIMEOUT_S = 10.0
+"""Longest wait for the start-up check's answer (:meth:`OpenAIChatPolicy.check_served`; less with a shorter
+``timeout_s``)."""
+VISION_PLACES = ("tool", "user")
+"""Where a vision model is sent a tool's images: in the tool message, or in a user message after the turn's
+tool messages (for APIs that take images from users only)."""
 
 
 class OpenAIChatPolicy:
@@ -40,6 +52,8 @@ class OpenAIChatPolicy:
         timeout_s: seconds one request attempt may take, the whole answer included.
         retries: attempts after a transport error or a retryable status.
         concurrency: connection pool size.
+        vision: where the model is sent the images tools return (:data:`VISION_PLACES`); ``None``: it reads
+            each image's note, as a text-only model does.
     """
 
     def __init__(
@@ -59,8 +73,13 @@ class OpenAIChatPolicy:
         timeout_s: float = 600.0,
         retries: int = 3,
         concurrency: int = 32,
+        vision: str | None = None,
     ):
+        if vision is not None and vision not in VISION_PLACES:
+            raise ValueError(f"vision {vision!r}: use one of {', '.join(VISION_PLACES)}")
+        self.base_url = base_url
         self.url = chat_url(base_url)
+        self.models_url = chat_url(base_url, "models")
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if self.api_key:
@@ -80,6 +99,7 @@ class OpenAIChatPolicy:
         self.timeout_s = timeout_s
         self.retries = retries
         self.concurrency = concurrency
+        self.vision = vision
         self._client: ChatClient | None = None
 
     def render_prompt(
@@ -89,8 +109,8 @@ class OpenAIChatPolicy:
         return with_system_prompt(messages, self.template, system_prompt, tools)
 
     def new_episode(self) -> OpenAIEpisode:
-        """A fresh per-trajectory generator."""
-        return OpenAIEpisode(self)
+        """A fresh per-trajectory generator (one that is sent images, for a vision model)."""
+        return OpenAIEpisode(self) if self.vision is None else VisionEpisode(self)
 
     async def complete(self, messages: Messages) -> dict[str, Any]:
         """One chat completion by the chat client's retry rule; a failure raises naming the endpoint."""
@@ -119,6 +139,40 @@ class OpenAIChatPolicy:
                 raise RuntimeError(f"{where} answered {exc.status}: {_start(exc.text)}") from None
             raise RuntimeError(f"{where}: {exc}") from None
 
+    def check_served(self) -> None:
+        """Ask the endpoint, once and briefly, whether it answers and serves :attr:`model`: ``GET /models``,
+        or where a server offers no list (404, 405), a chat completion of one token. Raises ``ValueError``,
+        one line naming ``--base-url`` or ``--served-model`` and what went wrong, never the key."""
+        where = f"--base-url {redaction.redact(self.base_url)}"
+        timeout_s = min(self.timeout_s, CHECK_TIMEOUT_S)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            with httpx.Client(headers=headers, timeout=timeout_s) as client:
+                listed = client.get(self.models_url)
+                if listed.status_code in (404, 405):
+                    probe = {**self.body, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+                    asked = client.post(self.url, json=probe)
+        except httpx.TimeoutException:
+            raise ValueError(f"{where}: no answer within {timeout_s:g} s (is the server up?)") from None
+        except httpx.HTTPError as exc:
+            raise ValueError(f"{where}: cannot reach it ({type(exc).__name__}: {exc})") from None
+        if listed.status_code in (404, 405):  # no list of models: the chat answer says whether it serves it
+            if asked.status_code >= 300:
+                raise ValueError(
+                    f"{where} refused a chat request for --served-model {self.model}: {asked.status_code} "
+                    f"{_line(asked.text)}"
+                )
+            return
+        if listed.status_code >= 300:
+            hint = " (the key: --api-key or $OPENAI_API_KEY)" if listed.status_code in (401, 403) else ""
+            raise ValueError(
+                f"{where} answered {listed.status_code} to GET /models{hint}: {_line(listed.text)}"
+            )
+        served = _model_ids(listed)
+        if served is not None and self.model not in served:
+            shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "") if served else "none"
+            raise ValueError(f"--served-model {self.model}: {where} does not serve it (it serves: {shown})")
+
     async def aclose(self) -> None:
         """Close the connection pool."""
         if self._client is not None:
@@ -137,9 +191,13 @@ class OpenAIEpisode:
         self.policy = policy
         self.tokens_used: int | None = None
 
+    def sent(self, messages: Messages) -> Messages:
+        """The messages as the endpoint is sent them: as they are."""
+        return messages
+
     async def generate(self, messages: Messages) -> Generation:
         """The next assistant turn of ``messages``."""
-        data = await self.policy.complete(messages)
+        data = await self.policy.complete(self.sent(messages))
         choices = data.get("choices") if isinstance(data, dict) else None
         message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
@@ -154,6 +212,75 @@ class OpenAIEpisode:
         if isinstance(usage.get("prompt_tokens"), int):
             self.tokens_used = usage["prompt_tokens"] + (usage.get("completion_tokens") or 0)
         return Generation(text=sendable(text), finish_reason=choices[0].get("finish_reason"))
+
+
+class VisionEpisode(OpenAIEpisode):
+    """One trajectory's generator for a vision model: each image a tool returns is sent as an image part
+    (a ``data:`` URI) where its note was, in the tool message or, with ``vision="user"``, in a user message
+    after the turn's tool messages; the trajectory's messages keep the notes."""
+
+    def __init__(self, policy: OpenAIChatPolicy):
+        super().__init__(policy)
+        self.instead: dict[int, Any] = {}  # position in the conversation -> the content sent for it
+        self.after: dict[int, dict[str, Any]] = {}  # position -> the user message sent after it
+
+    def show_images(self, budget: ImageBudget, messages: Messages, records: Sequence[ToolRecord]) -> None:
+        """Take the images of this turn's ``records`` (the last ``len(records)`` of ``messages``), within
+        the trajectory's ``budget``, for the requests to come (:data:`~..rollout.episode.Observe`)."""
+        start = len(messages) - len(records)
+        copies = [dict(m) for m in messages[start:]]
+        tag = f"<image {uuid.uuid4().hex}>"  # no tool's text can hold it: the text is split on it
+        images = iter(show_images(copies, records, budget, tag))
+        shown: list[dict[str, Any]] = []
+        for at, copy in enumerate(copies, start):
+            if copy["content"] == messages[at]["content"]:
+                continue  # no image, or none whose note is in the observation
+            first, *rest = copy["content"].split(tag)
+            parts, text = [_text_part(first)], first
+            for piece in rest:
+                image = next(images)
+                shown.append(_image_part(image.data_uri))
+                parts += [shown[-1], _text_part(piece)]
+                text += image.note + piece
+            if self.policy.vision == "tool" and rest:
+                self.instead[at] = [part for part in parts if part is not None]
+            else:  # the text: its notes (user: the images follow), and why an image is not shown
+                self.instead[at] = text
+        if shown and self.policy.vision == "user":
+            self.after[len(messages) - 1] = {"role": "user", "content": shown}
+
+    def sent(self, messages: Messages) -> Messages:
+        """The messages with the images taken so far in their places."""
+        out: Messages = []
+        for at, message in enumerate(messages):
+            out.append({**message, "content": self.instead[at]} if at in self.instead else message)
+            if at in self.after:
+                out.append(self.after[at])
+        return out
+
+
+def _text_part(text: str) -> dict[str, Any] | None:
+    return {"type": "text", "text": text} if text else None
+
+
+def _image_part(url: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _model_ids(response: httpx.Response) -> list[str] | None:
+    """The model ids of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``), ``None`` if unreadable."""
+    try:
+        data = response.json().get("data")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(data, list):
+        return None
+    return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+
+
+def _line(text: str) -> str:
+    """The start of a response body on one line, secrets redacted."""
+    return " ".join(_start(text).split())
 
 
 def _start(text: str) -> str:

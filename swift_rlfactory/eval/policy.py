@@ -29,6 +29,7 @@ class PolicyOptions:
     api_key: str | None = None
     tokenizer: str | None = None
     timeout_s: float = 600.0  # seconds one request attempt to --base-url may take
+    vision: str | None = None  # where a served model is sent images from tools (tool, user); None: notes
     temperature: float | None = None  # None: greedy (eval: 1.0 for several samples)
     top_p: float | None = None
     max_tokens: int = 512
@@ -49,6 +50,8 @@ class PolicyOptions:
             raise ValueError("--base-url needs --served-model (the name the server knows the model by)")
         if self.base_url and (self.adapters or self.engine):
             raise ValueError("--adapters and --engine apply to a local --model only")
+        if self.vision and not self.base_url:
+            raise ValueError("--vision applies to a served model (--base-url) only")
         if self.concurrency < 1 or self.max_tokens < 1:
             raise ValueError("--concurrency and --max-tokens must be at least 1")
         if self.temperature is None:
@@ -84,6 +87,7 @@ def load_policy(
             count_tokens=count_tokens,
             timeout_s=options.timeout_s,
             concurrency=options.concurrency,
+            vision=options.vision,
         )
     from ..adapters.swift_infer import SwiftPolicy
 

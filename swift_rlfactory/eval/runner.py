@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,7 +24,8 @@ from swift_rlfactory.runs.eval_log import EvalLog, is_failed
 from ..env.environment import Environment
 from ..rewards import rules
 from ..rewards.registry import GOLDEN_ANSWERS, row_has_field
-from ..rollout.episode import Generation, Messages, run_episode
+from ..rollout.episode import Generation, Messages, Observe, run_episode
+from ..rollout.images import ImageBudget
 from ..tools.calls import HERMES, call_parser
 from ..tools.toolset import DescriptionCap
 from ..trajectory import Trajectory
@@ -316,6 +318,13 @@ def context_check(policy: Policy, episode: EpisodeModel) -> Callable[[Messages],
     return fits
 
 
+def image_observer(episode: EpisodeModel, env: Environment) -> Observe | None:
+    """How ``episode``'s model is shown the images from tools: its ``show_images`` (a served vision
+    model's), held to ``env``'s limits, or ``None`` (the model reads each image's note)."""
+    show = getattr(episode, "show_images", None)
+    return None if show is None else partial(show, ImageBudget.of(env.config.limits))
+
+
 def start_for(env: Environment, policy: Policy) -> None:
     """Start ``env``'s tools for episodes of ``policy``, its observations truncated by the policy's own
     token counter when it has one (exact, as the training adapter counts them)."""
@@ -364,6 +373,7 @@ async def run_row(
             state=state,
             episode=scope_key if env.episodes.enabled else None,
             user=env.user,
+            observe=image_observer(episode, env),
         )
         if score:
             trajectory.tool_env = env  # tool-verified rewards: trajectory.call_tool runs env's executor

@@ -202,6 +202,8 @@ def serve(
                 raise ValueError(
                     redaction.redact(f"{which}: cannot load it: {type(exc).__name__}: {exc}")
                 ) from exc
+            if options.base_url:  # an endpoint that is down or serves another model fails here, not at a call
+                policy.check_served()
             start_for(env, policy)
         max_turns = min(options.max_turns or env.max_turns, env.max_turns)
         service = AgentService(env, policy, max_turns, options.concurrency)

@@ -102,6 +102,9 @@ class Generation:
 
 
 Generate = Callable[[Messages], Awaitable[Generation]]
+Observe = Callable[[Messages, Sequence[ToolRecord]], None]
+"""Sees the conversation after each turn's tool messages (the last ``len(records)`` of it) with their
+records: a served vision model's episode takes the images from them (the messages keep their text)."""
 
 
 async def run_episode(
@@ -116,6 +119,7 @@ async def run_episode(
     state: Any = NO_EPISODE,
     episode: str | None = None,
     user: User | None = None,
+    observe: Observe | None = None,
 ) -> Trajectory:
     """Run one trajectory to the end: generate, call tools (or hear the user), observe, repeat.
 
@@ -130,6 +134,7 @@ async def run_episode(
         state: the episode's state, given to the tools that ask for it and kept on the trajectory.
         episode: the trajectory's id, for tools kept per trajectory (persistent ``run_python``).
         user: the simulated user, who replies to a turn without calls and without a final answer.
+        observe: called after each turn's tool messages are appended (:data:`Observe`).
     """
     messages = list(messages)
     calls: list[dict[str, Any]] = []
@@ -156,6 +161,8 @@ async def run_episode(
                 records = await executor.aexecute(plan.calls, state, episode)
                 calls.extend(record_dicts(records, turn))
                 messages.extend(tool_messages(records))
+                if observe is not None:
+                    observe(messages, records)
             if fits is not None and not fits(messages):
                 stop = "context"
                 break

@@ -21,6 +21,12 @@ class ImageBudget:
     left: int
     max_bytes: int
 
+    @classmethod
+    def of(cls, limits: Any, shown: int = 0) -> ImageBudget:
+        """What is left of an environment's ``limits`` (``max_images_per_trajectory``, ``max_image_bytes``)
+        for a trajectory that was shown ``shown`` images so far."""
+        return cls(left=limits.max_images_per_trajectory - shown, max_bytes=limits.max_image_bytes)
+
     def refusal(self, image: ToolImage) -> str | None:
         """Why ``image`` is not shown (``None``: it is, and counts against ``left``)."""
         if len(image.data) > self.max_bytes:

@@ -26,10 +26,11 @@ MAX_REPLY_BYTES = 8 << 20
 logprobs and verbose servers, while a server that sends without end cannot fill the process's memory."""
 
 
-def chat_url(base_url: str) -> str:
-    """``{base_url}/chat/completions``; a query in ``base_url`` (``?api-version=...``) stays a query."""
+def chat_url(base_url: str, route: str = "chat/completions") -> str:
+    """``{base_url}/{route}`` (default the chat completions); a query in ``base_url`` (``?api-version=...``)
+    stays a query."""
     root = httpx.URL(base_url)
-    return str(root.copy_with(path=root.path.rstrip("/") + "/chat/completions"))
+    return str(root.copy_with(path=root.path.rstrip("/") + "/" + route))
 
 
 class ChatError(RuntimeError):
