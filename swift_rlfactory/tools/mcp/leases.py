@@ -1,9 +1,10 @@
 """The sessions of one MCP server of ``scope: trajectory``: one per live trajectory, keyed by its id.
 
-A remote server gets a session of its own per trajectory (its own ``Mcp-Session-Id``), closed when the
-trajectory ends; a stdio server lends one process of a bounded pool, reset (``reset_tool``) or restarted
-before its next lease. A session lost under a trajectory is started afresh and the call fails saying the
-trajectory's state was lost; nothing is re-run. See docs/mcp.md, "Per-trajectory servers".
+A remote server gets a session of its own per trajectory (its own ``Mcp-Session-Id``), taken from the
+``ready_sessions`` kept open ahead and closed when the trajectory ends; a stdio server lends one process of
+a bounded pool, reset (``reset_tool``) or restarted before its next lease. A session lost under a
+trajectory is started afresh and the call fails saying the trajectory's state was lost; nothing is re-run.
+See docs/mcp.md, "Per-trajectory servers".
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ logger = logging.getLogger(__package__)
 
 OPEN_AHEAD = 2
 """Sessions opened ahead at once (remote): a trickle beside the running trajectories' calls, which a burst of
-handshakes would slow (each costs ~10 ms of CPU on both ends; docs/mcp.md, "Per-trajectory servers")."""
+handshakes would slow (docs/mcp.md, "Per-trajectory servers"; benchmarks/rollout/RESULTS.md, "Bursts")."""
 
 RESET_TIMEOUT_S = 30.0
 """How long a ``reset_tool`` call may take before the process is restarted instead."""
