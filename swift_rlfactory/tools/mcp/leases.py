@@ -216,7 +216,7 @@ class TrajectoryLeases:
         return Lease(await self._opened(session))
 
     async def _next_remote(self) -> Session:
-        """A session opened ahead (a fresh one, used by nobody), and one more starts opening in its place,
+        """A session opened ahead (a fresh one, used by nobody), its place filled again in the background,
         so that a trajectory's start rarely waits for a handshake."""
         spare = self._pick()
         self._fill()
