@@ -2,11 +2,15 @@
 
 A trajectory's start is clocked from its episode's open to the end of its first tool call (``put``), as a
 rollout meets it; its end, the episode's close (an HTTP session's DELETE; a stdio process given back).
-Each variant runs ``--n`` trajectories one after another (``--concurrency`` at once) against
-``tests/servers/kv_server.py`` in the same run: a shared stdio server, a leased stdio process (reset by
-``reset_tool``, and restarted), a shared HTTP session and an HTTP session per trajectory.
+Each variant runs ``--n`` trajectories against ``tests/servers/kv_server.py`` in the same run: a shared
+stdio server, a leased stdio process (reset by ``reset_tool``, and restarted), a shared HTTP session, an HTTP
+session per trajectory with ``ready_sessions`` open ahead (``--ready``; the default 8 unless given), and the
+same with one open ahead (the mechanism before ``ready_sessions``). ``--concurrency`` run at once, each next
+one as one ends; with ``--burst``, in groups that start together (a GRPO group), each group ``--gap-ms``
+after the last ended (the model's turn). ``--only http`` leaves out the stdio variants.
 
     python benchmarks/episode_scope.py --n 100 --concurrency 1
+    python benchmarks/episode_scope.py --n 96 --concurrency 8 --burst --only http
 """
 
 from __future__ import annotations
@@ -52,9 +56,12 @@ async def one(env: Environment, key: str) -> tuple[float, float]:
     return (first - started) * 1000, (time.perf_counter() - ending) * 1000
 
 
-async def variant(env: Environment, n: int, concurrency: int) -> tuple[list[float], list[float]]:
+async def variant(env: Environment, args: argparse.Namespace) -> tuple[list[float], list[float]]:
     for i in range(3):  # warm-up: the pool's first processes, the HTTP client's first connection
         await one(env, f"warm-{i}")
+    if args.burst:
+        return await bursts(env, args.n, args.concurrency, args.gap_ms / 1000)
+    n, concurrency = args.n, args.concurrency
     starts, ends = [], []
     gate = asyncio.Semaphore(concurrency)
 
@@ -65,6 +72,18 @@ async def variant(env: Environment, n: int, concurrency: int) -> tuple[list[floa
             ends.append(end)
 
     await asyncio.gather(*(limited(i) for i in range(n)))
+    return starts, ends
+
+
+async def bursts(env: Environment, n: int, size: int, gap: float) -> tuple[list[float], list[float]]:
+    """``n`` trajectories in groups of ``size`` that start at once, each group ``gap`` s after the last ended."""
+    starts, ends = [], []
+    for first in range(0, n, size):
+        await asyncio.sleep(gap)
+        group = range(first, min(first + size, n))
+        for start, end in await asyncio.gather(*(one(env, f"t{i}") for i in group)):
+            starts.append(start)
+            ends.append(end)
     return starts, ends
 
 
@@ -95,9 +114,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100, help="trajectories per variant")
     parser.add_argument("--concurrency", type=int, default=1, help="trajectories at once")
     parser.add_argument("--pool", type=int, default=8, help="processes of the leased stdio server")
+    parser.add_argument("--ready", type=int, help="ready_sessions of the HTTP server (default: its default)")
+    parser.add_argument("--burst", action="store_true", help="groups of --concurrency start at once")
+    parser.add_argument("--gap-ms", type=float, default=300, help="with --burst: pause between groups")
+    parser.add_argument("--only", choices=["http", "stdio"], help="only the variants of one transport")
     args = parser.parse_args()
     stdio = {"command": sys.executable, "args": [str(KV_SERVER)]}
     proc, url = serve_http()
+    ready = {"ready_sessions": args.ready} if args.ready else {}
     variants = {
         "stdio, shared": stdio,
         "stdio, leased (reset_tool)": {
@@ -108,21 +132,27 @@ def main() -> None:
         },
         "stdio, leased (restart)": {**stdio, "scope": "trajectory", "pool": args.pool},
         "HTTP, shared session": {"url": url},
-        "HTTP, session per trajectory": {"url": url, "scope": "trajectory"},
+        "HTTP, session per trajectory": {"url": url, "scope": "trajectory", **ready},
+        "HTTP, session per trajectory, 1 ahead": {"url": url, "scope": "trajectory", "ready_sessions": 1},
     }
+    if args.only:
+        variants = {k: v for k, v in variants.items() if k.lower().startswith(args.only)}
     rows = {}
     try:
         with tempfile.TemporaryDirectory() as folder:
             for name, entry in variants.items():
                 env = environment(Path(folder), entry)
                 try:
-                    rows[name] = asyncio.run(variant(env, args.n, args.concurrency))
+                    rows[name] = asyncio.run(variant(env, args))
                 finally:
                     env.close()
     finally:
         proc.kill()
         proc.wait()
-    print(f"n={args.n} concurrency={args.concurrency} pool={args.pool}")
+    mode = f"bursts, gap {args.gap_ms:g} ms" if args.burst else "each next as one ends"
+    print(
+        f"n={args.n} concurrency={args.concurrency} ({mode}) pool={args.pool} ready={args.ready or 'default'}"
+    )
     print("| variant | start p50 (ms) | start p90 (ms) | added p50 vs shared (ms) | end p50 (ms) |")
     print("| --- | --- | --- | --- | --- |")
     for name, (starts, ends) in rows.items():

@@ -140,6 +140,13 @@ def server_sessions(url: str) -> int:
     return int(record.observation) - 1
 
 
+def server_session_ids(url: str) -> set[str]:
+    """Ids of the sessions the HTTP server holds open, not counting the one asking."""
+    with ToolExecutor([McpProvider("probe", McpServerConfig(url=url))]) as probe:
+        ids, mine = probe.execute([ToolCall("session_ids", {}), ToolCall("session", {})])
+    return set(ids.observation.splitlines()) - {mine.observation}
+
+
 # -- configuration -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("entry", "field"),
@@ -150,6 +157,15 @@ def server_sessions(url: str) -> int:
         ({"command": "python", "scope": "trajectory", "sessions": 2}, "'sessions' is for a shared server"),
         ({"command": "python", "scope": "trajectory", "pool": 0}, "pool"),
         ({"url": "http://127.0.0.1:1/mcp", "scope": "trajectory", "pool": 2}, "'pool' is for a stdio server"),
+        (
+            {"url": "http://127.0.0.1:1/mcp", "ready_sessions": 4},
+            "'ready_sessions' needs 'scope: trajectory'",
+        ),
+        ({"url": "http://127.0.0.1:1/mcp", "scope": "trajectory", "ready_sessions": 0}, "ready_sessions"),
+        (
+            {"command": "python", "scope": "trajectory", "ready_sessions": 4},
+            "'ready_sessions' is for a remote server",
+        ),
     ],
 )
 def test_a_wrong_scope_field_stops_the_load_naming_it(tmp_path: Path, entry: dict, field: str) -> None:
@@ -191,6 +207,35 @@ def test_a_grpo_group_writes_and_reads_its_own_state_concurrently(
     finally:
         env.close()
     assert kv_processes() == []
+
+
+def test_a_group_starting_at_once_takes_sessions_opened_before_it(tmp_path: Path, http_url: str) -> None:
+    """``ready_sessions`` sessions are open on the server before a burst: each member of a group that starts
+    at once takes one of them (its own), none waits for a handshake, and the unused ones close at the end."""
+    others = server_session_ids(http_url)
+    env = kv_env(tmp_path, {"url": http_url, "scope": "trajectory", "ready_sessions": 4})
+    try:
+        deadline = time.monotonic() + 60
+        while len(ahead := server_session_ids(http_url) - others) < 4:
+            assert time.monotonic() < deadline, f"{len(ahead)} sessions opened ahead, not ready_sessions (4)"
+            time.sleep(0.1)
+
+        async def member(key: str) -> str:
+            await env.episodes.open(key, {})
+            try:
+                return (await call(env, key, "session")).observation
+            finally:
+                await env.episodes.close(key)
+
+        async def burst() -> list[str]:
+            return await asyncio.gather(*(member(f"b{i}") for i in range(4)))
+
+        used = run(burst())
+        assert len(set(used)) == 4 and set(used) <= ahead  # each its own, every one open before the burst
+        assert not set(used) & server_session_ids(http_url)  # closed at each member's teardown
+    finally:
+        env.close()
+    assert server_session_ids(http_url) - others == set()  # the sessions opened ahead since then too
 
 
 def test_a_shared_server_is_what_the_group_shares(tmp_path: Path) -> None:

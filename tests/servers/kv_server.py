@@ -2,7 +2,8 @@
 
 Over stdio the whole process is one store; over streamable HTTP each MCP session (``Mcp-Session-Id``) has
 its own store, and ``sessions`` counts the sessions the server holds open (a client that closes its
-session sends DELETE and the count drops). ``reset`` empties the store; ``crash`` exits the process.
+session sends DELETE and the count drops); ``session`` names the caller's session and ``session_ids`` every
+open one. ``reset`` empties the store; ``crash`` exits the process.
 
     python kv_server.py                                                   # stdio
     python kv_server.py --transport streamable-http --host 127.0.0.1 --port 8933   # .../mcp
@@ -64,6 +65,22 @@ def sessions() -> int:
     except RuntimeError:  # stdio: no session manager
         return 0
     return len(manager._server_instances)
+
+
+@mcp.tool()
+def session(ctx: Context) -> str:
+    """This call's MCP session id (empty over stdio)."""
+    return ctx.headers.get("mcp-session-id", "") if ctx.headers else ""
+
+
+@mcp.tool()
+def session_ids() -> str:
+    """The ids of the MCP sessions the HTTP server holds open now, one per line (empty over stdio)."""
+    try:
+        manager = mcp.session_manager
+    except RuntimeError:
+        return ""
+    return "\n".join(manager._server_instances)
 
 
 def main() -> None:

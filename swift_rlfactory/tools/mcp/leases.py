@@ -1,9 +1,10 @@
 """The sessions of one MCP server of ``scope: trajectory``: one per live trajectory, keyed by its id.
 
-A remote server gets a session of its own per trajectory (its own ``Mcp-Session-Id``), closed when the
-trajectory ends; a stdio server lends one process of a bounded pool, reset (``reset_tool``) or restarted
-before its next lease. A session lost under a trajectory is started afresh and the call fails saying the
-trajectory's state was lost; nothing is re-run. See docs/mcp.md, "Per-trajectory servers".
+A remote server gets a session of its own per trajectory (its own ``Mcp-Session-Id``), taken from the
+``ready_sessions`` kept open ahead and closed when the trajectory ends; a stdio server lends one process of
+a bounded pool, reset (``reset_tool``) or restarted before its next lease. A session lost under a
+trajectory is started afresh and the call fails saying the trajectory's state was lost; nothing is re-run.
+See docs/mcp.md, "Per-trajectory servers".
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,10 @@ from .errors import describe
 from .session import Session
 
 logger = logging.getLogger(__package__)
+
+OPEN_AHEAD = 2
+"""Sessions opened ahead at once (remote): a trickle beside the running trajectories' calls, which a burst of
+handshakes would slow (docs/mcp.md, "Per-trajectory servers"; benchmarks/rollout/RESULTS.md, "Bursts")."""
 
 RESET_TIMEOUT_S = 30.0
 """How long a ``reset_tool`` call may take before the process is restarted instead."""
@@ -62,7 +68,7 @@ class TrajectoryLeases:
         self._processes = 0  # stdio: processes running or starting, at most config.pool_size
         self._freed = asyncio.Condition()
         self._recycling: set[asyncio.Task[None]] = set()
-        self._spare: asyncio.Future[Session] | None = None  # remote: the next trajectory's session, ahead
+        self._ready: deque[asyncio.Future[Session]] = deque()  # remote: sessions opened ahead, oldest first
         self._labels = itertools.count()
 
     @property
@@ -72,7 +78,7 @@ class TrajectoryLeases:
 
     @property
     def open_sessions(self) -> int:
-        """Sessions open or opening now: leased, idle in the pool, or being reset."""
+        """Sessions open or opening now: leased, idle in the pool, being reset, or opened ahead."""
         return len(self._sessions)
 
     @property
@@ -93,8 +99,10 @@ class TrajectoryLeases:
         if self.stdio:
             self._idle.append(session)
         else:
-            self._spare = asyncio.get_running_loop().create_future()
-            self._spare.set_result(session)
+            ready = asyncio.get_running_loop().create_future()
+            ready.set_result(session)
+            self._ready.append(ready)
+            self._fill()
         return session
 
     def begin(self, key: str) -> None:
@@ -124,8 +132,9 @@ class TrajectoryLeases:
         """Close every session (ending the pool's processes); safe to call twice."""
         self.closed = True
         self._live.clear()
-        pending = [*self._leases.values(), *self._recycling, *([self._spare] if self._spare else [])]
+        pending = [*self._leases.values(), *self._recycling, *self._ready]
         self._leases.clear()
+        self._ready.clear()
         async with self._freed:
             self._freed.notify_all()  # a trajectory waiting for the pool stops waiting
         if pending:  # a session starting is let finish: one cancelled while its process spawns may outlive us
@@ -207,15 +216,36 @@ class TrajectoryLeases:
         return Lease(await self._opened(session))
 
     async def _next_remote(self) -> Session:
-        """The session opened ahead for the next trajectory (a fresh one, used by nobody); the one after it
-        starts opening now, while this trajectory runs, so a trajectory's start rarely waits for a handshake."""
-        spare = self._spare or self._ahead()
-        self._spare = self._ahead() if not self.closed else None
+        """A session opened ahead (a fresh one, used by nobody), its place filled again in the background,
+        so that a trajectory's start rarely waits for a handshake."""
+        spare = self._pick()
+        self._fill()
         try:
             return await asyncio.shield(spare)
         except asyncio.CancelledError:  # ended while it opened: it is nobody's, close it once open
             spare.add_done_callback(self._drop_later)
             raise
+
+    def _pick(self) -> asyncio.Future[Session]:
+        """The session opened ahead that is ready first: an open one, else the oldest still opening, else
+        one opened now. Those that failed to open are left out: a fresh try says if the server is still down."""
+        for spare in [s for s in self._ready if s.done() and (s.cancelled() or s.exception() is not None)]:
+            self._ready.remove(spare)
+        spare = next((s for s in self._ready if s.done()), self._ready[0] if self._ready else None)
+        if spare is None:
+            return self._ahead()
+        self._ready.remove(spare)
+        return spare
+
+    def _fill(self, _: object = None) -> None:
+        """Start opening sessions until ``ready_sessions`` are open or opening, at most ``OPEN_AHEAD`` at a
+        time: each next one as one opens (a trickle beside the running trajectories' calls)."""
+        while not self.closed and len(self._ready) < self.config.ready_size:
+            if sum(not s.done() for s in self._ready) >= OPEN_AHEAD:
+                return
+            spare = self._ahead()
+            spare.add_done_callback(self._fill)
+            self._ready.append(spare)
 
     def _ahead(self) -> asyncio.Future[Session]:
         return asyncio.ensure_future(self._opened(self._session()))

@@ -43,6 +43,7 @@ PASSTHROUGH_ENV = (
 
 DEFAULT_POOL = 8  # processes of a stdio server of scope trajectory, when ``pool`` is not given
 DEFAULT_LEASE_TIMEOUT_S = 60.0  # a trajectory's wait for a free process of a full pool
+DEFAULT_READY_SESSIONS = 8  # sessions a remote server of scope trajectory keeps open ahead: a GRPO group
 
 PYTHON_COMMANDS = ("python", "python3")
 
@@ -95,12 +96,14 @@ class McpServerConfig(BaseModel):
         None  # None: folders in args, else the env's folder (the provider's roots); []: none
     )
     # Per-trajectory servers (docs/mcp.md, "Per-trajectory servers"): one session (HTTP) or one leased
-    # process of at most ``pool`` (stdio) per live trajectory, reset by ``reset_tool`` or a restart.
+    # process of at most ``pool`` (stdio) per live trajectory, reset by ``reset_tool`` or a restart; a remote
+    # one keeps ``ready_sessions`` sessions open ahead, used by nobody, for the trajectories that start next.
     # Left out of a dump while unset, so that the tool cache's namespace of an existing entry stays as it was.
     scope: Literal["shared", "trajectory"] = Field(default="shared", exclude_if=lambda v: v == "shared")
     pool: int | None = Field(default=None, ge=1, le=1024, exclude_if=_unset)
     reset_tool: str | None = Field(default=None, min_length=1, exclude_if=_unset)
     lease_timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, exclude_if=_unset)
+    ready_sessions: int | None = Field(default=None, ge=1, le=256, exclude_if=_unset)
 
     @model_validator(mode="before")
     @classmethod
@@ -148,11 +151,13 @@ class McpServerConfig(BaseModel):
         return self
 
     def _check_scope(self) -> None:
-        """``pool``, ``reset_tool`` and ``lease_timeout_s`` belong to a stdio server of scope trajectory, and
-        ``sessions`` to a shared one (a per-trajectory server has one session per trajectory)."""
+        """``pool``, ``reset_tool`` and ``lease_timeout_s`` belong to a stdio server of scope trajectory,
+        ``ready_sessions`` to a remote one, and ``sessions`` to a shared one (a per-trajectory server has one
+        session per trajectory)."""
         given = self.model_fields_set
         if self.scope == "shared":
-            if extra := [k for k in ("pool", "reset_tool", "lease_timeout_s") if k in given]:
+            fields = ("pool", "reset_tool", "lease_timeout_s", "ready_sessions")
+            if extra := [k for k in fields if k in given]:
                 raise ValueError(f"'{extra[0]}' needs 'scope: trajectory' (this server is shared)")
             return
         if "sessions" in given:
@@ -165,11 +170,21 @@ class McpServerConfig(BaseModel):
                 f"'{extra[0]}' is for a stdio server; a remote server of scope trajectory opens one "
                 "session per trajectory"
             )
+        if self.command is not None and "ready_sessions" in given:
+            raise ValueError(
+                "'ready_sessions' is for a remote server; a stdio server of scope trajectory leases the "
+                "processes of its 'pool'"
+            )
 
     @property
     def pool_size(self) -> int:
         """Processes a stdio server of scope trajectory may run at once (``pool``, default 8)."""
         return self.pool if self.pool is not None else DEFAULT_POOL
+
+    @property
+    def ready_size(self) -> int:
+        """Sessions a remote server of scope trajectory keeps open ahead (``ready_sessions``, default 8)."""
+        return self.ready_sessions if self.ready_sessions is not None else DEFAULT_READY_SESSIONS
 
     @property
     def lease_wait_s(self) -> float:
