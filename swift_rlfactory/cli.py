@@ -10,7 +10,9 @@ import json
 import sys
 from itertools import chain, islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
 from rich.console import Console
 
 from swift_rlfactory.redaction import redact
@@ -27,15 +29,31 @@ from .cli_args import (
 from .cli_serve import add_agent_parser, add_ui_parsers
 from .env.config import EnvConfigError
 
+if TYPE_CHECKING:
+    from .env.environment import Environment
+
 # Observations and model text are printed as they are: no emoji codes (":x:"), markup or highlighting.
 console = Console(emoji=False, highlight=False)
 errors = Console(stderr=True, emoji=False, highlight=False)
 
 
-def _tools_list(args: argparse.Namespace) -> int:
+def _environment(target: str) -> Environment:
+    """The environment file ``target``; a URL (``http://``, ``https://``) stands for an environment whose
+    tools are those of the one MCP server there (streamable HTTP, else HTTP+SSE): a server tried as it is."""
+    from .env.config import EnvConfig
     from .env.environment import Environment
 
-    with Environment.load(args.env) as env:
+    if not target.startswith(("http://", "https://")):
+        return Environment.load(target)
+    server = {"mcpServers": {"server": {"url": target}}}
+    try:
+        return Environment(EnvConfig.model_validate({"name": "mcp-server", "tools": {"mcp": server}}))
+    except ValidationError as exc:
+        raise EnvConfigError(f"{target}: {exc.errors()[0]['msg']}") from None
+
+
+def _tools_list(args: argparse.Namespace) -> int:
+    with _environment(args.env) as env:
         for name, tool in env.executor.tools.items():
             console.rule(f"[bold]{name}")
             if tool.spec.description:
@@ -46,7 +64,6 @@ def _tools_list(args: argparse.Namespace) -> int:
 
 
 def _tools_call(args: argparse.Namespace) -> int:
-    from .env.environment import Environment
     from .env.episode import EpisodeSetupError
 
     try:
@@ -57,7 +74,7 @@ def _tools_call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         errors.print('ARGUMENTS must be a JSON object, e.g. \'{"query": "..."}\'', markup=False)
         return 2
-    with Environment.load(args.env) as env:
+    with _environment(args.env) as env:
         if args.name not in env.executor.tools:
             known = ", ".join(env.executor.tools) or "none"
             errors.print(f"unknown tool {args.name!r}; available: {known}", markup=False)
@@ -370,10 +387,10 @@ def build_parser() -> argparse.ArgumentParser:
         dest="tools_command", required=True
     )
     listing = tools.add_parser("list", help="print every tool and its JSON schema")
-    listing.add_argument("env", help="environment YAML file")
+    listing.add_argument("env", help="environment YAML file, or the URL of one MCP server")
     listing.set_defaults(func=_tools_list)
     call = tools.add_parser("call", help="run one tool call and print the observation")
-    call.add_argument("env", help="environment YAML file")
+    call.add_argument("env", help="environment YAML file, or the URL of one MCP server")
     call.add_argument("name", help="tool name, as `tools list` shows it")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     call.add_argument("--repeat", type=positive, default=1, help="call N times (shows the cache at work)")

@@ -20,7 +20,10 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, METHOD_NOT_FOUND
 
+from swift_rlfactory import __version__
 from swift_rlfactory.cli import main
 from swift_rlfactory.eval.serve_agent import reply_of
 from swift_rlfactory.runs.log import read_trajectories
@@ -319,3 +322,40 @@ def test_a_server_without_a_model_list_is_asked_one_token_and_then_serves():
     with ScriptedChat(refused, models=None) as server:
         line = _one_line(start_up(served_flags(server.port)))
     assert "refused a chat request for --served-model scripted: 404" in line and "does not exist" in line
+
+
+def test_it_declares_only_its_tool_and_refuses_the_rest_as_the_spec_says(endpoint: ScriptedChat):
+    """Only the tools capability: prompts and resources (and completions, logging) are "method not found"
+    (-32601), another tool's name is a protocol error (-32602), arguments that are no task a tool error."""
+
+    async def probe(url: str) -> dict[str, Any]:
+        async with Client(url, read_timeout_seconds=300) as client:
+            seen: dict[str, Any] = {
+                "capabilities": client.server_capabilities.model_dump(exclude_none=True),
+                "info": client.server_info,
+            }
+            for name, request in {
+                "prompts": client.list_prompts(),
+                "resources": client.list_resources(),
+                "templates": client.list_resource_templates(),
+                "unknown tool": client.call_tool("test_simple_text", {}),
+            }.items():
+                with pytest.raises(MCPError) as refused:
+                    await request
+                seen[name] = (refused.value.code, refused.value.message)
+            seen["no task"] = await client.call_tool("e2e-agent", {"question": "1 + 2?"})
+            seen["not text"] = await client.call_tool("e2e-agent", {"task": 3})
+            return seen
+
+    # No call reaches the model (the endpoint answers the start-up check only).
+    with http_server(AGENT_ENV, served_flags(endpoint.port)) as url:
+        seen = asyncio.run(probe(url))
+    assert seen["capabilities"] == {"tools": {"list_changed": False}}
+    assert (seen["info"].name, seen["info"].version) == ("e2e-agent", __version__)
+    for refused in ("prompts", "resources", "templates"):
+        assert seen[refused][0] == METHOD_NOT_FOUND, seen[refused]
+    assert seen["unknown tool"] == (INVALID_PARAMS, "Unknown tool: test_simple_text")
+    for wrong in ("no task", "not text"):
+        assert seen[wrong].is_error, seen[wrong]
+        assert seen[wrong].content[0].text.startswith("invalid arguments (task: "), seen[wrong].content
+        assert seen[wrong].content[0].text.endswith('give {"task": "..."}')

@@ -17,14 +17,25 @@ import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from mcp.server import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver.utilities.logging import configure_logging
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    TextContent,
+    Tool,
+)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 
-from swift_rlfactory import redaction
+from swift_rlfactory import __version__, redaction
 from swift_rlfactory.bundled.models import choose_model
 
 from ..env.environment import Environment
@@ -46,6 +57,13 @@ class CallTrace(BaseModel):
     tool: str
     arguments: Any = Field(description="the arguments as the agent wrote them")
     error: str | None = Field(default=None, description="why it failed; null when it ran")
+
+
+# The tool's arguments (no docstring: it would become the input schema's description).
+class _Task(BaseModel):
+    model_config = ConfigDict(title="agentArguments")
+
+    task: str = Field(description="the task for the agent, in words")
 
 
 class AgentReply(BaseModel):
@@ -137,17 +155,37 @@ class AgentService:
         )
 
 
-def build_server(service: AgentService, tool_name: str, description: str) -> MCPServer:
-    """An MCP server whose one tool, ``tool_name``, is ``service``."""
-    server = MCPServer(tool_name, log_level="WARNING")
+def build_server(service: AgentService, tool_name: str, description: str) -> Server:
+    """An MCP server whose one tool, ``tool_name``, is ``service``.
 
-    async def agent(
-        task: Annotated[str, Field(description="the task for the agent, in words")],
-    ) -> Annotated[CallToolResult, AgentReply]:
+    It declares only the tools capability, so a request for what it does not offer (prompts, resources,
+    completions, logging) is answered "method not found", and a call of any other tool is a protocol error
+    (``-32602``); arguments that are no task are a tool error the caller's model can read and correct.
+    """
+    tool = Tool(
+        name=tool_name,
+        description=description,
+        input_schema=_Task.model_json_schema(),
+        output_schema=AgentReply.model_json_schema(),
+    )
+
+    async def list_tools(ctx: ServerRequestContext, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult:
+        if params.name != tool_name:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+        try:
+            task = _Task.model_validate(params.arguments or {}).task
+        except ValidationError as exc:
+            wrong = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            return _error(f'invalid arguments ({wrong}): give {{"task": "..."}}')
         return await service.run(task)
 
-    server.add_tool(agent, name=tool_name, description=description)
-    return server
+    configure_logging("WARNING")  # the SDK's warnings and ours go to stderr, rendered by rich
+    return Server(tool_name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def describe(env: Environment, max_turns: int) -> str:
@@ -222,14 +260,15 @@ def serve(
     return 0
 
 
-async def _stdio(server: MCPServer, policy: Any) -> None:
+async def _stdio(server: Server, policy: Any) -> None:
     try:
-        await server.run_stdio_async()
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
     finally:
         await _close_policy(policy)
 
 
-async def _http(server: MCPServer, policy: Any, listener: socket.socket, host: str) -> None:
+async def _http(server: Server, policy: Any, listener: socket.socket, host: str) -> None:
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)

@@ -12,7 +12,9 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, ListRootsResult, Root
+from mcp.types import CONNECTION_CLOSED, Implementation, ListRootsResult, Root
+
+from swift_rlfactory import __version__
 
 from ..base import ToolSpec
 from .config import McpServerConfig
@@ -25,6 +27,9 @@ logger = logging.getLogger(__package__)
 
 # Notifications no one here uses: handled before the SDK spawns a task for each (see Session._consumed).
 _UNUSED_NOTIFICATIONS = frozenset({"notifications/message", "notifications/progress"})
+
+# Who we are to a server (the SDK would say "mcp" 0.1.0, its own placeholder).
+_CLIENT_INFO = Implementation(name="swift-rlfactory", version=__version__)
 
 # Beyond this a closing session's owner task is cancelled and abandoned, so that close() never hangs.
 _CLOSE_TIMEOUT_S = 10.0
@@ -125,7 +130,7 @@ class Session:
                     )
                     roots = _roots_callback(self.roots) if self.roots else None
                     client = await stack.enter_async_context(
-                        ClientSession(read, write, list_roots_callback=roots)
+                        ClientSession(read, write, list_roots_callback=roots, client_info=_CLIENT_INFO)
                     )
                     try:
                         init = await client.initialize()
