@@ -132,7 +132,7 @@ set -e
 touch /tmp/device_env.sh /tmp/eval-sets.jsonl
 mkdir -p /tmp/ds-s1/v0/checkpoint-20 /tmp/ds-s1/v0/checkpoint-40 /tmp/ds-s1/v0/checkpoint-60
 touch /tmp/ds-s1/v0/checkpoint-{20,40}/trainer_state.json   # 60 is still being written
-h() { echo "== $*" >> /work/calls.jsonl; bash benchmarks/deepsearch/h200.sh "$@" /work/out; }
+h() { echo "== $*" >> /work/calls.jsonl; START_GAP=0 bash benchmarks/deepsearch/h200.sh "$@" /work/out; }
 h shifts-sft; h eval-sft
 RUN_NAME=ds-s1 h validate-shifts; RUN_NAME=ds-s1 h validate-shifts   # beside training: the second finds nothing new
 touch /tmp/ds-s1/v0/checkpoint-60/trainer_state.json

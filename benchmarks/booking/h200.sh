@@ -69,7 +69,7 @@ case "$phase" in
   train)  # resumable: the LoRA weights and step count come back, not the optimizer (deepsearch h200.sh says why)
     last=$(last_checkpoint); resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
     copy_logs() { for d in "$RUN"/v*; do cp "$d/logging.jsonl" "$out/logging-s$SEED-${d##*/}.jsonl" 2>/dev/null || true; done; }
-    (while sleep 15; do copy_logs; done) & copier=$!
+    (while sleep 15; do copy_logs; done) > /dev/null 2>&1 & copier=$!
     rc=0
     MODEL=$SFT_MODEL OUTPUT=$RUN SEED=$SEED timeout "${TRAIN_TIMEOUT:-540}" bash examples/booking/train.sh "${resume[@]}" \
       "${train_flags[@]}" > "$out/train-s$SEED-$(date +%s).log" 2>&1 || rc=$?

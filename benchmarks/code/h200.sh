@@ -27,7 +27,7 @@ copy_logs() {
     tail -n 64 "$d/trajectories.jsonl" > "$out/trajectories-tail.jsonl" 2>/dev/null || true
   done
 }
-(while sleep 15; do copy_logs; done) & copier=$!
+(while sleep 15; do copy_logs; done) > /dev/null 2>&1 & copier=$!
 start=$(date +%s)
 MODEL=/tmp/qwen05 OUTPUT=/tmp/code STEPS=${STEPS:-15} timeout "${TRAIN_TIMEOUT:-540}" bash examples/code/train.sh \
   --save_strategy no \

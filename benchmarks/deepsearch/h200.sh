@@ -37,7 +37,8 @@
 #                  trajectory arm is the train phase's own run (/tmp/ds), credit-eval scores each arm's
 #                  last checkpoint                                                                    ~9 / ~3 min
 # Knobs for sharing the GPU between phases (benchmarks/gpu_pipeline/pipeline.sh runs several at once):
-# VLLM_UTIL, MICRO_BATCH, GRAD_ACC (train.sh, sft.sh) and GPU_UTIL (eval.sh), passed through the environment.
+# VLLM_UTIL, MICRO_BATCH, GRAD_ACC (train.sh, sft.sh) and GPU_UTIL (eval.sh), passed through the environment;
+# START_GAP (10 s) between two engines a phase starts side by side.
 # The recipe is base -> warm-start SFT (sft.sh, merged into /tmp/qwen05-sft) -> GRPO from the SFT model.
 # SFT demonstrations come from the first 1,000 train questions; GRPO trains on the questions of the pool
 # (POOL_FILE: data/pool.jsonl, 42 % two-hop; without it the other 1,000 train questions) that the SFT
@@ -101,7 +102,7 @@ train_grpo() {  # RUN ENV_FILE: train.sh from the SFT model on the selected ques
   local resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
   copy_logs() { for d in "$run"/v*; do cp "$d/logging.jsonl" "$out/logging-${run##*/}-${d##*/}.jsonl" 2>/dev/null || true; done; }
   # Copy the step logs every 15 s: a device command cut short (time limit, budget) still returns them.
-  (while sleep 15; do copy_logs; done) & local copier=$!
+  (while sleep 15; do copy_logs; done) > /dev/null 2>&1 & local copier=$!
   local log; log="$out/train-${run##*/}-$(date +%s).log"
   local rc=0
   RLFACTORY_ENV=$env_file BETA=${BETA:-0.04} MODEL=/tmp/qwen05-sft DATASET=/tmp/split/grpo.jsonl OUTPUT=$run \
@@ -235,7 +236,7 @@ PY
     evaluate "trained$sfx" /tmp/qwen05-sft "$([ "$ckpt" = sft ] || echo "$ckpt")" ;;
   shifts-sft)  # the SFT model on test and val under every shift, side by side: the references of issue 30's alarms
     GPU_UTIL=${GPU_UTIL:-0.08} evaluate_shifts eval-sft-shifts examples/deepsearch/data/test.jsonl & test=$!
-    sleep 10  # vLLM start-ups apart (vllm_start.sh)
+    sleep "${START_GAP:-10}"  # vLLM start-ups apart (vllm_start.sh)
     GPU_UTIL=${GPU_UTIL:-0.08} evaluate_shifts val-sft-shifts examples/deepsearch/data/val.jsonl
     wait "$test" ;;
   validate-shifts)  # RUN's checkpoints on val under every shift; CHOOSE=1: then the best by its worst shift
@@ -289,7 +290,7 @@ PY
     fi
     GPU_UTIL=${GPU_UTIL:-0.1} evaluate_shifts "eval-chosen-$name-shifts" examples/deepsearch/data/test.jsonl "$ckpt" \
       "$out/eval-sft-shifts.json" & test=$!
-    sleep 10
+    sleep "${START_GAP:-10}"
     rm -f "$out/eval-chosen-$name.log"
     MODEL=/tmp/qwen05-sft ADAPTERS=$ckpt DATASET=/tmp/eval-sets.jsonl GROUP_BY="split hops family cell" REFERENCE=$out/eval-sft.json \
       vllm_start "$out/eval-chosen-$name.log" bash examples/deepsearch/eval.sh "/tmp/eval-chosen-$name"

@@ -28,5 +28,5 @@ train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); 
 
 (while sleep 10; do
    printf '%s,%s\n' "$(elapsed)" "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ')"
- done >> "$R/gpu.csv") & monitor=$!
+ done >> "$R/gpu.csv" 2>/dev/null) & monitor=$!  # its sleep outlives a kill: it must hold no caller's pipe
 

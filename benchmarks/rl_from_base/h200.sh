@@ -87,7 +87,7 @@ case "$phase" in
     last=$(ls -d $RUN/v*/checkpoint-* 2>/dev/null | sort -V | tail -1 || true)
     resume=(); [ -n "$last" ] && resume=(--resume_from_checkpoint "$last" --resume_only_model true)
     copy_logs() { for d in $RUN/v*; do cp "$d/logging.jsonl" "$out/logging-${d##*/}.jsonl" 2>/dev/null || true; done; }
-    (while sleep 15; do copy_logs; done) & copier=$!
+    (while sleep 15; do copy_logs; done) > /dev/null 2>&1 & copier=$!
     start=$(date +%s)
     rc=0
     RLFACTORY_ENV=$ENV_FILE DATASET=$TRAIN_DATA MAX_COMPLETION=$MAX_TOKENS MODEL=/tmp/qwen05 OUTPUT=$RUN STEPS=${STEPS:-200} timeout "${TRAIN_TIMEOUT:-540}" \
