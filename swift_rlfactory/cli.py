@@ -39,13 +39,14 @@ errors = Console(stderr=True, emoji=False, highlight=False)
 
 def _environment(target: str) -> Environment:
     """The environment file ``target``; a URL (``http://``, ``https://``) stands for an environment whose
-    tools are those of the one MCP server there (streamable HTTP, else HTTP+SSE): a server tried as it is."""
+    tools are those of the one MCP server there (streamable HTTP, else HTTP+SSE): a server tried as it is,
+    with OAuth (discovery, registration, a headless authorization) should it answer 401."""
     from .env.config import EnvConfig
     from .env.environment import Environment
 
     if not target.startswith(("http://", "https://")):
         return Environment.load(target)
-    server = {"mcpServers": {"server": {"url": target}}}
+    server = {"mcpServers": {"server": {"url": target, "auth": "oauth"}}}
     try:
         return Environment(EnvConfig.model_validate({"name": "mcp-server", "tools": {"mcp": server}}))
     except ValidationError as exc:
