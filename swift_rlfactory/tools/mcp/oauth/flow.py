@@ -4,6 +4,7 @@ the code is read from the redirect back to us, as auto-approving servers send it
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -19,6 +20,12 @@ from .store import FileTokenStorage
 
 if TYPE_CHECKING:
     from ..config import McpServerConfig
+
+# The SDK logs each failed flow with its traceback; the same error then fails the server's start, which
+# reports it in one line, so that record is dropped.
+logging.getLogger("mcp.client.auth.oauth2").addFilter(
+    lambda record: record.getMessage() != "OAuth flow error"
+)
 
 Redirect = Callable[[str], Awaitable[None]]
 Callback = Callable[[], Awaitable[AuthorizationCodeResult]]
