@@ -189,3 +189,30 @@ def test_auth_is_for_remote_servers_and_an_entry_without_it_dumps_as_before():
     with pytest.raises(ValidationError, match="'auth' .* is for a remote server"):
         McpServerConfig.model_validate({"command": "python", "auth": "oauth"})
     assert "auth" not in McpServerConfig.model_validate({"url": "https://example.com/mcp"}).model_dump()
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"url": "https://x.example/mcp", "auth": {"CLIENT_ID": "app", "CLIENT_SECRET": "s", "scopes": ["a"]}},
+        {"httpUrl": "https://x.example/mcp", "oauth": {"enabled": True, "clientId": "app", "clientSecret": "s",
+                                                       "tokenUrl": "https://x.example/t", "scopes": ["a"]}},
+    ],
+    ids=["cursor", "gemini"],
+)  # fmt: skip
+def test_other_clients_oauth_settings_are_our_auth(entry: dict):
+    """Cursor's ``auth`` and Gemini CLI's ``oauth`` name the same client: one ``auth`` setting."""
+    auth = McpServerConfig.model_validate(entry).auth
+    assert auth is not None
+    assert (auth.client_id, auth.client_secret, auth.scopes) == ("app", "s", ["a"])
+
+
+def test_claude_codes_oauth_and_geminis_disabled_one():
+    claude = McpServerConfig.model_validate(
+        {"url": "https://x.example/mcp", "oauth": {"clientId": "app", "callbackPort": 8080}}
+    )
+    assert claude.auth is not None and (claude.auth.client_id, claude.auth.callback_port) == ("app", 8080)
+    assert (
+        McpServerConfig.model_validate({"url": "https://x.example/mcp", "oauth": {"enabled": False}}).auth
+        is None
+    )

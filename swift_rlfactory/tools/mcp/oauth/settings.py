@@ -14,6 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 # there (it reads the redirect's Location); ``tools login`` does. Fixed, so one registration serves both.
 DEFAULT_CALLBACK_PORT = 33418
 
+# Other clients' keys of the same object: Cursor's ``auth`` (``CLIENT_ID``, ``CLIENT_SECRET``), Gemini CLI's
+# and Claude Code's ``oauth`` (camelCase). Gemini's endpoints and redirect are found by discovery here.
+_SPELLINGS = {
+    "CLIENT_ID": "client_id", "clientId": "client_id", "CLIENT_SECRET": "client_secret",
+    "clientSecret": "client_secret", "callbackPort": "callback_port", "tokenStore": "token_store",
+}  # fmt: skip
+_DISCOVERED = ("enabled", "authorizationUrl", "tokenUrl", "redirectUri", "audiences", "issuer")
+
 
 class OAuthSettings(BaseModel):
     """``auth: oauth``, or ``auth: {type: oauth, ...}`` with these keys."""
@@ -37,8 +45,11 @@ class OAuthSettings(BaseModel):
             if data.strip().lower() != "oauth":
                 raise ValueError(f"'auth' must be 'oauth' or a mapping with type: oauth, not {data!r}")
             return {}
-        if isinstance(data, dict) and isinstance(data.get("scopes"), str):
-            return {**data, "scopes": data["scopes"].split()}
+        if not isinstance(data, dict):
+            return data
+        data = {_SPELLINGS.get(k, k): v for k, v in data.items() if k not in _DISCOVERED}
+        if isinstance(data.get("scopes"), str):
+            data["scopes"] = data["scopes"].split()
         return data
 
     @model_validator(mode="after")
