@@ -23,6 +23,8 @@ import yaml
 from pydantic import ValidationError
 
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
+from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
+from swift_rlfactory.tools.mcp import McpProvider
 from swift_rlfactory.tools.mcp.config import McpServerConfig
 
 from .test_mcp import free_port
@@ -82,6 +84,27 @@ def test_discovery_registration_pkce_then_a_later_run_reuses_and_refreshes_the_s
         second = tools("call", url, "stats", cache=cache)
     assert second.returncode == 0, second.stderr
     seen = json.loads(second.stdout.splitlines()[0])
+    assert seen == {"registrations": 1, "authorizations": 1, "code_exchanges": 1, "refreshes": 1}
+
+
+def test_sessions_of_a_server_share_one_authorization_and_one_refresh_and_still_call_in_parallel(
+    tmp_path: Path,
+):
+    """Four sessions: one registration and authorization, not four; once the token expired (2 s), one
+    refresh (the server rotates refresh tokens: a second refresh of the same one would fail); and calls
+    still run side by side (16 x 0.5 s, serial: 8 s)."""
+    auth = {"type": "oauth", "token_store": str(tmp_path / "tokens.json")}
+    with oauth_server("--ttl", "2") as url:
+        config = McpServerConfig.model_validate({"url": url, "auth": auth, "sessions": 4}).resolved(tmp_path)
+        with ToolExecutor([McpProvider("remote", config)], Limits(call_timeout_s=30)) as executor:
+            began = time.monotonic()
+            waited = executor.execute([ToolCall("wait", {"seconds": 0.5})] * 16)
+            elapsed = time.monotonic() - began
+            time.sleep(2.5)
+            executor.execute([ToolCall("wait", {"seconds": 0.1})] * 8)
+            [stats] = executor.execute([ToolCall("stats", {})])
+    assert all(r.observation == "waited" for r in waited) and elapsed < 4.0, (elapsed, waited[0])
+    seen = json.loads(stats.observation)
     assert seen == {"registrations": 1, "authorizations": 1, "code_exchanges": 1, "refreshes": 1}
 
 

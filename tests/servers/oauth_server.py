@@ -3,7 +3,7 @@ resource and authorization-server metadata, dynamic client registration, PKCE, r
 client-credentials grant for one pre-registered client. Authorization is approved at once (a redirect back
 with the code), or with ``--consent`` answered with a login page, as a server that wants a person does.
 
-Tool ``whoami``: the client id of the token the call came with. Tool ``stats``: how many registrations,
+Tool ``whoami``: the client id of the token the call came with. Tool ``wait``: sleeps. Tool ``stats``: how many registrations,
 authorizations, code exchanges, refreshes and client-credentials grants the server has seen::
 
     python oauth_server.py --port 8950 [--ttl 2] [--consent] [--client-secret SECRET]
@@ -12,6 +12,7 @@ authorizations, code exchanges, refreshes and client-credentials grants the serv
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import json
 import secrets
@@ -195,6 +196,12 @@ def main() -> None:
 
         token = get_access_token()
         return token.client_id if token else "nobody"
+
+    @mcp.tool()
+    async def wait(seconds: float) -> str:
+        """Sleep ``seconds``, for the tests of parallel calls."""
+        await asyncio.sleep(seconds)
+        return "waited"
 
     @mcp.tool()
     def stats() -> str:

@@ -4,6 +4,7 @@ the code is read from the redirect back to us, as auto-approving servers send it
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import warnings
 from collections.abc import Awaitable, Callable
@@ -90,6 +91,12 @@ def callback_url(settings: OAuthSettings) -> str:
     return f"http://127.0.0.1:{settings.callback_port}/callback"
 
 
+# One OAuth client per server and event loop, shared by the server's sessions: its lock lets one of them
+# authorize or refresh while the others wait for the result, instead of each registering, authorizing and
+# refreshing (a rotated refresh token spent by one fails the others).
+_shared: dict[tuple[str, str, asyncio.AbstractEventLoop], httpx2.Auth] = {}
+
+
 def oauth_for(
     config: McpServerConfig, redirect: Redirect | None = None, callback: Callback | None = None
 ) -> httpx2.Auth | None:
@@ -98,6 +105,17 @@ def oauth_for(
     settings, url = config.auth, config.url
     if settings is None or url is None:
         return None
+    if redirect is not None or callback is not None:
+        return _provider(settings, url, redirect, callback)
+    key = (url, settings.model_dump_json(), asyncio.get_running_loop())
+    if key not in _shared:
+        _shared[key] = _provider(settings, url, None, None)
+    return _shared[key]
+
+
+def _provider(
+    settings: OAuthSettings, url: str, redirect: Redirect | None, callback: Callback | None
+) -> httpx2.Auth:
     path = settings.store_path(url)
     if settings.grant == "client_credentials":
         assert settings.client_id and settings.client_secret
