@@ -37,7 +37,8 @@ SECRET = "robot-secret-7f3a9c21e4b8d605"
 
 @contextmanager
 def oauth_server(*flags: str) -> Iterator[str]:
-    """The OAuth-protected server on a free port: its MCP URL once it accepts connections."""
+    """The OAuth-protected server on a free port: its MCP URL (``/sse`` with ``--transport sse``) once it
+    accepts connections."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, str(SERVER), "--port", str(port), *flags], stderr=subprocess.DEVNULL
@@ -51,7 +52,7 @@ def oauth_server(*flags: str) -> Iterator[str]:
                 break
             except OSError:
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'sse' if 'sse' in flags else 'mcp'}"
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -85,6 +86,23 @@ def test_discovery_registration_pkce_then_a_later_run_reuses_and_refreshes_the_s
     assert second.returncode == 0, second.stderr
     seen = json.loads(second.stdout.splitlines()[0])
     assert seen == {"registrations": 1, "authorizations": 1, "code_exchanges": 1, "refreshes": 1}
+
+
+def test_the_sse_transport_authorizes_too(tmp_path: Path):
+    """The older HTTP+SSE transport (``type: sse``) goes through the same OAuth client."""
+    with oauth_server("--transport", "sse") as url:
+        path = tmp_path / "env.yaml"
+        server = {"url": url, "type": "sse", "auth": "oauth"}
+        path.write_text(
+            yaml.safe_dump({"name": "remote", "tools": {"mcp": {"mcpServers": {"remote": server}}}})
+        )
+        called = tools("call", str(path), "stats", cache=tmp_path / "cache")
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout.splitlines()[0]) == {
+        "registrations": 1,
+        "authorizations": 1,
+        "code_exchanges": 1,
+    }
 
 
 def test_sessions_of_a_server_share_one_authorization_and_one_refresh_and_still_call_in_parallel(

@@ -6,7 +6,7 @@ with the code), or with ``--consent`` answered with a login page, as a server th
 Tool ``whoami``: the client id of the token the call came with. Tool ``wait``: sleeps. Tool ``stats``: how many registrations,
 authorizations, code exchanges, refreshes and client-credentials grants the server has seen::
 
-    python oauth_server.py --port 8950 [--ttl 2] [--consent] [--client-secret SECRET]
+    python oauth_server.py --port 8950 [--ttl 2] [--consent] [--client-secret SECRET] [--transport sse]
 """
 
 from __future__ import annotations
@@ -176,13 +176,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ttl", type=int, default=3600, help="seconds an access token lives")
     parser.add_argument("--consent", action="store_true", help="show a login page instead of approving")
+    parser.add_argument("--transport", choices=["streamable-http", "sse"], default="streamable-http")
     parser.add_argument("--client-secret", help="the secret of client training-robot (client credentials)")
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
     provider = Provider(args.ttl, args.consent, base)
     auth = AuthSettings(
         issuer_url=base,
-        resource_server_url=f"{base}/mcp",
+        resource_server_url=f"{base}/{'sse' if args.transport == 'sse' else 'mcp'}",
         client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp"]),
         required_scopes=["mcp"],
         validate_token_resource=True,
@@ -208,7 +209,8 @@ def main() -> None:
         """Registrations, authorizations, code exchanges, refreshes and client-credentials grants so far."""
         return json.dumps(dict(seen))
 
-    app = client_credentials(mcp.streamable_http_app(), provider, args.client_secret)
+    served = mcp.sse_app() if args.transport == "sse" else mcp.streamable_http_app()
+    app = client_credentials(served, provider, args.client_secret)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
