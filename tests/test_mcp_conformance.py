@@ -104,8 +104,7 @@ CLIENT = {
     "auth/offline-access-scope": "pass",
     "auth/offline-access-not-supported": "pass",
     "auth/client-credentials-basic": "pass",
-    # A client assertion signed with a private key (RFC 7523) is not offered: `auth` takes a client secret.
-    "auth/client-credentials-jwt": "Client did not make a client_credentials token request",
+    "auth/client-credentials-jwt": "pass",  # a client assertion signed with `auth.private_key` (RFC 7523)
     # Enterprise-managed authorization (SEP-990, an identity provider's ID token exchanged): not offered.
     "auth/cross-app-access-complete-flow": "Client did not perform token exchange",
 }

@@ -215,6 +215,17 @@ def test_a_login_page_fails_a_headless_run_in_one_line_and_tools_login_answers_i
         ({"type": "oauth", "grant": "password"}, "auth.grant"),
         ({"type": "oauth", "client_secret": SECRET}, "needs the 'client_id'"),
         ({"type": "oauth", "client_id": "x", "client_secret": SECRET, "scope": "a"}, "auth.scope"),
+        ({"type": "oauth", "client_id": "x", "private_key": SECRET}, "is for grant client_credentials"),
+        (
+            {
+                "type": "oauth",
+                "grant": "client_credentials",
+                "client_id": "x",
+                "client_secret": SECRET,
+                "private_key": SECRET,
+            },
+            "without a secret",
+        ),
     ],
 )
 def test_the_auth_setting_is_checked_at_load_naming_the_field_never_the_secret(

@@ -117,8 +117,8 @@ def _headers(config: McpServerConfig, expand: _Expander) -> dict[str, str]:
 
 
 def _auth(config: McpServerConfig, expand: _Expander) -> Any:
-    """``auth`` with its client id, secret and token store path expanded; the secret is recorded as one
-    whether expanded or literal."""
+    """``auth`` with its client id, secret, private key and token store path expanded; the secret and the
+    key are recorded as such whether expanded or literal."""
     auth = config.auth
     assert auth is not None
     update: dict[str, Any] = {}
@@ -127,6 +127,9 @@ def _auth(config: McpServerConfig, expand: _Expander) -> Any:
     if auth.client_secret is not None:
         update["client_secret"] = expand(auth.client_secret, "auth.client_secret", secret=True).strip()
         redaction.remember(update["client_secret"], "<auth.client_secret>")
+    if auth.private_key is not None:
+        update["private_key"] = expand(auth.private_key, "auth.private_key", secret=True).strip()
+        redaction.remember(update["private_key"], "<auth.private_key>")
     if auth.token_store is not None:
         path = Path(expand(auth.token_store, "auth.token_store")).expanduser()
         update["token_store"] = str(path if path.is_absolute() else expand.base_dir / path)

@@ -13,7 +13,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
 from .settings import OAuthSettings
@@ -60,8 +64,8 @@ class HeadlessAuthorization:
             return
         raise OAuthLoginNeeded(
             f"the authorization server of {self.server_url} asks a person to log in (HTTP "
-            f"{response.status_code}, no redirect back with a code): run `swift-rlfactory tools login ENV_OR_URL` "
-            "once where a browser can open; this and later runs reuse and refresh the tokens it stores"
+            f"{response.status_code}, no redirect back with a code): run "
+            "`swift-rlfactory tools login ENV_OR_URL` once where a browser can open; this and later runs reuse and refresh the tokens it stores"
         )
 
     async def callback(self) -> AuthorizationCodeResult:
@@ -84,6 +88,10 @@ class _AuthorizationCode(_StoredExpiry, OAuthClientProvider):
 
 
 class _ClientCredentials(_StoredExpiry, ClientCredentialsOAuthProvider):
+    pass
+
+
+class _PrivateKeyJWT(_StoredExpiry, PrivateKeyJWTOAuthProvider):
     pass
 
 
@@ -118,18 +126,7 @@ def _provider(
 ) -> httpx2.Auth:
     path = settings.store_path(url)
     if settings.grant == "client_credentials":
-        assert settings.client_id and settings.client_secret
-        method = settings.token_endpoint_auth_method
-        with warnings.catch_warnings():  # no `issuer`: whichever server the resource names, as documented
-            warnings.simplefilter("ignore")
-            return _ClientCredentials(
-                url,
-                FileTokenStorage(path, url),
-                settings.client_id,
-                settings.client_secret,
-                method if method in ("client_secret_basic", "client_secret_post") else "client_secret_basic",
-                settings.scope,
-            )
+        return _client_credentials(settings, url, FileTokenStorage(path, url))
     back = callback_url(settings)
     client = None
     if settings.client_id:  # pre-registered: no dynamic registration
@@ -157,3 +154,31 @@ def _provider(
         callback or headless.callback,
         client_metadata_url=settings.client_metadata_url,
     )
+
+
+def _client_credentials(settings: OAuthSettings, url: str, storage: FileTokenStorage) -> httpx2.Auth:
+    """The client-credentials grant, authenticated by the client secret or by an assertion signed with the
+    private key (RFC 7523, ``private_key_jwt``)."""
+    assert settings.client_id
+    with warnings.catch_warnings():  # no `issuer`: whichever server the resource names, as documented
+        warnings.simplefilter("ignore")
+        if settings.private_key:
+            signed = SignedJWTParameters(
+                issuer=settings.client_id,
+                subject=settings.client_id,
+                signing_key=settings.private_key,
+                signing_algorithm=settings.signing_algorithm,
+            )
+            return _PrivateKeyJWT(
+                url, storage, settings.client_id, signed.create_assertion_provider(), settings.scope
+            )
+        assert settings.client_secret
+        method = settings.token_endpoint_auth_method
+        return _ClientCredentials(
+            url,
+            storage,
+            settings.client_id,
+            settings.client_secret,
+            method if method in ("client_secret_basic", "client_secret_post") else "client_secret_basic",
+            settings.scope,
+        )

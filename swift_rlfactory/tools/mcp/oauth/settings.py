@@ -32,6 +32,8 @@ class OAuthSettings(BaseModel):
     grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
     client_id: str | None = Field(default=None, min_length=1)
     client_secret: str | None = Field(default=None, min_length=1, repr=False)
+    private_key: str | None = Field(default=None, min_length=1, repr=False)  # PEM: private_key_jwt
+    signing_algorithm: str = "RS256"
     scopes: list[str] | None = None
     token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
     client_metadata_url: str | None = None
@@ -54,10 +56,19 @@ class OAuthSettings(BaseModel):
 
     @model_validator(mode="after")
     def _grant_needs(self) -> OAuthSettings:
-        if self.grant == "client_credentials" and not (self.client_id and self.client_secret):
-            raise ValueError("grant client_credentials needs 'client_id' and 'client_secret'")
-        if self.client_secret and not self.client_id:
-            raise ValueError("'client_secret' needs the 'client_id' it belongs to")
+        if self.grant == "client_credentials" and not (
+            self.client_id and (self.client_secret or self.private_key)
+        ):
+            raise ValueError(
+                "grant client_credentials needs 'client_id' and 'client_secret' (or 'private_key')"
+            )
+        if (self.client_secret or self.private_key) and not self.client_id:
+            given = "client_secret" if self.client_secret else "private_key"
+            raise ValueError(f"'{given}' needs the 'client_id' it belongs to")
+        if self.private_key and (self.client_secret or self.grant != "client_credentials"):
+            raise ValueError(
+                "'private_key' (a signed client assertion) is for grant client_credentials, without a secret"
+            )
         return self
 
     @property
