@@ -4,11 +4,12 @@ its tokens are kept."""
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from swift_rlfactory.bundled.models import cache_dir
 
 # Where the authorization server sends the browser back after a login. The headless flow never listens
 # there (it reads the redirect's Location); ``tools login`` does. Fixed, so one registration serves both.
@@ -80,6 +81,5 @@ class OAuthSettings(BaseModel):
         """The token store file: ``token_store``, else one per server URL under the cache folder."""
         if self.token_store:
             return Path(self.token_store).expanduser()
-        cache = Path(os.environ.get("RLFACTORY_CACHE") or Path.home() / ".cache" / "swift-rlfactory")
         digest = hashlib.sha256(f"{self.grant} {self.client_id} {server_url}".encode()).hexdigest()[:16]
-        return cache.expanduser() / "mcp-oauth" / f"{digest}.json"
+        return cache_dir().expanduser() / "mcp-oauth" / f"{digest}.json"
