@@ -39,13 +39,14 @@ errors = Console(stderr=True, emoji=False, highlight=False)
 
 def _environment(target: str) -> Environment:
     """The environment file ``target``; a URL (``http://``, ``https://``) stands for an environment whose
-    tools are those of the one MCP server there (streamable HTTP, else HTTP+SSE): a server tried as it is."""
+    tools are those of the one MCP server there (streamable HTTP, else HTTP+SSE): a server tried as it is,
+    with OAuth (discovery, registration, a headless authorization) should it answer 401."""
     from .env.config import EnvConfig
     from .env.environment import Environment
 
     if not target.startswith(("http://", "https://")):
         return Environment.load(target)
-    server = {"mcpServers": {"server": {"url": target}}}
+    server = {"mcpServers": {"server": {"url": target, "auth": "oauth"}}}
     try:
         return Environment(EnvConfig.model_validate({"name": "mcp-server", "tools": {"mcp": server}}))
     except ValidationError as exc:
@@ -94,6 +95,22 @@ def _tools_call(args: argparse.Namespace) -> int:
             )
             if record.error:
                 return 1
+    return 0
+
+
+def _tools_login(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .tools.mcp.oauth.login import login
+
+    servers = _environment(args.env).config.mcp_servers().mcpServers
+    chosen = {n: s for n, s in servers.items() if s.auth is not None and args.server in (None, n)}
+    if not chosen:
+        which = f"server {args.server!r}" if args.server else "no server"
+        errors.print(f"{which} of {args.env} has OAuth ('auth: oauth') to log in to", markup=False)
+        return 2
+    for config in chosen.values():
+        asyncio.run(login(config, lambda text: console.print(text, markup=False, soft_wrap=True)))
     return 0
 
 
@@ -395,6 +412,10 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     call.add_argument("--repeat", type=positive, default=1, help="call N times (shows the cache at work)")
     call.set_defaults(func=_tools_call)
+    log_in = tools.add_parser("login", help="authorize OAuth servers once, for later runs (opens a browser)")
+    log_in.add_argument("env", help="environment YAML file, or the URL of one MCP server")
+    log_in.add_argument("--server", help="only this server of the environment")
+    log_in.set_defaults(func=_tools_login)
 
     _add_train_parser(sub)
     _add_eval_parser(sub)

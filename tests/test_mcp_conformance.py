@@ -36,6 +36,7 @@ INSTALL = (
 )
 CLI = f"{shlex.quote(sys.executable)} -m swift_rlfactory.cli"
 WHOAMI = ROOT / "tests" / "servers" / "whoami_server.py"
+CONTEXT = ROOT / "tests" / "servers" / "conformance_context.py"
 
 # Each client scenario and the command it runs: the suite appends the URL of its test server, which
 # `sh -c '... "$0" ...'` puts where `tools call` takes it.
@@ -44,7 +45,18 @@ CALLS = {
     "sse-retry": "test_reconnection",
     "elicitation-sep1034-client-defaults": "test_client_elicitation_defaults",
     "auth/metadata-default": "test-tool",
+    "auth/scope-step-up": "test-tool",  # the call asks for more scope than the listing
 }
+# Scenarios that hand the client its credentials (MCP_CONFORMANCE_CONTEXT): an environment file's `auth`
+# with that grant, written by tests/servers/conformance_context.py.
+GRANTS = {
+    "auth/pre-registration": "authorization_code",
+    "auth/client-credentials-basic": "client_credentials",
+    "auth/client-credentials-jwt": "client_credentials",
+}
+# Passed, with a warning (which the suite's exit status counts as a failure): a URL given alone has no
+# client ID metadata document to offer, so the client registers dynamically.
+WARNED = {"auth/basic-cimd"}
 
 # How each scenario ends: "pass", or the start of the message of its first failed check. Servers are asked
 # for what serve-agent does not offer (method not found) or for the suite's own fixture tools (unknown).
@@ -77,8 +89,24 @@ CLIENT = {
     "sse-retry": "pass",
     # We declare no elicitation capability; the server asks anyway and is told no (the SDK's -32600).
     "elicitation-sep1034-client-defaults": "Elicitation failed: MCP error -32600: Elicitation not supported",
-    # OAuth is not ours to do: no discovery, registration or authorization request is made.
-    "auth/metadata-default": "Expected Check Missing: ",
+    # OAuth through the SDK's client: discovery, registration (or a pre-registered client), PKCE, the
+    # headless authorization, scopes; docs/mcp.md ("OAuth").
+    **{f"auth/metadata-{s}": "pass" for s in ("default", "var1", "var2", "var3")},
+    "auth/basic-cimd": "pass",
+    **{f"auth/scope-{s}": "pass" for s in ("from-www-authenticate", "from-scopes-supported")},
+    **{f"auth/scope-{s}": "pass" for s in ("omitted-when-undefined", "step-up", "retry-limit")},
+    **{f"auth/token-endpoint-auth-{s}": "pass" for s in ("basic", "post", "none")},
+    "auth/pre-registration": "pass",
+    # The SDK checks the metadata's issuer (RFC 8414, 3.3): this one names .../oauth, served at the root.
+    "auth/2025-03-26-oauth-metadata-backcompat": "Expected Check Missing: client-registration",
+    "auth/2025-03-26-oauth-endpoint-fallback": "pass",
+    "auth/resource-mismatch": "pass",  # the SDK refuses metadata naming another resource
+    "auth/offline-access-scope": "pass",
+    "auth/offline-access-not-supported": "pass",
+    "auth/client-credentials-basic": "pass",
+    "auth/client-credentials-jwt": "pass",  # a client assertion signed with `auth.private_key` (RFC 7523)
+    # Enterprise-managed authorization (SEP-990, an identity provider's ID token exchanged): not offered.
+    "auth/cross-app-access-complete-flow": "Client did not perform token exchange",
 }
 
 
@@ -161,9 +189,15 @@ def test_serve_agent_against_every_server_scenario(suite: list[str], serve_agent
 def test_our_client_against_a_client_scenario(suite: list[str], scenario: str, tmp_path: Path):
     if scenario in CALLS:
         command = f"sh -c 'exec {CLI} tools call \"$0\" {CALLS[scenario]}'"
+    elif scenario in GRANTS:
+        command = f"{shlex.quote(sys.executable)} {CONTEXT} {GRANTS[scenario]}"
     else:
         command = f"{CLI} tools list"
-    run = [*suite, "client", "--command", command, "--scenario", scenario, "-o", str(tmp_path)]
-    proc = subprocess.run(run, capture_output=True, text=True, timeout=120, env=environ())
-    check(outcomes(tmp_path), {scenario: CLIENT[scenario]})
-    assert (proc.returncode == 0) == (CLIENT[scenario] == "pass"), proc.stdout[-3000:]
+    results = tmp_path / "results"
+    run = [*suite, "client", "--command", command, "--scenario", scenario, "-o", str(results)]
+    # OAuth tokens go to a token store under the cache folder: this test's own.
+    env = environ(RLFACTORY_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env)
+    check(outcomes(results), {scenario: CLIENT[scenario]})
+    passed = CLIENT[scenario] == "pass" and scenario not in WARNED
+    assert (proc.returncode == 0) == passed, proc.stdout[-3000:]

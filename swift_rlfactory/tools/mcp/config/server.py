@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..oauth.settings import OAuthSettings
 from . import variables
 from .spellings import ALLOW_KEYS, DENY_KEYS, Transport, client_spellings
 from .timeouts import TIMEOUT_SECONDS_MAX
@@ -71,6 +72,8 @@ class McpServerConfig(BaseModel):
     )
     bearer_token_env_var: str | None = None  # Codex: sent as ``Authorization: Bearer <its value>``
     env_http_headers: dict[str, str] = Field(default_factory=dict)  # Codex: header -> variable name
+    # OAuth (docs/mcp.md, "OAuth"); left out of a dump while unset, so the tool cache's namespace stays.
+    auth: OAuthSettings | None = Field(default=None, exclude_if=lambda v: v is None)
     sessions: int = Field(default=1, ge=1, le=64)
     startup_timeout_s: float = Field(
         default=30.0,
@@ -147,6 +150,8 @@ class McpServerConfig(BaseModel):
             raise ValueError(f"transport {self.transport!r} needs a 'url', not a 'command'")
         if self.url is not None and self.transport == "stdio":
             raise ValueError("transport 'stdio' needs a 'command', not a 'url'")
+        if self.command is not None and self.auth is not None:
+            raise ValueError("'auth' (OAuth) is for a remote server ('url'), not a stdio 'command'")
         self._check_scope()
         return self
 

@@ -21,7 +21,7 @@ Transport = Literal["stdio", "sse", "streamable-http"]
 UI_ONLY_KEYS = frozenset(
     {
         "autoApprove", "alwaysAllow", "description", "icon", "name", "title", "source", "trust", "dev", "gallery", "version", "notes",
-        "settings", "oauth", "networkTimeout", "$schema", "display_name", "bundled", "required", "tools",
+        "settings", "networkTimeout", "$schema", "display_name", "bundled", "required", "tools",
         "default_tools_approval_mode", "scopes", "oauth_resource",
     }
 )  # fmt: skip
@@ -50,6 +50,7 @@ def client_spellings(
     """A copy of entry ``data`` in our spelling, for a model with ``fields``; unknown keys dropped with a
     warning (a typo may hide there), UI-only ones with a debug log."""
     data = dict(data)
+    _oauth_spelling(data)
     for key in [k for k in data if k in UI_ONLY_KEYS]:
         logger.debug("MCP config: ignoring UI-only key %r", key)
         del data[key]
@@ -70,6 +71,19 @@ def client_spellings(
         warn_once(info, logging.WARNING, f"MCP config: ignoring unknown server key {key!r}")
         del data[key]
     return data
+
+
+def _oauth_spelling(data: dict[str, Any]) -> None:
+    """Gemini CLI's and Claude Code's ``oauth`` object as our ``auth``, in place; Gemini's
+    ``enabled: false`` is no OAuth. Its keys are read by :class:`~..oauth.settings.OAuthSettings`."""
+    if "oauth" not in data:
+        return
+    if "auth" in data:
+        raise ValueError("give either 'auth' or 'oauth', not both")
+    oauth = data.pop("oauth")
+    if isinstance(oauth, dict) and oauth.get("enabled", True) is False:
+        return
+    data["auth"] = oauth
 
 
 def _tool_filters(data: dict[str, Any]) -> None:

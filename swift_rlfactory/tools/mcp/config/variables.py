@@ -65,6 +65,8 @@ def resolved(config: McpServerConfig, base_dir: Path) -> McpServerConfig:
     if config.url is not None:
         update["url"] = expand(config.url, "url", secret=True).strip()  # pasted with a space or newline
         redaction.remember_url(update["url"])
+    if config.auth is not None:
+        update["auth"] = _auth(config, expand)
     if config.command is not None:
         update["command"] = expand(config.command, "command")
         cwd = Path(expand(config.cwd, "cwd")).expanduser() if config.cwd else base_dir
@@ -112,6 +114,26 @@ def _headers(config: McpServerConfig, expand: _Expander) -> dict[str, str]:
         headers = {k: v for k, v in headers.items() if k.lower() != header.lower()}
         headers[header] = _header_value(expand(written, field, secret=True), field)
     return headers
+
+
+def _auth(config: McpServerConfig, expand: _Expander) -> Any:
+    """``auth`` with its client id, secret, private key and token store path expanded; the secret and the
+    key are recorded as such whether expanded or literal."""
+    auth = config.auth
+    assert auth is not None
+    update: dict[str, Any] = {}
+    if auth.client_id is not None:
+        update["client_id"] = expand(auth.client_id, "auth.client_id").strip()
+    if auth.client_secret is not None:
+        update["client_secret"] = expand(auth.client_secret, "auth.client_secret", secret=True).strip()
+        redaction.remember(update["client_secret"], "<auth.client_secret>")
+    if auth.private_key is not None:
+        update["private_key"] = expand(auth.private_key, "auth.private_key", secret=True).strip()
+        redaction.remember(update["private_key"], "<auth.private_key>")
+    if auth.token_store is not None:
+        path = Path(expand(auth.token_store, "auth.token_store")).expanduser()
+        update["token_store"] = str(path if path.is_absolute() else expand.base_dir / path)
+    return auth.model_copy(update=update)
 
 
 def _header_value(value: str, field: str) -> str:

@@ -15,6 +15,7 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
 from ..framing import too_large
+from ..oauth import oauth_for
 from .context import TransportContext
 
 
@@ -67,7 +68,9 @@ async def streamable_http_transport(context: TransportContext, cap: int) -> Asyn
 
     hooks = {"response": [_cap_json_body(cap, config.max_result_mb), note_status]}
     async with (
-        _HttpClient(headers=config.headers, timeout=timeout, event_hooks=hooks, verify=_tls()) as http,
+        _HttpClient(
+            headers=config.headers, auth=oauth_for(config), timeout=timeout, event_hooks=hooks, verify=_tls()
+        ) as http,
         streamable_http_client(config.url, http_client=http, max_sse_event_size=cap) as streams,
     ):
         yield streams

@@ -21,6 +21,7 @@ from swift_rlfactory.redaction import redact
 
 from ..errors import describe
 from ..framing import Oversized, SseEvents, error_reply, oversized_reply, parse_line
+from ..oauth import oauth_for
 from .context import TransportContext
 
 logger = logging.getLogger("swift_rlfactory.tools.mcp")
@@ -118,7 +119,7 @@ async def sse_transport(context: TransportContext, cap: int) -> AsyncIterator[tu
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     async with (
-        httpx2.AsyncClient(headers=config.headers, timeout=timeout) as http,
+        httpx2.AsyncClient(headers=config.headers, auth=oauth_for(config), timeout=timeout) as http,
         stream_within_origin(http, "GET", config.url, headers=_SSE_HEADERS) as response,
     ):
         response.raise_for_status()
