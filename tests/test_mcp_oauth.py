@@ -264,7 +264,7 @@ def test_claude_codes_oauth_and_geminis_disabled_one():
         {"url": "https://x.example/mcp", "oauth": {"clientId": "app", "callbackPort": 8080}}
     )
     assert claude.auth is not None and (claude.auth.client_id, claude.auth.callback_port) == ("app", 8080)
-    assert (
-        McpServerConfig.model_validate({"url": "https://x.example/mcp", "oauth": {"enabled": False}}).auth
-        is None
-    )
+    for off in ({"enabled": False}, False):
+        assert McpServerConfig.model_validate({"url": "https://x.example/mcp", "oauth": off}).auth is None
+    on = McpServerConfig.model_validate({"url": "https://x.example/mcp", "oauth": True}).auth
+    assert on is not None and (on.grant, on.client_id) == ("authorization_code", None)

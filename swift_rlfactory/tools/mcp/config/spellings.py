@@ -75,15 +75,15 @@ def client_spellings(
 
 def _oauth_spelling(data: dict[str, Any]) -> None:
     """Gemini CLI's and Claude Code's ``oauth`` object as our ``auth``, in place; Gemini's
-    ``enabled: false`` is no OAuth. Its keys are read by :class:`~..oauth.settings.OAuthSettings`."""
+    ``enabled: false`` (or ``oauth: false``) is no OAuth, ``oauth: true`` the defaults. Its keys are read by :class:`~..oauth.settings.OAuthSettings`."""
     if "oauth" not in data:
         return
     if "auth" in data:
         raise ValueError("give either 'auth' or 'oauth', not both")
     oauth = data.pop("oauth")
-    if isinstance(oauth, dict) and oauth.get("enabled", True) is False:
+    if oauth is False or (isinstance(oauth, dict) and oauth.get("enabled", True) is False):
         return
-    data["auth"] = oauth
+    data["auth"] = "oauth" if oauth is True else oauth
 
 
 def _tool_filters(data: dict[str, Any]) -> None:
