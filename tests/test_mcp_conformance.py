@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -185,19 +186,37 @@ def test_serve_agent_against_every_server_scenario(suite: list[str], serve_agent
     check(outcomes(tmp_path), SERVER)
 
 
-@pytest.mark.parametrize("scenario", list(CLIENT))
-def test_our_client_against_a_client_scenario(suite: list[str], scenario: str, tmp_path: Path):
+def run_client_scenario(
+    suite: list[str], scenario: str, folder: Path
+) -> tuple[dict[str, list[str]], int, str]:
+    """One client scenario driven through our CLI: its outcomes, the suite's exit status and its output."""
     if scenario in CALLS:
         command = f"sh -c 'exec {CLI} tools call \"$0\" {CALLS[scenario]}'"
     elif scenario in GRANTS:
         command = f"{shlex.quote(sys.executable)} {CONTEXT} {GRANTS[scenario]}"
     else:
         command = f"{CLI} tools list"
-    results = tmp_path / "results"
+    results = folder / "results"
     run = [*suite, "client", "--command", command, "--scenario", scenario, "-o", str(results)]
-    # OAuth tokens go to a token store under the cache folder: this test's own.
-    env = environ(RLFACTORY_CACHE=str(tmp_path / "cache"))
+    # OAuth tokens go to a token store under the cache folder: this scenario's own.
+    env = environ(RLFACTORY_CACHE=str(folder / "cache"))
     proc = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env)
-    check(outcomes(results), {scenario: CLIENT[scenario]})
+    return outcomes(results), proc.returncode, proc.stdout[-3000:]
+
+
+@pytest.fixture(scope="module")
+def client_runs(suite: list[str], tmp_path_factory) -> dict[str, tuple[dict[str, list[str]], int, str]]:
+    """Every client scenario, three at a time (each is a node process and one or two of our CLI's: mostly
+    start-up time; one at a time they took ~100 s of CI), each in a folder of its own."""
+    root = tmp_path_factory.mktemp("conformance")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        runs = {s: pool.submit(run_client_scenario, suite, s, root / s.replace("/", "-")) for s in CLIENT}
+        return {scenario: run.result() for scenario, run in runs.items()}
+
+
+@pytest.mark.parametrize("scenario", list(CLIENT))
+def test_our_client_against_a_client_scenario(client_runs, scenario: str):
+    found, returncode, output = client_runs[scenario]
+    check(found, {scenario: CLIENT[scenario]})
     passed = CLIENT[scenario] == "pass" and scenario not in WARNED
-    assert (proc.returncode == 0) == passed, proc.stdout[-3000:]
+    assert (returncode == 0) == passed, output
