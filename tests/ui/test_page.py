@@ -155,3 +155,23 @@ def test_the_table_and_the_viewer_say_which_lines_a_resumed_run_logged_again(tmp
         shown = page._show(str(tmp_path), stopped)
         assert "from a run that stopped: the run resumed at step 2 (trajectory #3) logs that step" in shown
     assert "resumed" not in page._show(str(tmp_path), "3") and "resumed" not in page._show(str(tmp_path), "0")
+
+
+def test_the_live_refresh_sends_only_the_charts_that_changed(tmp_path: Path):
+    """A chart sent again is drawn again from scratch: the 3 s refresh of a long run on a slow machine kept
+    its charts blank (CI 2026-12-06). Unchanged charts are skipped; a new step redraws what it changed."""
+    import gradio as gr
+
+    recorded = Path(__file__).parent / "fixtures" / "run" / "logging.jsonl"
+    lines = recorded.read_text().splitlines()
+    (tmp_path / "logging.jsonl").write_text(lines[0] + "\n")
+    *values, shown = page._shown_plots(str(tmp_path))
+    assert all(value != gr.skip() for value in values)  # the first look: everything
+    *again, still = page._changed_plots(str(tmp_path), True, shown)
+    assert again == [gr.skip()] * len(again) and still == shown
+    with open(tmp_path / "logging.jsonl", "a") as f:
+        f.write(lines[1] + "\n")
+    *after, now = page._changed_plots(str(tmp_path), True, shown)
+    redrawn = [name for name, value in zip([*page.PLOTS, "status"], after, strict=True) if value != gr.skip()]
+    assert "Reward and components" in redrawn and "status" in redrawn and now != shown
+    assert page._changed_plots(str(tmp_path), False, now) == [gr.skip()] * (len(page.PLOTS) + 2)
