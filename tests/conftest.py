@@ -143,6 +143,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout_s: float = 60.0) -> None:
+    """Return once something accepts connections on 127.0.0.1:``port``; raise if ``proc`` exits first or
+    nothing does within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listening on port {port}")
+
+
 def run_cpu_grpo(
     work: Path, model: Path, rows: list[dict], env: dict[str, str], *flags: str, ranks: int = 1
 ) -> Path:

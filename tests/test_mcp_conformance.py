@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +23,7 @@ import pytest
 
 from swift_rlfactory import __version__
 
-from .conftest import AGENT_ENV, ROOT, ScriptedChat
+from .conftest import AGENT_ENV, ROOT, ScriptedChat, wait_for_port
 from .test_mcp import free_port
 from .test_serve_agent import environ, http_server, scripted, served_flags
 
@@ -118,14 +116,7 @@ def test_tools_list_and_call_take_a_server_url_and_say_who_we_are(tmp_path: Path
     server = subprocess.Popen([sys.executable, str(WHOAMI), "--port", str(port)])
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert server.poll() is None and time.monotonic() < deadline, "the whoami server did not start"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port, server, timeout_s=30)
         run = [sys.executable, "-m", "swift_rlfactory.cli", "tools"]
         listed = subprocess.run([*run, "list", url], capture_output=True, text=True, env=environ())
         called = subprocess.run([*run, "call", url, "whoami"], capture_output=True, text=True, env=environ())

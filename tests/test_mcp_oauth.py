@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import stat
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider
 from swift_rlfactory.tools.mcp.config import McpServerConfig
 
+from .conftest import wait_for_port
 from .test_mcp import free_port
 from .test_serve_agent import environ
 
@@ -44,14 +44,7 @@ def oauth_server(*flags: str) -> Iterator[str]:
         [sys.executable, str(SERVER), "--port", str(port), *flags], stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "the OAuth server did not start"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port, proc, timeout_s=30)
         yield f"http://127.0.0.1:{port}/{'sse' if 'sse' in flags else 'mcp'}"
     finally:
         proc.kill()

@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from types import ModuleType
 
@@ -36,6 +35,8 @@ from swift_rlfactory.retrieval.index import (
     RemoteSearchR1Retriever,
 )
 from swift_rlfactory.retrieval.server import create_search_r1_app
+
+from .conftest import wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "deepsearch"
@@ -618,15 +619,3 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing listening on port {port}")
