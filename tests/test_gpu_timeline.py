@@ -1,5 +1,5 @@
-"""The step timeline holds on the GPU: the ``timeline/*`` metrics of the 2026-12-06 H200 runs (issue 31's
-nine colocate settings, 6 steps each, ``benchmarks/generation/results/2026-12-06-h200/logging``) against
+"""The step timeline holds on the GPU: the ``timeline/*`` metrics of the 2026-12-06 runs (issue 31's colocate
+settings, 6 steps each: nine on one H200, six on one H100, ``benchmarks/generation/results/*/logging``) against
 ms-swift's own clock of the same steps, and as the UI's "Step timeline" chart reads them.
 
 The logs are the runs' own ``logging.jsonl`` lines, cut to the loss, the reward, ms-swift's ``step_time`` and
@@ -16,8 +16,8 @@ import pytest
 from swift_rlfactory.adapters.swift_timeline import PHASES, PREFIX
 from swift_rlfactory.ui.runs import PLOTS, MetricLog
 
-LOGS = Path(__file__).resolve().parents[1] / "benchmarks/generation/results/2026-12-06-h200/logging"
-RUNS = sorted(LOGS.glob("*.jsonl"))
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks/generation/results"
+RUNS = sorted(RESULTS.glob("*/logging/*.jsonl"))
 
 
 def steps(log: Path) -> list[dict]:
@@ -25,10 +25,12 @@ def steps(log: Path) -> list[dict]:
 
 
 def test_the_gpu_logs_are_there() -> None:
-    assert len(RUNS) == 9 and all(len(steps(log)) == 6 for log in RUNS)
+    machines = {log.parent.parent.name: sum(1 for run in RUNS if run.parent == log.parent) for log in RUNS}
+    assert machines == {"2026-12-06-h200": 9, "2026-12-06-h100": 6}
+    assert all(len(steps(log)) == 6 for log in RUNS)
 
 
-@pytest.mark.parametrize("log", RUNS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("log", RUNS, ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
 def test_the_phases_add_up_to_the_step_that_ms_swift_timed(log: Path) -> None:
     for step in steps(log):
         phases = [step[f"{PREFIX}{name}_s"] for name in PHASES]
@@ -45,7 +47,7 @@ def test_the_phases_add_up_to_the_step_that_ms_swift_timed(log: Path) -> None:
         assert step[f"{PREFIX}tool_chain_s"] <= step[f"{PREFIX}tools_s"] + 1e-6
 
 
-@pytest.mark.parametrize("log", RUNS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("log", RUNS, ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
 def test_the_ui_step_timeline_draws_every_phase_of_every_gpu_step(log: Path) -> None:
     metrics = MetricLog(log)
     assert metrics.refresh() == 6
