@@ -29,8 +29,7 @@ from swift_rlfactory.rollout.user import UserRule, user_view
 from swift_rlfactory.trajectory import Trajectory
 
 from .conftest import ScriptedChat
-from .faults.driver import call, fresh_run, qwen3_template, run_batch
-from .faults.test_episode_server_mode import ScriptedEngine
+from .faults.driver import ServerEngine, call, fresh_run, qwen3_template, run_batch
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -187,7 +186,7 @@ def test_server_mode_hears_the_same_user(template):
         "stopped": [ASK, "Anything else?"],
     }
     with fresh_run(template.tokenizer):
-        engine = ScriptedEngine(template, scripts)
+        engine = ServerEngine(template, scripts)
         scheduler = RLFactoryScheduler(
             infer_engine=engine, max_turns=6, tokenizer=template.tokenizer, template=template
         )

@@ -10,8 +10,10 @@ real Qwen3 tokenizer and template) is real.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,3 +136,52 @@ def run_batch(
         requests, generate(requests), scheduler, generate, RequestConfig(), max_turns=max_turns
     )
     return {req.uuid: out for req, out in zip(requests, outputs, strict=True)}
+
+
+class ServerEngine:
+    """What the scheduler awaits in server mode (``infer_async``), replying from each request's script; a
+    request whose script holds ``None`` there waits until its task is cancelled (``waiting`` is set)."""
+
+    def __init__(self, template, scripts: dict[str, list[str | None]]):
+        self.template = template
+        self.prefix = response_prefix(template)
+        self.scripts = {uuid: list(script) for uuid, script in scripts.items()}
+        self.waiting = asyncio.Event()
+
+    async def infer_async(self, request, request_config=None, **kwargs):
+        await asyncio.sleep(0)  # let the other trajectories' turns interleave
+        queue = self.scripts.get(request.uuid) or []
+        reply = queue.pop(0) if queue else ANSWER
+        if reply is None:
+            self.waiting.set()
+            await asyncio.Event().wait()  # generation that never ends: only cancellation stops it
+        return scripted_output(self.template.tokenizer, self.prefix, reply).response
+
+
+def serve_cutting_one(
+    scheduler,
+    engine: ServerEngine,
+    requests: dict[str, RolloutInferRequest],
+    cut: str,
+    settled: Callable[[], bool],
+) -> dict[str, RolloutOutput]:
+    """Serve every request at once as ``swift rollout`` does, cancel ``cut`` once its script reaches
+    ``None``, and wait (30 s at most) until ``settled()``: a rollout server's loop outlives its requests,
+    and the ends started there run on it. The other requests' outputs, by uuid."""
+    config = RequestConfig(max_tokens=96, temperature=0.0, return_details=True)
+    served = [uuid for uuid in requests if uuid != cut]
+
+    async def serve() -> dict[str, RolloutOutput]:
+        cancelled = asyncio.create_task(scheduler.run(requests[cut], config))
+        rest = asyncio.gather(*(scheduler.run(requests[uuid], config) for uuid in served))
+        await asyncio.wait_for(engine.waiting.wait(), 60)
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        outputs = dict(zip(served, await asyncio.wait_for(rest, 60), strict=True))
+        deadline = time.monotonic() + 30
+        while not settled() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return outputs
+
+    return asyncio.run(serve())

@@ -9,8 +9,6 @@ given back, and after the rewards every lease is released and no process runs be
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,7 +16,7 @@ from types import SimpleNamespace
 import psutil
 import pytest
 import torch
-from swift.infer_engine.protocol import RequestConfig, RolloutInferRequest
+from swift.infer_engine.protocol import RolloutInferRequest
 from swift.rl_core.data import OnPolicySample
 from swift.rl_core.grpo_algorithm import compute_rewards_per_func
 
@@ -26,8 +24,7 @@ from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryReward, RLFactoryS
 from swift_rlfactory.runtime.user_code import import_target
 from swift_rlfactory.tools.mcp import McpProvider
 
-from .driver import Reply, call, fresh_run, qwen3_template, run_batch
-from .test_episode_server_mode import ScriptedEngine
+from .driver import Reply, ServerEngine, call, fresh_run, qwen3_template, run_batch, serve_cutting_one
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -105,28 +102,17 @@ def test_server_mode_releases_each_lease_at_its_trajectorys_end_a_cancelled_one_
     scripts["cut"] = [call("put", key="k", value="cut"), None]  # cancelled while its second turn generates
     requests = {u: row_request(u) for u in [*served, "cut"]}
     with fresh_run(template.tokenizer) as state:
-        engine = ScriptedEngine(template, scripts)
+        engine = ServerEngine(template, scripts)
         scheduler = RLFactoryScheduler(
             infer_engine=engine, max_turns=4, tokenizer=template.tokenizer, template=template
         )
-        config = RequestConfig(max_tokens=96, temperature=0.0, return_details=True)
 
-        async def serve():
-            cut = asyncio.create_task(scheduler.run(requests["cut"], config))
-            rest = asyncio.gather(*(scheduler.run(requests[u], config) for u in served))
-            await asyncio.wait_for(engine.waiting.wait(), 60)
-            cut.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await cut
-            outputs = dict(zip(served, await asyncio.wait_for(rest, 60), strict=True))
+        def settled() -> bool:  # the releases started at each end run on the server's loop
             env = state.env(str(KV_ENV))
             (server,) = [p for p in env.episodes.backends if isinstance(p, McpProvider)]
-            deadline = time.monotonic() + 30  # the releases started at each end run on the server's loop
-            while (env.episodes.live or server.leases.leased) and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            return outputs
+            return not (env.episodes.live or server.leases.leased)
 
-        outputs = asyncio.run(serve())
+        outputs = serve_cutting_one(scheduler, engine, requests, "cut", settled)
         env = state.env(str(KV_ENV))
         (server,) = [p for p in env.episodes.backends if isinstance(p, McpProvider)]
         assert server.leases is not None and server.leases.leased == 0 and env.episodes.live == 0

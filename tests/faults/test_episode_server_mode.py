@@ -7,45 +7,23 @@ copy as ``trajectory.state``; a trajectory cancelled mid-turn is torn down too.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
-from swift.infer_engine.protocol import RequestConfig, RolloutInferRequest
+from swift.infer_engine.protocol import RolloutInferRequest
 from swift.rl_core.data import OnPolicySample
 from swift.rl_core.grpo_algorithm import compute_rewards_per_func
 
 from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryReward, RLFactoryScheduler
 from swift_rlfactory.runtime.user_code import import_target
 
-from .driver import ANSWER, call, fresh_run, qwen3_template, response_prefix, scripted_output
+from .driver import ServerEngine, call, fresh_run, qwen3_template, serve_cutting_one
 
 pytestmark = pytest.mark.timeout(120)
 
 EPISODE_ENV = Path(__file__).parent / "episode_env" / "env.yaml"
-
-
-class ScriptedEngine:
-    """What the scheduler awaits in server mode (``infer_async``), replying from each request's script; a
-    request whose script holds ``None`` there waits until its task is cancelled (``waiting`` is set)."""
-
-    def __init__(self, template, scripts: dict[str, list[str | None]]):
-        self.template = template
-        self.prefix = response_prefix(template)
-        self.scripts = {uuid: list(script) for uuid, script in scripts.items()}
-        self.waiting = asyncio.Event()
-
-    async def infer_async(self, request, request_config=None, **kwargs):
-        await asyncio.sleep(0)  # let the other trajectories' turns interleave
-        queue = self.scripts.get(request.uuid) or []
-        reply = queue.pop(0) if queue else ANSWER
-        if reply is None:
-            self.waiting.set()
-            await asyncio.Event().wait()  # generation that never ends: only cancellation stops it
-        return scripted_output(self.template.tokenizer, self.prefix, reply).response
 
 
 def row_request(uuid: str) -> RolloutInferRequest:
@@ -70,27 +48,12 @@ def test_server_mode_sends_a_json_copy_of_the_state_tears_it_down_and_tears_down
     torn_before = len(module.TORN)
 
     with fresh_run(template.tokenizer) as state:
-        engine = ScriptedEngine(template, scripts)
+        engine = ServerEngine(template, scripts)
         scheduler = RLFactoryScheduler(
             infer_engine=engine, max_turns=6, tokenizer=template.tokenizer, template=template
         )
-        config = RequestConfig(max_tokens=96, temperature=0.0, return_details=True)
-
-        async def serve():
-            cut = asyncio.create_task(scheduler.run(requests["cut"], config))
-            rest = asyncio.gather(*(scheduler.run(requests[u], config) for u in served))
-            await asyncio.wait_for(engine.waiting.wait(), 60)
-            cut.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await cut
-            outputs = dict(zip(served, await asyncio.wait_for(rest, 60), strict=True))
-            # a rollout server's loop outlives its requests: the teardowns started at each end run there
-            deadline = time.monotonic() + 30
-            while module.LIVE and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            return outputs
-
-        outputs = asyncio.run(serve())
+        # a rollout server's loop outlives its requests: the teardowns started at each end run there
+        outputs = serve_cutting_one(scheduler, engine, requests, "cut", lambda: not module.LIVE)
         env = state.env(str(EPISODE_ENV))
         assert env.episodes.live == 0  # torn down in the rollout server, the cancelled one included
         assert not module.LIVE
