@@ -456,7 +456,7 @@ def served_eval(base: str, dataset: Path, out: Path, *extra: str) -> list[str]:
         "--base-url",
         base,
         "--served-model",
-        "m",
+        "scripted",
         "--dataset",
         str(dataset),
         "--output",
@@ -609,10 +609,10 @@ def test_eval_refuses_a_group_by_column_no_row_has(tmp_path: Path, capsys):
     from swift_rlfactory.cli import main
 
     dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
-    code = main([
-        "eval", "--env", str(AGENT_ENV), "--base-url", "http://127.0.0.1:9/v1", "--served-model", "m",
-        "--dataset", str(dataset), "--output", str(tmp_path / "out"), "--group-by", "hops",
-    ])  # fmt: skip
+    with scripted_server() as server:  # it answers the start-up check; the dataset is refused after it
+        code = main(
+            served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, tmp_path / "out", "--group-by", "hops")
+        )
     assert code == 2 and "--group-by hops: no row of" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before anything ran
 
@@ -996,8 +996,8 @@ def test_a_second_eval_of_one_folder_is_refused_and_select_leaves_a_live_log_alo
     dataset = out.parent / "test.jsonl"
     held = _lock_output(out)  # a run writing this folder now
     try:
-        argv = served_eval("http://127.0.0.1:9/v1", dataset, out)
-        assert main(argv) != 0
+        with scripted_server() as server:  # it answers the start-up check; the folder is refused after it
+            assert main(served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, out)) != 0
         assert "another swift-rlfactory eval is writing there" in capsys.readouterr().err
         log = out / "trajectories.jsonl"
         whole = log.read_bytes()

@@ -27,6 +27,8 @@ from swift_rlfactory.tools import Limits, ToolCache, ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider, mcp_providers
 from swift_rlfactory.tools.mcp.config import McpServerConfig
 
+from .conftest import wait_for_port
+
 ROOT = Path(__file__).resolve().parents[1]
 SLOW_SERVER = ROOT / "tests" / "servers" / "slow_server.py"
 EXAMPLE = ROOT / "examples" / "unit_converter"
@@ -60,15 +62,7 @@ def serve(transport: str, path: str) -> Iterator[str]:
     args = [sys.executable, str(SLOW_SERVER), "--transport", transport, "--port", str(port)]
     proc = subprocess.Popen(args)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, f"{transport} server exited with {proc.returncode}"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, f"{transport} server did not listen on {port}"
-                time.sleep(0.1)
+        wait_for_port(port, proc, timeout_s=30)
         yield f"http://127.0.0.1:{port}{path}"
     finally:
         proc.kill()

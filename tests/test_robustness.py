@@ -35,7 +35,7 @@ def run(server: ScriptedChat, dataset: Path, out: Path, *extra: str) -> int:
 
     return main([
         "eval", "--env", str(AGENT_ENV), "--base-url", f"http://127.0.0.1:{server.port}/v1",
-        "--served-model", "m", "--dataset", str(dataset), "--output", str(out), *extra,
+        "--served-model", "scripted", "--dataset", str(dataset), "--output", str(out), *extra,
     ])  # fmt: skip
 
 

@@ -158,8 +158,9 @@ def run_eval(
 ) -> int:
     """Run (or resume) an evaluation; 0 when every episode finished, 1 when some failed.
 
-    ``policy``: an engine already loaded for these options (:func:`run_evals`); by default one is loaded
-    when episodes are left to run. ``runner``: the event loop that engine serves (by default a new one).
+    ``policy``: an engine already loaded for these options (:func:`run_evals`); by default a served model
+    (``--base-url``) is loaded and checked at once (:meth:`~.openai_client.OpenAIChatPolicy.check_served`),
+    a local one when episodes are left to run. ``runner``: the event loop that engine serves (by default a new one).
     """
     options.validate()
     # A typo in --model fails here, listing what is accepted, not in a hub lookup after the data loads.
@@ -169,6 +170,11 @@ def run_eval(
     # a resume with nothing left to run): it holds a thread, the tool cache and the rewards' clients, and
     # the tool servers once started.
     with closing(env):
+        if options.base_url and policy is None:
+            # a wrong URL, model name or key stops us here in one line, before a folder or the dataset is
+            # touched, not as every episode failing
+            policy = load_policy(options, model, console)
+            policy.check_served()
         if not (options.shifts or options.reference):
             return _run_loaded(options, console, policy, runner, model, env)
         # the set and each shifted set on one engine and one event loop, as in run_evals

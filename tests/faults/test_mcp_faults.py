@@ -17,26 +17,23 @@ import pytest
 from swift_rlfactory.tools import Limits, ToolCall, ToolExecutor
 from swift_rlfactory.tools.mcp import McpProvider
 from swift_rlfactory.tools.mcp.config import McpServerConfig
+from tests.conftest import wait_for_port
 from tests.test_mcp import ROOT, SLOW_SERVER, free_port, serve, stdio, timed_batch
 
 RAW_SERVER = ROOT / "tests" / "servers" / "raw_server.py"
 
 
 def start_http(port: int, *extra: str) -> subprocess.Popen:
-    """The slow server over streamable HTTP on ``port``, once it accepts connections."""
-    import socket
-
+    """The slow server over streamable HTTP on ``port``, once it accepts connections (killed if it never
+    does)."""
     args = [sys.executable, str(SLOW_SERVER), "--transport", "streamable-http", "--port", str(port), *extra]
     proc = subprocess.Popen(args)
-    deadline = time.monotonic() + 30
-    while True:
-        assert proc.poll() is None, f"server exited with {proc.returncode}"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc
-        except OSError:
-            assert time.monotonic() < deadline, f"server did not listen on {port}"
-            time.sleep(0.1)
+    try:
+        wait_for_port(port, proc, timeout_s=30)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc
 
 
 def stop(proc: subprocess.Popen) -> None:

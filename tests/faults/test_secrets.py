@@ -13,7 +13,6 @@ import io
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from swift_rlfactory.tools.mcp import mcp_providers
 from swift_rlfactory.tools.mcp.config import McpConfig
 from swift_rlfactory.tools.toolset import PythonProvider
 from swift_rlfactory.trajectory import Trajectory
+from tests.conftest import wait_for_port
 from tests.test_mcp import SLOW_SERVER, free_port, serve
 
 SECRET = "sk-test-4f9a1c0ffee-5ecret"
@@ -279,15 +279,7 @@ def serve_auth(transport: str = "streamable-http", token: str = TOKEN) -> Iterat
     args = ["--port", str(port), "--token", token, "--transport", transport]
     proc = subprocess.Popen([sys.executable, str(AUTH_SERVER), *args])
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, f"auth server exited with {proc.returncode}"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "auth server did not listen"
-                time.sleep(0.1)
+        wait_for_port(port, proc, timeout_s=30)
         yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     finally:
         proc.kill()

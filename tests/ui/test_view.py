@@ -86,7 +86,7 @@ def retried_eval(tmp_path_factory) -> Path:
             "--base-url",
             f"http://127.0.0.1:{server.port}/v1",
         ]
-        argv += ["--served-model", "m", "--output", str(out)]
+        argv += ["--served-model", "scripted", "--output", str(out)]
         assert pool.submit(main, argv).result() == 1  # two episodes failed
         refused.discard("What is 2 + 5?")
         assert pool.submit(main, argv).result() == 1  # one of them failed again

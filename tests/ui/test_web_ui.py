@@ -292,7 +292,7 @@ def test_a_failed_eval_episode_shows_its_error_and_question(page, screenshots: P
     out = tmp_path / "out"
     with ScriptedChat(refuse_one) as server:
         argv = [*sevens_eval(tmp_path, [(3, 4), (2, 5)]), "--base-url", f"http://127.0.0.1:{server.port}/v1"]
-        argv += ["--served-model", "m", "--api-key", key, "--output", str(out)]
+        argv += ["--served-model", "scripted", "--api-key", key, "--output", str(out)]
         # in a thread of its own: playwright's event loop runs in this one, and eval runs its own
         with ThreadPoolExecutor(1) as pool:
             assert pool.submit(main, argv).result() == 1  # one episode failed
