@@ -20,12 +20,18 @@
 # WORKLOAD: arith (default: the calculator, slow_calc) or lookup (every question needs two lookups,
 # environments/lookup). Each run also keeps its trajectories.jsonl in OUT/traj/ and, where nvidia-smi
 # exists, the GPU's used memory every 0.5 s in OUT/mem/ (MiB, one line a sample).
+# MODEL (/tmp/qwen05), MODEL_TYPE (qwen2), TEMPLATE (qwen2_5): the policy (the lookup workload's warm-start
+# model, say). A CPU check: USE_VLLM=false (colocate: the trainer's own model generates), TRAIN_FLAGS (extra
+# swift rlhf flags, last: later flags win), DEVICE_ENV (/tmp/device_env.sh, sourced when present).
 set -euo pipefail
 latency=${1:?latency}; steps=${2:?steps}; out=${3:?out}; mode=${4:-colocate}
-source /tmp/device_env.sh >/dev/null
+DEVICE_ENV=${DEVICE_ENV:-/tmp/device_env.sh}
+if [ -f "$DEVICE_ENV" ]; then source "$DEVICE_ENV" >/dev/null; fi
+MODEL=${MODEL:-/tmp/qwen05} MODEL_TYPE=${MODEL_TYPE:-qwen2} TEMPLATE=${TEMPLATE:-qwen2_5}
+read -r -a train_flags <<< "${TRAIN_FLAGS:-}"
 workload=${WORKLOAD:-arith}
 case "$workload" in arith) envdir=slow_calc ;; lookup) envdir=lookup ;; *) echo "unknown WORKLOAD $workload" >&2; exit 2 ;; esac
-export PYTHONPATH="$PWD:$PYTHONPATH" RLFACTORY_ENV=$PWD/benchmarks/environments/$envdir/env.yaml
+export PYTHONPATH="$PWD:${PYTHONPATH:-}" RLFACTORY_ENV=$PWD/benchmarks/environments/$envdir/env.yaml
 export RLFACTORY_BENCH_LATENCY=$latency
 read -r -a vllm_extra <<< "${VLLM_ARGS:-}"
 prefix=${TAG:+${TAG}_}
@@ -60,11 +66,12 @@ for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
       name=$prefix$sched-$latency
       rollout=(--multi_turn_scheduler "$sched" --max_turns 3
                --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 --vllm_enforce_eager true
-               --vllm_max_model_len 4096 "${vllm_extra[@]}") ;;
+               --vllm_max_model_len 4096 "${vllm_extra[@]}")
+      [ "${USE_VLLM:-true}" = true ] || rollout=(--multi_turn_scheduler "$sched" --max_turns 3 --use_vllm false) ;;
     server|server-async)
       name=$prefix$mode-$sched-$latency
       env "${rollout_env[@]}" CUDA_VISIBLE_DEVICES="$rollout_gpu" python3 -m swift.cli.rollout \
-        --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
+        --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" \
         --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler "$sched" --max_turns 3 \
         --vllm_gpu_memory_utilization "$rollout_mem" --vllm_max_model_len 4096 --vllm_enforce_eager true \
         --port 8000 > "$out/rollout-$name.log" 2>&1 &
@@ -82,7 +89,7 @@ for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
     sampler=$!
   fi
   env "${train_env[@]}" python3 -m swift.cli.rlhf --rlhf_type grpo \
-    --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
+    --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" \
     --dataset "$data" --external_plugins benchmarks/baseline_plugin.py \
     --reward_funcs rlfactory --callbacks rlfactory "${rollout[@]}" \
     --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
@@ -90,7 +97,7 @@ for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
     --num_generations 8 --per_device_train_batch_size 32 \
     --max_completion_length 256 --max_length 2048 --max_steps "$steps" --logging_steps 1 --save_strategy no \
     --output_dir "$dir" --add_version false --dataloader_num_workers 0 --dataset_num_proc 1 \
-    --report_to none --check_model false --seed 42 > "$out/$name.log" 2>&1
+    --report_to none --check_model false --seed 42 "${train_flags[@]}" > "$out/$name.log" 2>&1
   cp "$dir/logging.jsonl" "$out/$name.jsonl"
   cp "$dir/trajectories.jsonl" "$out/traj/$name.jsonl" 2>/dev/null || true
   stop_server

@@ -130,3 +130,39 @@ def test_summary_tables_ratio_to_eager_peak_memory_and_generation_over_floor(tmp
     assert eager[11] == "10"  # start-up: 30 s of wall time less the steps (12 + 4 + 4 s)
     generation = rows(floors)["graphs"]  # 0.5 s against floors of 0.25 and 0.5 s: the median of 2x and 1x
     assert [c.strip(" |") for c in generation[2:5]] == ["0.500", "0.375", "1.50"]
+
+
+def test_tools_table_compares_each_latency_with_sync_and_with_the_zero_latency_step_plus_the_chain(
+    tmp_path, capsys
+):
+    summarize = _load(ROOT / "benchmarks" / "generation" / "summarize.py")
+    (tmp_path / "tools").mkdir()
+
+    def log(name: str, steps: list[float], calls: float = 2.0, chain: int = 1) -> None:
+        rows = [
+            {"step_time": s, "tools/calls_per_trajectory": calls, "tools/max_tool_turns": chain}
+            for s in steps
+        ]  # the first step is warm-up, left out of the medians
+        (tmp_path / "tools" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    log("lookup_rlfactory-0", [9.0, 1.5, 1.5])
+    log("lookup_rlfactory-2", [9.0, 3.3, 3.9, 3.6])
+    log("lookup_sync_tools-2", [200.0, 130.0])  # a single timed step
+    log("lookup_sync_tools-0.5", [60.0, 34.0, 36.0], calls=1.75)
+    summarize.main([str(tmp_path)])
+    table = capsys.readouterr().out.split("## tools")[1]
+    rows = {
+        tuple(c.strip() for c in line.split("|")[1:3]): [c.strip() for c in line.split("|")[1:-1]]
+        for line in table.splitlines()
+        if line.startswith("| lookup")
+    }
+    # run, latency, step, generation, tools, train, calls / traj, max tool turns, x sync_tools, step / bound
+    assert rows["lookup_rlfactory", "2"][2] == "3.60" and rows["lookup_rlfactory", "2"][6] == "2.00"
+    assert (
+        rows["lookup_rlfactory", "2"][8] == f"{130 / 3.6:.2f}x"
+    )  # sync's step over ours at the same latency
+    assert (
+        rows["lookup_rlfactory", "2"][9] == f"{3.6 / (1.5 + 2 * 1):.2f}"
+    )  # over the 0 s step + 2 s x one turn
+    assert rows["lookup_rlfactory", "0"][8:] == ["", ""]  # no sync run at 0 s, no chain at 0 s
+    assert rows["lookup_sync_tools", "0.5"][2] == "35.00" and rows["lookup_sync_tools", "0.5"][6] == "1.75"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swift_rlfactory.tools.calls import parse_tool_calls
+from swift_rlfactory.tools.calls import hermes_call, parse_tool_calls
 from swift_rlfactory.tools.calls.scanner import has_tool_call
 
 
@@ -14,6 +14,14 @@ def test_hermes_block_with_surrounding_text():
     text = 'Let me compute.\n<tool_call>\n{"name": "calculate", "arguments": {"expression": "3*4"}}\n</tool_call>'
     [call] = parse_tool_calls(text)
     assert (call.name, call.arguments, call.error) == ("calculate", {"expression": "3*4"}, None)
+
+
+def test_written_hermes_calls_read_back_as_written():
+    arguments = {"city": "Zürich", "filters": {"stars": [4, 5]}, "note": 'say "hi"'}
+    text = "\n".join([hermes_call("search", arguments), hermes_call("book", {})])
+    assert text.startswith('<tool_call>\n{"name": "search", "arguments": {"city": "Zürich", ')
+    parsed = [(c.name, c.arguments, c.error) for c in parse_tool_calls(text)]
+    assert parsed == [("search", arguments, None), ("book", {}, None)]
 
 
 def test_several_calls_in_one_turn_keep_order():

@@ -12,8 +12,14 @@
 #   1), graphs_lora (+ --vllm_enable_lora true), graphs_nopc (prefix caching off), graphs_len2k
 #   (--vllm_max_model_len 2048, the trainer's --max_length), eager2 (eager again: the spread).
 # floor: floor.py gen on the eager and graphs runs' trajectories with their engine settings, floor.py train on
-# eager's. tools_*: WORKLOAD=lookup with TOOL_VLLM (default graphs' flags), rlfactory at 0, 0.5, 2 s and
-# sync_tools at 0 and 0.5 s, TOOL_STEPS (5) steps (eager if the graphs run failed). server_*: colocate_h200.sh server mode on this one GPU.
+# eager's. tools_sft: the lookup warm start (the base model does not call the tool): SFT_DEMOS (500) oracle
+# demonstrations (environments/lookup/demos.py), SFT_EPOCHS (2) of LoRA SFT (examples/sft.sh; SFT_FLAGS:
+# extra swift sft flags) merged into LOOKUP_MODEL (/tmp/lookup-sft-model), ~1.5 min on one H100.
+# tools_rl / tools_sync: WORKLOAD=lookup from LOOKUP_MODEL (BASE_MODEL, /tmp/qwen05, with a log line when
+# tools_sft left none) with TOOL_VLLM (default the recipes' graphs + --sleep_level 1; eager if the graphs
+# phase failed), TOOL_STEPS (5) steps: rlfactory at RL_LATENCIES (0 0.5 2) s; sync_tools at 0 and 0.5 s, and
+# at 2 s (phase tools_sync_2s) for SYNC_2S_STEPS (2: ~64 calls x 2 s one after the other, > 2 min a step).
+# server_*: colocate_h200.sh server mode on this one GPU. MODEL_TYPE / TEMPLATE (qwen2 / qwen2_5) pass through.
 set -uo pipefail
 if [ "${1:-}" = --wait ]; then
   r=${2:?results dir}; limit=${3:-500}; t0=$(date +%s)
@@ -23,12 +29,13 @@ if [ "${1:-}" = --wait ]; then
 fi
 R=${1:?results dir}; mkdir -p "$R/colo" "$R/floor"
 T0=$(date +%s) DEADLINE=${DEADLINE:-1500}
-PHASES=${PHASES:-"eager graphs graphs_sleep graphs_lora graphs_nopc floor tools_rl tools_sync eager_sleep graphs_len2k eager2 server"}
+PHASES=${PHASES:-"eager graphs graphs_sleep graphs_lora graphs_nopc floor tools_sft tools_rl tools_sync eager_sleep graphs_len2k eager2 server"}
 G="--vllm_enforce_eager false"
 declare -A FLAGS=([eager]="" [eager2]="" [graphs]="$G" [graphs_sleep]="$G --sleep_level 1"
   [eager_sleep]="--sleep_level 1" [graphs_lora]="$G --vllm_enable_lora true"
   [graphs_nopc]="$G --vllm_enable_prefix_caching false" [graphs_len2k]="$G --vllm_max_model_len 2048")
-TOOL_VLLM=${TOOL_VLLM-$G}
+TOOL_VLLM=${TOOL_VLLM-"$G --sleep_level 1"}
+BASE_MODEL=${BASE_MODEL:-/tmp/qwen05} LOOKUP_MODEL=${LOOKUP_MODEL:-/tmp/lookup-sft-model}
 log() { echo "[$(date +%T)] $*" >> "$R/pipeline.log"; }
 phase() {  # NAME COMMAND...: run one phase, record its start, end, status and seconds
   local name=$1 start rc; shift
@@ -47,11 +54,27 @@ floors() {  # floor.py imports the project (colocate_h200.sh puts it on the path
   python3 $f gen --traj "$R/colo/traj/graphs_rlfactory-0.jsonl" --model /tmp/qwen05 --out "$R/floor/gen-graphs.json" --enforce-eager false
   python3 $f train --traj "$R/colo/traj/eager_rlfactory-0.jsonl" --model /tmp/qwen05 --out "$R/floor/train-eager.json"
 }
-tools() {  # SCHEDULER LATENCY...: with graphs' flags only if the graphs run worked
-  local sched=$1 lat flags=$TOOL_VLLM; shift
-  [ -f "$R/colo/graphs_rlfactory-0.jsonl" ] || flags=
-  for lat in "$@"; do WORKLOAD=lookup TAG=lookup VLLM_ARGS="$flags" SCHEDULERS=$sched LEARNING_RATE=0 \
-    bash benchmarks/colocate_h200.sh "$lat" "${TOOL_STEPS:-5}" "$R/tools" || return; done
+lookup_sft() {  # demonstrations, LoRA SFT, merged into LOOKUP_MODEL (none left behind when a step fails)
+  local run=$R/sft flags; read -r -a flags <<< "${SFT_FLAGS:-}"
+  rm -rf "$run" "$LOOKUP_MODEL"
+  ( env_sh=${DEVICE_ENV:-/tmp/device_env.sh}; if [ -f "$env_sh" ]; then source "$env_sh" >/dev/null; fi
+    export PYTHONPATH="$PWD:${PYTHONPATH:-}"
+    python3 benchmarks/environments/lookup/demos.py --n "${SFT_DEMOS:-500}" --template "${TEMPLATE:-qwen2_5}" \
+      --out "$run/sft.jsonl" &&
+      MODEL=$BASE_MODEL OUTPUT=$run EPOCHS=${SFT_EPOCHS:-2} bash examples/sft.sh "${flags[@]}" &&
+      mv "$run/merged" "$LOOKUP_MODEL" && rm -rf "$run"/v*/checkpoint-* )
+}
+tools() {  # SCHEDULER LATENCY...: from the warm-start model; graphs' flags unless the graphs phase failed
+  local sched=$1 lat flags=$TOOL_VLLM model=$LOOKUP_MODEL; shift
+  [ -n "$(awk -F'\t' '$1 == "graphs" && $3 != 0' "$R/phases.tsv" 2>/dev/null)" ] && flags=
+  if [ -f "$LOOKUP_MODEL/config.json" ]; then log "tools $sched: the warm-start model $LOOKUP_MODEL"
+  else
+    model=$BASE_MODEL; log "tools $sched: NO warm-start model at $LOOKUP_MODEL (tools_sft failed or did not run):" \
+      "the base model $BASE_MODEL, which does not call the tool (expect ~0 calls per trajectory)"
+  fi
+  for lat in "$@"; do
+    MODEL=$model WORKLOAD=lookup TAG=lookup VLLM_ARGS="$flags" SCHEDULERS=$sched LEARNING_RATE=0 \
+      bash benchmarks/colocate_h200.sh "$lat" "${TOOL_STEPS:-5}" "$R/tools" || return; done
 }
 server() { for lat in 0 0.5 2; do SERVER_GPUS="0 0" SCHEDULERS=rlfactory LEARNING_RATE=0 \
   bash benchmarks/colocate_h200.sh "$lat" "${TOOL_STEPS:-5}" "$R/server" server || return; done; }
@@ -59,8 +82,10 @@ nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,nohead
 for p in $PHASES; do
   case "$p" in
     floor) phase floor floors ;;
-    tools_rl) phase tools_rl tools rlfactory 0 0.5 2 ;;
-    tools_sync) phase tools_sync tools sync_tools 0 0.5 ;;
+    tools_sft) phase tools_sft lookup_sft ;;
+    tools_rl) phase tools_rl tools rlfactory ${RL_LATENCIES:-0 0.5 2} ;;
+    tools_sync) phase tools_sync tools sync_tools 0 0.5
+      TOOL_STEPS=${SYNC_2S_STEPS:-2} phase tools_sync_2s tools sync_tools 2 ;;
     server) phase server server ;;
     *) phase "$p" grid_run "$p" ;;
   esac

@@ -9,7 +9,6 @@ and the tests use it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,15 +18,11 @@ from world import make_world
 
 from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.rollout.episode import Generation, run_episode
+from swift_rlfactory.tools.calls import hermes_call
 from swift_rlfactory.trajectory import Trajectory
 
 Generate = Callable[[list[dict[str, Any]]], Awaitable[Generation]]
 _BOOKED = re.compile(r"^booked (B\d+):", re.MULTILINE)
-
-
-def call_text(name: str, arguments: dict[str, Any]) -> str:
-    """One tool call in the hermes format the system prompt's template renders."""
-    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
 def search_calls(task: dict[str, Any]) -> list[str]:
@@ -36,21 +31,23 @@ def search_calls(task: dict[str, Any]) -> list[str]:
     for part in wanted(task):
         if part == "flight":
             calls.append(
-                call_text(
+                hermes_call(
                     "search_flights",
                     {"origin": task["origin"], "destination": task["city"], "date": task["date"]},
                 )
             )
         elif part == "return_flight":
             args = {"origin": task["city"], "destination": task["origin"], "date": task["return_date"]}
-            calls.append(call_text("search_flights", args))
+            calls.append(hermes_call("search_flights", args))
         elif part == "hotel":
-            calls.append(call_text("search_hotels", {"city": task["city"]}))
+            calls.append(hermes_call("search_hotels", {"city": task["city"]}))
         elif part == "restaurant":
-            calls.append(call_text("search_restaurants", {"city": task["city"], "cuisine": task["cuisine"]}))
+            calls.append(
+                hermes_call("search_restaurants", {"city": task["city"], "cuisine": task["cuisine"]})
+            )
         else:
             calls.append(
-                call_text("search_attractions", {"city": task["city"], "category": task["category"]})
+                hermes_call("search_attractions", {"city": task["city"], "category": task["category"]})
             )
     return calls
 
@@ -59,15 +56,15 @@ def book_call(step: dict[str, Any]) -> str:
     """The booking call of one plan step."""
     part, item, people = step["part"], step["item"], step["people"]
     if part in ("flight", "return_flight"):
-        return call_text("book_flight", {"flight_id": item, "passengers": people})
+        return hermes_call("book_flight", {"flight_id": item, "passengers": people})
     if part == "hotel":
-        return call_text(
+        return hermes_call(
             "book_hotel",
             {"hotel_id": item, "check_in": step["date"], "nights": step["nights"], "guests": people},
         )
     if part == "restaurant":
-        return call_text("book_restaurant", {"restaurant_id": item, "date": step["date"], "guests": people})
-    return call_text("book_attraction", {"attraction_id": item, "date": step["date"], "tickets": people})
+        return hermes_call("book_restaurant", {"restaurant_id": item, "date": step["date"], "guests": people})
+    return hermes_call("book_attraction", {"attraction_id": item, "date": step["date"], "tickets": people})
 
 
 def _apply(plan: list[dict[str, Any]], mistake: str | None) -> list[dict[str, Any]]:

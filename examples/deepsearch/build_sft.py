@@ -60,7 +60,7 @@ from swift_rlfactory.env.environment import Environment
 from swift_rlfactory.eval.runner import load_rows, question_of
 from swift_rlfactory.retrieval.format import parse_hits
 from swift_rlfactory.rollout.episode import tool_messages
-from swift_rlfactory.tools.calls import ToolCall
+from swift_rlfactory.tools.calls import ToolCall, hermes_call
 
 HERE = Path(__file__).parent
 STOPWORDS = frozenset(STOPWORDS_EN) | {"what", "who", "which", "from", "its", "were"}
@@ -80,8 +80,7 @@ def keywords(text: str, limit: int = MAX_QUERY_WORDS) -> str:
 
 def call_text(query: str) -> str:
     """An assistant turn that calls ``search``, in the exact format the system prompt asks for."""
-    body = json.dumps({"name": "search", "arguments": {"query": query}}, ensure_ascii=False)
-    return f"<tool_call>\n{body}\n</tool_call>"
+    return hermes_call("search", {"query": query})
 
 
 def names(text: str) -> list[str]:

@@ -2,7 +2,7 @@
 format registers itself), the parser of each, and the scanner they share. The formats: docs/tool-calls.md."""
 
 from .call import ToolCall
-from .hermes import HERMES, parse_tool_calls
+from .hermes import HERMES, hermes_call, parse_tool_calls
 from .llama import LLAMA3_JSON, parse_json_calls
 from .qwen3_coder import QWEN3_CODER, parse_xml_tool_calls
 from .registry import CallFormat, CallParser, call_formats, call_parser, register, registered
@@ -18,6 +18,7 @@ __all__ = [
     "ToolCall",
     "call_formats",
     "call_parser",
+    "hermes_call",
     "parse_json_calls",
     "parse_tool_calls",
     "parse_xml_tool_calls",

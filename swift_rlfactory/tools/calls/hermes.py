@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import json
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from .call import ToolCall, misplaced, quote
 from .call_objects import bare_calls, block_calls
@@ -27,6 +29,13 @@ def parse_tool_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCa
         return block_calls(text, blocks)
     rest = "".join(visible)
     return bare_calls(rest) or misplaced(json_calls_in_prose(rest, tool_names), hermes_example)
+
+
+def hermes_call(name: str, arguments: Mapping[str, Any]) -> str:
+    """One call written as a Qwen model writes it in the hermes format (the scripted policies' demonstrations
+    use it): ``<tool_call>``, the JSON object on its own line, ``</tool_call>``."""
+    body = json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
+    return f"<tool_call>\n{body}\n</tool_call>"
 
 
 def hermes_example(name: str) -> str:
