@@ -47,7 +47,9 @@ export MODEL_TYPE=${MODEL_TYPE:-qwen2} TEMPLATE=${TEMPLATE:-qwen2_5}
 BASE_MODEL=${BASE_MODEL:-/tmp/qwen05} RUNS=${RUNS:-/tmp} ENGINE=${ENGINE:-vllm}
 ex=examples/customer_service data=$RUNS/cs SFT_MODEL=$RUNS/cs-sft-model RUN=$RUNS/cs-grpo-$SEED
 port=${USER_PORT:-8012}
-export USER_BASE_URL="http://127.0.0.1:$port/v1" USER_MODEL=customer USER_API_KEY=none
+# The served name is a word no conversation holds: the user block's model is recorded as a secret (redaction.py),
+# so a name like "customer" came out as ${USER_MODEL} in every logged system prompt and tool error
+export USER_BASE_URL="http://127.0.0.1:$port/v1" USER_MODEL=qwen05-sim-customer USER_API_KEY=none
 read -ra train_flags <<< "${TRAIN_FLAGS:-}"; read -ra sft_flags <<< "${SFT_FLAGS:-}"
 mkdir -p "$out" "$data"
 
