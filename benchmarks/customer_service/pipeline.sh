@@ -13,10 +13,11 @@
 #     > /tmp/cs-pipeline.log 2>&1 < /dev/null &
 #   bash benchmarks/customer_service/pipeline.sh --status /tmp/cs-run     # phases, GPU memory, last log lines
 #
-#   prepare -> customer server (whole run) ------------------------------------------------------------\
-#          \-> sft (demos on the CPU first) -> eval-sft (+ eval-sft-user) ----------------------------------->  summary
-#          \   30 s later: eval-base          \-> train seed 42 -> select 42 -> eval-trained 42 (+ -user) -/
-#                                              \-> train seed 43 -> select 43 -> eval-trained 43 (+ -user) -/
+#   prepare -> customer server for the whole run (user-wait before the trainers) --------------------\
+#          \-> sft (demonstrations on the CPU first) -> eval-sft, 90 s later eval-sft-user ---------------->  summary
+#          \-> 30 s later: eval-base ------------------------------------------------------------------------/
+#                sft -> train seed 42 -> select 42 -> eval-trained 42 || eval-trained-user 42 --------------/
+#                   \-> train seed 43 -> select 43 -> eval-trained 43 || eval-trained-user 43 -------------/
 #
 # The `-user` phases score test and ood with the model customer too (EVAL_MODEL_USER=0: the scripted one only,
 # the main comparison). Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of each seed, saved
