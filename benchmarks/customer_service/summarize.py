@@ -1,10 +1,21 @@
-"""The customer-service results table, from the trajectories an h200.sh eval phase wrote.
+"""The customer-service run's tables, target and curves from the files benchmarks/customer_service/h200.sh wrote,
+and select's choice of a checkpoint on val.
 
     python benchmarks/customer_service/summarize.py OUT_DIR
+    python benchmarks/customer_service/summarize.py --choose SFT_EVAL VAL_EVAL BEST_FILE REPORT [CHECKPOINT ...]
 
-For each ``trajectories-NAME.jsonl.gz`` in OUT_DIR: per split (test, ood) and per task type, the share of
-conversations that reached the goal, the share with a policy violation, violations per conversation and
-assistant turns per conversation; Markdown on stdout and ``OUT_DIR/summary.md``.
+Reads each ``trajectories-NAME.jsonl.gz`` in OUT_DIR (base, sft, trained-SEED; ``-model-user``: scored with the
+model customer), the ``validation-SEED.json`` choices and the GRPO step logs (``logging-grpo-SEED-v*.jsonl``);
+writes ``summary.md`` (per split and per task type, a column per model and the trained mean: goal success, the
+share of conversations with a policy violation, violations per conversation, conversations that ended in an
+error, assistant turns; the issue-35 target) and ``curves.png`` (training reward, goal success and violations per
+step, one line per seed), and prints the summary.
+
+``--choose`` (h200.sh select SEED): SFT_EVAL is eval-sft's folder (its val rows are step 0, the SFT model, named
+"sft"); VAL_EVAL the folder of the checkpoints' val eval (one checkpoint: the folder itself; several: a folder
+each, by checkpoint name). The best val goal success wins, then the fewer conversations with a policy violation,
+then the earliest step. Writes the chosen checkpoint (or "sft") to BEST_FILE and every score with the choice to
+REPORT (JSON).
 """
 
 from __future__ import annotations
@@ -14,44 +25,191 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 GOAL, VIOLATIONS = "shop.rewards:goal", "shop.rewards:violations"
+METRICS = {
+    "success": "goal success",
+    "violating": "conversations with a policy violation (share)",
+    "violations": "policy violations per conversation",
+    "errors": "conversations ended by an error (share; e.g. the customer endpoint failed)",
+    "turns": "turns per conversation",
+}
+MODEL_USER = "-model-user"
 
 
-def table(path: Path) -> list[str]:
-    """One Markdown row per group of one eval: ``name | group | n | success | violating | violations | turns``."""
-    name = path.name.removeprefix("trajectories-").removesuffix(".jsonl.gz")
-    groups: dict[str, list[dict]] = defaultdict(list)
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            row = record.get("row", {})
-            for group in (row.get("split", "?"), f"{row.get('split', '?')}/{row.get('task_type', '?')}"):
-                groups[group].append(record)
-    lines = []
-    for group, records in sorted(groups.items()):
-        n = len(records)
-        rewards = [r.get("rewards", {}) for r in records]
-        success = sum(x.get(GOAL, 0.0) for x in rewards) / n
-        violating = sum(x.get(VIOLATIONS, 0.0) > 0 for x in rewards) / n
-        violations = sum(x.get(VIOLATIONS, 0.0) for x in rewards) / n
-        turns = sum(r.get("turns", 0) for r in records) / n
-        lines.append(
-            f"| {name} | {group} | {n} | {success:.3f} | {violating:.3f} | {violations:.2f} | {turns:.1f} |"
-        )
-    return lines
+def read(path: Path) -> list[dict[str, Any]]:
+    """The records of one eval's ``trajectories.jsonl`` (gzipped or not)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
-def main(out: Path) -> None:
-    header = [
-        "| model | split / task type | n | success | with a violation | violations | turns |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+def scores(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per ``split/all`` and ``split/task_type``: episodes and the means of :data:`METRICS`."""
+    groups: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for record in records:
+        row, rewards = record.get("row") or {}, record.get("rewards") or {}
+        one = {
+            "success": float(rewards.get(GOAL, 0.0)),
+            "violating": float(rewards.get(VIOLATIONS, 0.0) > 0),
+            "violations": float(rewards.get(VIOLATIONS, 0.0)),
+            "errors": float(bool(record.get("failed")) or record.get("stop_reason") == "error"),
+            "turns": float(record.get("turns", 0)),
+        }
+        split = row.get("split", "?")
+        groups[f"{split}/all"].append(one)
+        groups[f"{split}/{row.get('task_type', '?')}"].append(one)
+    return {
+        group: {"episodes": len(rows), **{k: sum(r[k] for r in rows) / len(rows) for k in METRICS}}
+        for group, rows in sorted(groups.items())
+    }
+
+
+def load(folder: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Model name -> its scores: base, sft, the trained seeds, then the same with the model customer."""
+
+    def order(name: str) -> tuple:
+        plain = name.removesuffix(MODEL_USER)
+        return (name != plain, {"base": 0, "sft": 1}.get(plain, 2), plain)
+
+    found = {
+        path.name.removeprefix("trajectories-").removesuffix(".jsonl.gz"): scores(read(path))
+        for path in folder.glob("trajectories-*.jsonl.gz")
+    }
+    return dict(sorted(found.items(), key=lambda kv: order(kv[0])))
+
+
+def table(models: dict[str, dict[str, dict[str, float]]], metric: str) -> str:
+    """One Markdown table of ``metric``: a row per split/type, a column per model (the scripted customer's trained
+    mean after its seeds; the model customer's columns last)."""
+    scripted = [m for m in models if not m.endswith(MODEL_USER)]
+    trained = [m for m in scripted if m.startswith("trained")]
+    columns: list[tuple[str, list[str]]] = [(m, [m]) for m in scripted]
+    if len(trained) > 1:
+        columns.append(("trained mean", trained))
+    columns += [
+        (f"{m.removesuffix(MODEL_USER)}, model customer", [m]) for m in models if m.endswith(MODEL_USER)
     ]
-    rows = [line for path in sorted(out.glob("trajectories-*.jsonl.gz")) for line in table(path)]
-    text = "\n".join(header + rows) + "\n"
-    (out / "summary.md").write_text(text, encoding="utf-8")
-    print(text, end="")
+    groups = sorted(
+        {g for s in models.values() for g in s}, key=lambda g: (g.split("/")[0], g.endswith("/all"), g)
+    )
+    lines = [f"| group | {' | '.join(c for c, _ in columns)} |", "|" + " --- |" * (len(columns) + 1)]
+    for group in groups:
+        cells = []
+        for _, names in columns:
+            values = [models[m][group][metric] for m in names if group in models[m]]
+            cells.append(f"{sum(values) / len(values):.2f}" if values else "")
+        lines.append(f"| {group} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def target(models: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Issue 35's target, scripted customer: every seed's test success >= the strongest baseline's (base or sft)
+    + 0.15, and its share of test conversations with a violation not above that baseline's; ood as reported."""
+    trained = [m for m in models if m.startswith("trained") and not m.endswith(MODEL_USER)]
+    baselines = [m for m in ("base", "sft") if m in models]
+    if not trained or not baselines:
+        return "target: not computable (a trained seed or a baseline is missing)"
+
+    def get(model: str, group: str, metric: str) -> float:
+        return models[model].get(group, {}).get(metric, 0.0)
+
+    out = []
+    for split, margin in (("test", 0.15), ("ood", 0.0)):
+        group = f"{split}/all"
+        best = max(baselines, key=lambda m: (get(m, group, "success"), -get(m, group, "violating")))
+        seeds = [get(m, group, "success") for m in trained]
+        rates = [get(m, group, "violating") for m in trained]
+        ok = all(s >= get(best, group, "success") + margin for s in seeds)
+        calm = all(r <= get(best, group, "violating") for r in rates)
+        out.append(
+            f"- {split}{'' if split == 'test' else ' (reported; not part of the target)'}: trained success "
+            f"{', '.join(f'{s:.3f}' for s in seeds)} vs the strongest baseline ({best}) "
+            f"{get(best, group, 'success'):.3f} (needs >= +{margin:.2f} on every seed): {'met' if ok else 'NOT met'}; "
+            f"with a violation {', '.join(f'{r:.3f}' for r in rates)} vs {get(best, group, 'violating'):.3f} "
+            f"(needs no rise): {'met' if calm else 'NOT met'}"
+        )
+    return "\n".join(out)
+
+
+def curves(folder: Path) -> Path | None:
+    """curves.png: training reward, goal success and violations per GRPO step, one line per seed; None without
+    step logs."""
+    by_seed: dict[str, list[dict]] = defaultdict(list)
+    for log in sorted(folder.glob("logging-grpo-*-v*.jsonl")):  # a resumed run: one log per v* folder
+        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        by_seed[log.stem.split("-")[2]] += [r for r in rows if "reward" in r and "global_step/max_steps" in r]
+    if not any(by_seed.values()):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = (("reward", "reward (train)"), (f"rlfactory/{GOAL}", "goal success (train)"),
+            (f"rlfactory/{VIOLATIONS}", "violations (train)"))  # fmt: skip
+    fig, axes = plt.subplots(1, len(keys), figsize=(15, 4))
+    for seed, rows in sorted(by_seed.items()):
+        steps = [int(str(r["global_step/max_steps"]).split("/")[0]) for r in rows]
+        for ax, (key, _) in zip(axes, keys, strict=True):
+            ax.plot(steps, [r.get(key, float("nan")) for r in rows], label=f"seed {seed}")
+    for ax, (_, title) in zip(axes, keys, strict=True):
+        ax.set_title(title)
+        ax.set_xlabel("GRPO step")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "curves.png", dpi=100)
+    return folder / "curves.png"
+
+
+def choose(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The best val success, then the lower share with a violation, then the earliest step."""
+    return max(candidates, key=lambda s: (s["success"], -s["violating"], -s["step"]))
+
+
+def select(sft_eval: str, val_eval: str, best_file: str, report: str, *checkpoints: str) -> None:
+    """``--choose``: score the SFT model and each checkpoint on val, write the choice (module docstring)."""
+
+    def val(trajectories: Path, step: int, checkpoint: str) -> dict[str, Any]:
+        return {"step": step, "checkpoint": checkpoint, **scores(read(trajectories))["val/all"]}
+
+    candidates = [val(Path(sft_eval) / "trajectories.jsonl", 0, "sft")]
+    for ckpt in checkpoints:
+        folder = Path(val_eval) / Path(ckpt).name if len(checkpoints) > 1 else Path(val_eval)
+        if (folder / "trajectories.jsonl").exists():
+            candidates.append(val(folder / "trajectories.jsonl", int(ckpt.rsplit("-", 1)[1]), ckpt))
+    best = choose(candidates)
+    for s in candidates:
+        mark = "  <- best" if s is best else ""
+        print(
+            f"step {s['step']:>4}  val success {s['success']:.3f}  with a violation {s['violating']:.3f}{mark}"
+        )
+    Path(best_file).write_text(best["checkpoint"] + "\n")
+    Path(report).write_text(json.dumps({"best": best, "scores": candidates}, indent=1))
+
+
+def main(folder: Path) -> None:
+    """Write summary.md (and curves.png) into ``folder`` and print the summary."""
+    models = load(folder)
+    parts = ["# Customer-service run summary", "", "## Target (the scripted customer)", "", target(models)]
+    for metric, title in METRICS.items():
+        parts += ["", f"## {title}", "", table(models, metric)]
+    for choice in sorted(folder.glob("validation-*.json")):
+        best = json.loads(choice.read_text())["best"]
+        parts += [
+            "",
+            f"{choice.stem}: step {best['step']} ({best['checkpoint']}), val success {best['success']:.3f}, "
+            f"with a violation {best['violating']:.3f}",
+        ]
+    if curves(folder):
+        parts += ["", "![curves](curves.png)"]
+    (folder / "summary.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+    print("\n".join(parts))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1] == "--choose":
+        select(*sys.argv[2:])
+    else:
+        main(Path(sys.argv[1]))

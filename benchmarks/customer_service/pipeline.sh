@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The customer-service GPU run (benchmarks/customer_service/h200.sh's phases) as one background pipeline within
+# a DEADLINE, sized for ~19 minutes of one H100 (80 GB), as benchmarks/booking/pipeline.sh does for the booking
+# world: the SFT run and the base model's evaluation share the GPU, then the SFT model's evaluation and two GRPO
+# seeds side by side, then each seed's checkpoint choice on val and its evaluation on test and ood. One customer
+# model (`swift deploy` of the 0.5B, 12 % of the GPU) serves every phase that needs it, both trainers included:
+# started once after prepare, waited for before the trainers start, ended with its vLLM processes at the end.
+# If it dies it is started once more (phases.tsv: `user retry`); a phase that needs it waits for it up to
+# USER_WAIT s (120) and otherwise fails with a clear message, then is retried once like any phase.
+#
+# On the GPU machine, from the repository root, after the kit of benchmarks/README.md is installed:
+#   cp -a . /tmp/repo && cd /tmp/repo && setsid nohup bash benchmarks/customer_service/pipeline.sh /tmp/cs-run \
+#     > /tmp/cs-pipeline.log 2>&1 < /dev/null &
+#   bash benchmarks/customer_service/pipeline.sh --status /tmp/cs-run     # phases, GPU memory, last log lines
+#
+#   prepare -> customer server for the whole run (user-wait before the trainers) --------------------\
+#          \-> sft (demonstrations on the CPU first) -> eval-sft, 90 s later eval-sft-user ---------------->  summary
+#          \-> 30 s later: eval-base ------------------------------------------------------------------------/
+#                sft -> train seed 42 -> select 42 -> eval-trained 42 || eval-trained-user 42 --------------/
+#                   \-> train seed 43 -> select 43 -> eval-trained 43 || eval-trained-user 43 -------------/
+#
+# The `-user` phases score test and ood with the model customer too (EVAL_MODEL_USER=0: the scripted one only,
+# the main comparison). Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of each seed, saved
+# every SAVE_STEPS, 5; training stops early, at the deadline less SCORE_RESERVE, 360 s, what select and
+# eval-trained take, the first seed STAGGER s sooner so that their engines start apart), STAGGER (30 s between
+# vLLM start-ups: each measures the GPU's free memory as it starts), USER_PORT (8012), CS (the phase script;
+# tests give a stub). Each phase's output goes to R/<phase>.out (the customer's to R/user.out), its start, end,
+# exit status and seconds to R/phases.tsv; R/gpu.csv samples GPU memory every 10 s. A failed phase is retried
+# once while more than 4 minutes are left. The last phase, summary, writes R/summary.md and R/curves.png
+# (benchmarks/customer_service/summarize.py: per split and task type, each model, the target).
+set -uo pipefail
+if [ "${1:-}" = --status ]; then
+  r=${2:?results dir}
+  cat "$r/phases.tsv" 2>/dev/null; tail -n 2 "$r/gpu.csv" 2>/dev/null
+  pid=$(cat "$r/user.pid" 2>/dev/null) && { kill -0 "$pid" 2>/dev/null && echo "customer up (pid $pid)" || echo "customer down"; }
+  for f in "$r"/*.out; do [ -f "$f" ] && { echo "== $f"; tail -n 3 "$f"; }; done
+  exit 0
+fi
+R=${1:?results dir}
+T0=$(date +%s) DEADLINE=${DEADLINE:-1140} SEEDS=${SEEDS:-42 43} STEPS=${STEPS:-40} STAGGER=${STAGGER:-30}
+SCORE_RESERVE=${SCORE_RESERVE:-360} RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5} SAVE_STEPS=${SAVE_STEPS:-5}
+CS=${CS:-"bash benchmarks/customer_service/h200.sh"}
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
+export USER_SHARED=1 USER_PIDFILE=$R/user.pid USER_PORT=${USER_PORT:-8012}  # h200.sh: use this one customer
+mkdir -p "$R"
+rm -f "$R/user.stop"
+source benchmarks/gpu_pipeline/phases.sh  # elapsed, left, phase; R/gpu.csv (its sampler in $monitor)
+
+serve_user() {  # the customer for the whole run, in its own process group; started once more if it dies early
+  local try rc=""
+  for try in start retry; do
+    [ -f "$R/user.stop" ] && break
+    printf 'user\t%s\t%s\n' "$try" "$(elapsed)" >> "$R/phases.tsv"
+    setsid $CS user "$R" >> "$R/user.out" 2>&1 < /dev/null & echo $! > "$USER_PIDFILE"
+    wait $!; rc=$?
+    [ -f "$R/user.stop" ] || [ "$(left)" -le 240 ] && break
+    sleep "$RETRY_PAUSE"
+  done
+  printf 'user\tend\t%s\trc=%s\n' "$(elapsed)" "$rc" >> "$R/phases.tsv"
+}
+stop_user() {  # end the customer (its whole process group: vLLM's engine processes too) and its supervisor
+  [ -n "${server:-}" ] || return 0
+  touch "$R/user.stop"
+  local pid i; pid=$(cat "$USER_PIDFILE")
+  kill -- -"$pid" 2>/dev/null
+  for i in $(seq 30); do kill -0 -- -"$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -9 -- -"$pid" 2>/dev/null
+  wait "$server"; server=""
+}
+after() {  # PHASE: until phases.tsv records PHASE's end
+  until grep -q "^$1	end" "$R/phases.tsv"; do sleep "$POLL"; done
+}
+seed_arm() {  # SEED PORT EARLIER: GRPO from the SFT model, the checkpoint chosen on val, scored on test and ood
+  local seed=$1
+  # Two colocated trainers side by side lost vLLM's start-up memory checks on 2026-12-06 (issue 30: "Memory
+  # usage increased after sleeping", then "other processes release GPU memory while vLLM is profiling").
+  # Both checks go at the mechanism, as in benchmarks/booking/pipeline.sh: SLEEP_LEVEL=0 (an engine that never
+  # sleeps never measures a sleep) and a KV cache of fixed size (KV_BYTES, 3 GiB: 32 completions of 6,144
+  # tokens need 2.3 GiB of a 0.5B Qwen2's 12 KiB a token), with which vLLM skips its free-memory profiling.
+  # TRAIN_UNTIL is an end time, so that a retried train phase keeps it.
+  MASTER_PORT=$2 SLEEP_LEVEL=0 TRAIN_FLAGS="--vllm_engine_kwargs {\"kv_cache_memory_bytes\":${KV_BYTES:-3221225472}} ${TRAIN_FLAGS:-}" VLLM_UTIL=0.12 MICRO_BATCH=${MICRO_BATCH:-2} GRAD_ACC=$(( 32 / ${MICRO_BATCH:-2} )) STEPS=$STEPS SAVE_STEPS=$SAVE_STEPS TRAIN_UNTIL=$(( T0 + DEADLINE - SCORE_RESERVE - $3 )) \
+    phase "train-s$seed" $CS train "$R" "$seed"
+  after eval-sft  # select's step 0 is the SFT model's val rows
+  GPU_UTIL=0.15 EVAL_USERS=scripted phase "select-s$seed" $CS select "$R" "$seed"
+  GPU_UTIL=0.15 EVAL_USERS=scripted phase "eval-trained-s$seed" $CS eval-trained "$R" "$seed" & local scored=$!
+  if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
+    sleep "$STAGGER"; GPU_UTIL=0.15 EVAL_USERS=model phase "eval-trained-user-s$seed" $CS eval-trained "$R" "$seed"
+  fi
+  wait "$scored"
+}
+
+phase prepare $CS prepare "$R" || exit 1
+serve_user & server=$!
+trap stop_user EXIT; trap 'exit 143' TERM INT
+MASTER_PORT=29521 phase sft $CS sft "$R" & sft=$!  # demos on the CPU first (~40 s): the customer starts alone
+sleep "$STAGGER"
+GPU_UTIL=0.25 EVAL_USERS=scripted phase eval-base $CS eval-base "$R" & others=($!)
+if wait "$sft"; then
+  GPU_UTIL=0.15 EVAL_USERS=scripted phase eval-sft $CS eval-sft "$R" & others+=($!)
+  if USER_WAIT=180 phase user-wait $CS user-wait "$R"; then
+    seeds=($SEEDS) port=29531 arms=()
+    for k in "${!seeds[@]}"; do
+      sleep "$STAGGER"; seed_arm "${seeds[$k]}" "$port" $(( (${#seeds[@]} - 1 - k) * STAGGER )) & arms+=($!)
+      port=$((port + 1))
+    done
+    if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
+      sleep "$STAGGER"; GPU_UTIL=0.15 EVAL_USERS=model phase eval-sft-user $CS eval-sft "$R" & others+=($!)
+    fi
+    wait "${arms[@]}"
+  fi
+fi
+wait "${others[@]}"
+stop_user
+phase summary python3 benchmarks/customer_service/summarize.py "$R"
+kill "$monitor" 2>/dev/null
+printf 'pipeline\tend\t%s\n' "$(elapsed)" >> "$R/phases.tsv"

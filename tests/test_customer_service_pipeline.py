@@ -1,0 +1,301 @@
+"""The customer-service GPU pipeline's orchestration (benchmarks/customer_service/pipeline.sh) with stub phases and
+a tiny fake customer server, the real prepare and select glue of h200.sh, and the summary and checkpoint choice
+(summarize.py) on hand-made trajectories. The phases themselves need a GPU; RESULTS.md records their
+CPU check with a tiny model."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks" / "customer_service"
+PIPELINE = BENCH / "pipeline.sh"
+# by its path under its own name: tests/test_booking_pipeline.py imports the booking world's summarize.py
+_spec = importlib.util.spec_from_file_location("customer_service_summarize", BENCH / "summarize.py")
+summarize = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(summarize)
+
+# stub of h200.sh (PHASE OUT [SEED]): records each call as one JSON line; `user` serves /v1/models (the first
+# FAKE_USER_DIES starts exit at once instead), `user-wait` is the real one
+STUB = r"""
+import time; T0 = time.time()  # first: the start as the pipeline made it
+import http.server, json, os, sys, urllib.request
+phase, out, *rest = sys.argv[1:]
+if phase == "user-wait":
+    os.execvp("bash", ["bash", "benchmarks/customer_service/h200.sh", *sys.argv[1:]])
+keys = ("MASTER_PORT", "GPU_UTIL", "VLLM_UTIL", "MICRO_BATCH", "GRAD_ACC", "STEPS", "SAVE_STEPS", "TRAIN_UNTIL",
+        "SLEEP_LEVEL", "TRAIN_FLAGS", "EVAL_USERS", "USER_SHARED")
+def record(**more):
+    with open(os.environ["CALLS"], "a") as f:
+        f.write(json.dumps({"phase": phase, "seed": rest[0] if rest else None, "pid": os.getpid(),
+                            **{k: os.environ.get(k) for k in keys}, **more}) + "\n")
+def tally(name):  # how many times NAME was called before
+    path = os.path.join(os.environ["COUNTS"], name)
+    n = int(open(path).read()) if os.path.exists(path) else 0
+    open(path, "w").write(str(n + 1))
+    return n
+if phase == "user":
+    record(t0=time.time())
+    if tally("user") < int(os.environ.get("FAKE_USER_DIES", "0")):
+        time.sleep(0.2); sys.exit(1)
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+        def log_message(self, *args): pass
+    http.server.HTTPServer(("127.0.0.1", int(os.environ["USER_PORT"])), Models).serve_forever()
+t0 = T0
+up = None
+if phase == "train":
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{os.environ['USER_PORT']}/v1/models", timeout=2)
+        up = True
+    except OSError:
+        up = False
+time.sleep({"train": 2.0, "sft": 1.0}.get(phase, 1.5 if phase.startswith("eval") else 0.3))
+name = phase + (f"-{rest[0]}" if rest else "")
+failed = phase == os.environ.get("FAIL") or (phase == os.environ.get("FAIL_ONCE") and tally(name) == 0)
+record(t0=t0, t1=time.time(), user_up=up, rc=3 if failed else 0)
+sys.exit(3 if failed else 0)
+"""
+
+
+def run_pipeline(tmp_path: Path, **env: str) -> tuple[list[dict], Path, float]:
+    stub = tmp_path / "stub.py"
+    stub.write_text(STUB)
+    calls, counts = tmp_path / "calls.jsonl", tmp_path / "counts"
+    counts.mkdir()
+    port = free_port()
+    environ = {
+        **os.environ,
+        "CS": f"{sys.executable} {stub}",
+        "CALLS": str(calls),
+        "COUNTS": str(counts),
+        "USER_PORT": str(port),
+        "RUNS": str(tmp_path / "runs"),
+        "DEVICE_ENV": "/nonexistent",
+        "STAGGER": "0",
+        "RETRY_PAUSE": "0",
+        "POLL": "0.2",
+        **env,
+    }
+    results = tmp_path / "results"
+    start = time.time()
+    done = subprocess.run(
+        ["bash", str(PIPELINE), str(results)],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    phases = (results / "phases.tsv").read_text()
+    assert "pipeline\tend" in phases and "summary\tend" in phases, phases
+    assert (results / "summary.md").exists()
+    # the customer is gone: its process group ended, its port closed, its supervisor said so
+    assert "user\tend" in phases
+    pid = int((results / "user.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", port)) != 0
+    return [json.loads(line) for line in calls.read_text().splitlines()], results, start
+
+
+def named(calls: list[dict]) -> list[str]:
+    return [c["phase"] + (f"-s{c['seed']}" if c["seed"] else "") for c in calls]
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return a["t0"] < b["t1"] and b["t0"] < a["t1"]
+
+
+@pytest.mark.timeout(120)
+def test_the_pipeline_runs_both_seeds_beside_one_customer_within_the_deadline(tmp_path):
+    calls, results, start = run_pipeline(tmp_path, DEADLINE="1140", STAGGER="1", FAIL_ONCE="select")
+    order = named(calls)
+    by = {n: c for n, c in zip(order, calls, strict=True) if not n.startswith("select")}
+    assert (
+        order[0] == "prepare" and order.count("user") == 1 and order.index("user") < order.index("train-s42")
+    )
+    assert sorted(set(order)) == sorted(
+        ["prepare", "user", "eval-base", "sft", "eval-sft"]
+        + [f"{p}-s{s}" for s in (42, 43) for p in ("train", "select", "eval-trained")]
+    )
+    assert order.count("eval-sft") == 2 and order.count("eval-trained-s42") == 2  # each with both customers
+    phases = (results / "phases.tsv").read_text()
+    assert "user-wait\tend" in phases and "rc=0" in phases.split("user-wait\tend")[1].splitlines()[0]
+    for seed in (42, 43):  # select failed once, was retried, and the seed went on
+        assert f"select-s{seed}\tretry" in phases and f"select-s{seed}\tend" in phases
+        assert order.index("sft") < order.index(f"train-s{seed}") < order.index(f"select-s{seed}")
+        assert order.index(f"select-s{seed}") < order.index(f"eval-trained-s{seed}")
+        # select waits for eval-sft's end: its val rows are step 0
+        sft_eval = next(c for c in calls if c["phase"] == "eval-sft" and c["EVAL_USERS"] == "scripted")
+        assert min(c["t0"] for c in calls if named([c]) == [f"select-s{seed}"]) >= sft_eval["t1"]
+        scripted, model = (c for c in calls if named([c]) == [f"eval-trained-s{seed}"])
+        assert {scripted["EVAL_USERS"], model["EVAL_USERS"]} == {"scripted", "model"} and overlap(
+            scripted, model
+        )
+    assert {c["EVAL_USERS"] for c in calls if c["phase"] == "eval-sft"} == {"scripted", "model"}
+    assert by["eval-base"]["EVAL_USERS"] == "scripted" and overlap(by["eval-base"], by["sft"])
+    trains = [by["train-s42"], by["train-s43"]]
+    assert overlap(*trains) and trains[1]["t0"] - trains[0]["t0"] >= 0.7  # side by side, STAGGER apart
+    assert len({c["MASTER_PORT"] for c in trains}) == 2 and "29521" not in {c["MASTER_PORT"] for c in trains}
+    assert by["sft"]["MASTER_PORT"] == "29521"
+    for (
+        c
+    ) in trains:  # the shared customer answered; 32 completions a step; no vLLM start-up check left to race
+        assert c["user_up"] and c["USER_SHARED"] == "1"
+        assert (
+            int(c["MICRO_BATCH"]) * int(c["GRAD_ACC"]) == 32 and c["STEPS"] == "40" and c["SAVE_STEPS"] == "5"
+        )
+        assert c["SLEEP_LEVEL"] == "0"
+        flag, kwargs = c["TRAIN_FLAGS"].split()[:2]
+        assert flag == "--vllm_engine_kwargs" and json.loads(kwargs) == {"kv_cache_memory_bytes": 3 * 2**30}
+    # training ends SCORE_RESERVE before the deadline, the first seed STAGGER sooner (its engines start apart)
+    until = [int(c["TRAIN_UNTIL"]) for c in trains]
+    assert (
+        int(start) - 1 + 1140 - 360 - 1 <= until[0] <= time.time() + 1140 - 360 and until[1] - until[0] == 1
+    )
+    assert {c["GPU_UTIL"] for c in calls if c["phase"].startswith(("eval", "select"))} <= {"0.25", "0.15"}
+
+
+@pytest.mark.timeout(120)
+def test_a_customer_that_dies_is_started_once_more_and_the_trainers_find_it(tmp_path):
+    calls, results, _ = run_pipeline(tmp_path, DEADLINE="1140", FAKE_USER_DIES="1")
+    order = named(calls)
+    assert order.count("user") == 2 and "user\tretry" in (results / "phases.tsv").read_text()
+    assert all(c["user_up"] for c in calls if c["phase"] == "train") and order.count("train-s42") == 1
+
+
+@pytest.mark.timeout(120)
+def test_a_customer_that_never_answers_fails_its_phases_clearly_and_trains_nothing(tmp_path):
+    calls, results, _ = run_pipeline(tmp_path, DEADLINE="1140", FAKE_USER_DIES="2")
+    order = named(calls)
+    assert order.count("user") == 2 and "train-s42" not in order and "eval-base" in order
+    phases = (results / "phases.tsv").read_text()
+    assert "user-wait\tretry" in phases and "user-wait\tend" in phases
+    assert "swift deploy (pid" in (results / "user-wait.out").read_text()
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_sft_trains_nothing_stops_the_customer_and_still_summarizes(tmp_path):
+    calls, _, _ = run_pipeline(tmp_path, FAIL="sft", DEADLINE="100")  # < 4 min left: no retry
+    assert sorted(named(calls)) == ["eval-base", "prepare", "sft", "user"]
+
+
+def test_prepare_holds_val_apart_from_the_demonstrations_and_the_grpo_rows(tmp_path):
+    env = {**os.environ, "RUNS": str(tmp_path), "DEVICE_ENV": "/nonexistent"}
+    subprocess.run(
+        ["bash", str(BENCH / "h200.sh"), "prepare", str(tmp_path / "out")], cwd=ROOT, env=env, check=True
+    )
+
+    def rows(path: Path) -> list[dict]:
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    train = rows(ROOT / "examples" / "customer_service" / "data" / "train.jsonl")
+    val, grpo = rows(tmp_path / "cs" / "val.jsonl"), rows(tmp_path / "cs" / "grpo.jsonl")
+    assert len(val) == 100 and {r["split"] for r in val} == {"val"}
+    assert len({r["task_type"] for r in val}) == 5
+    goals = {json.dumps(r["user_goal"], sort_keys=True) for r in val}
+    assert not goals & {json.dumps(r["user_goal"], sort_keys=True) for r in grpo + train[:1000]}
+    assert grpo == train[1000:1900]
+    splits = [r["split"] for r in rows(tmp_path / "cs" / "eval.jsonl")]
+    assert splits.count("val") == 100 and splits.count("test") == 198 and splits.count("ood") == 100
+    assert "val" not in {r["split"] for r in rows(tmp_path / "cs" / "eval-model-user.jsonl")}
+
+
+def trajectories(path: Path, episodes: list[tuple[str, str, float, float]]) -> None:
+    """Eval records, one per (split, task type, goal, violations)."""
+    lines = [
+        json.dumps(
+            {
+                "row": {"split": s, "task_type": t},
+                "rewards": {summarize.GOAL: g, summarize.VIOLATIONS: v},
+                "turns": 4,
+                "stop_reason": "user_stop",
+            }
+        )  # fmt: skip
+        for s, t, g, v in episodes
+    ]
+    opener = gzip.open if path.suffix == ".gz" else open
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with opener(path, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def test_the_summary_checks_success_and_violations_on_every_seed(tmp_path):
+    def episodes(test: list[tuple[float, float]], ood: float) -> list[tuple[str, str, float, float]]:
+        return [("test", "cancel", g, v) for g, v in test] + [("ood", "decline", ood, 0.0)]
+
+    made = {
+        "base": episodes([(0.0, 0.0), (0.0, 0.0)], 0.0),
+        "sft": episodes([(1.0, 1.0), (0.0, 0.0)], 0.0),  # test success 0.5, half with a violation
+        "trained-42": episodes([(1.0, 0.0), (1.0, 0.0)], 1.0),
+        "trained-43": episodes([(1.0, 2.0), (1.0, 0.0)], 0.0),
+        "sft-model-user": episodes([(0.0, 0.0), (0.0, 0.0)], 0.0),
+        "trained-42-model-user": episodes([(1.0, 0.0), (0.0, 0.0)], 0.0),
+    }
+    for name, rows in made.items():
+        trajectories(tmp_path / f"trajectories-{name}.jsonl.gz", rows)
+    summarize.main(tmp_path)
+    text = (tmp_path / "summary.md").read_text()
+    assert (
+        "- test: trained success 1.000, 1.000 vs the strongest baseline (sft) 0.500 (needs >= +0.15 on every seed): "
+        "met; with a violation 0.000, 0.500 vs 0.500 (needs no rise): met" in text
+    )
+    assert (
+        "- ood (reported; not part of the target): trained success 1.000, 0.000 vs the strongest baseline"
+        in text
+    )
+    head = "| group | base | sft | trained-42 | trained-43 | trained mean | sft, model customer | trained-42, model customer |"
+    assert head in text
+    assert "| test/cancel | 0.00 | 0.50 | 1.00 | 1.00 | 1.00 | 0.00 | 0.50 |" in text  # goal success
+
+
+def test_select_takes_the_best_val_success_then_fewer_violations_then_the_earliest(tmp_path):
+    def val(path: Path, goals_and_violations: list[tuple[float, float]]) -> None:
+        trajectories(path / "trajectories.jsonl", [("val", "cancel", g, v) for g, v in goals_and_violations])
+
+    val(tmp_path / "sft", [(1.0, 0.0), (0.0, 0.0)])
+    val(tmp_path / "val" / "checkpoint-5", [(1.0, 1.0), (0.0, 0.0)])  # as good, a violation more: loses
+    val(
+        tmp_path / "val" / "checkpoint-10", [(1.0, 0.0), (0.0, 0.0)]
+    )  # a tie with sft: the earlier (sft) wins
+    ckpts = [str(tmp_path / "run" / "v0" / f"checkpoint-{n}") for n in (5, 10)]
+    args = [
+        str(tmp_path / "sft"),
+        str(tmp_path / "val"),
+        str(tmp_path / "best.txt"),
+        str(tmp_path / "v.json"),
+    ]
+    summarize.select(*args, *ckpts)
+    assert (tmp_path / "best.txt").read_text().strip() == "sft"
+    val(tmp_path / "val" / "checkpoint-10", [(1.0, 0.0), (1.0, 0.0)])
+    summarize.select(*args, *ckpts)
+    assert (tmp_path / "best.txt").read_text().strip() == ckpts[1]
+    assert json.loads((tmp_path / "v.json").read_text())["best"]["step"] == 10
+
+
+def test_the_select_phase_without_checkpoints_keeps_the_sft_model(tmp_path):
+    env = {**os.environ, "RUNS": str(tmp_path), "DEVICE_ENV": "/nonexistent"}
+    out = tmp_path / "out"
+    cmd = ["bash", str(BENCH / "h200.sh"), "select", str(out), "42"]
+    missing = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert missing.returncode == 2 and "needs eval-sft first" in missing.stderr
+    trajectories(tmp_path / "cs-eval-sft" / "trajectories.jsonl", [("val", "cancel", 1.0, 0.0)])
+    subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True)
+    assert (tmp_path / "cs-grpo-42-best.txt").read_text().strip() == "sft"
+    assert json.loads((out / "validation-42.json").read_text())["best"]["success"] == 1.0
