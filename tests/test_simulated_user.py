@@ -19,6 +19,7 @@ import pytest
 from starlette.responses import JSONResponse, Response
 from swift.infer_engine.protocol import RequestConfig, RolloutInferRequest
 
+from swift_rlfactory import redaction
 from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryScheduler
 from swift_rlfactory.adapters.swift_run import trajectory_from_infos
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
@@ -101,6 +102,18 @@ def test_a_bad_user_block_stops_the_load_naming_the_field(tmp_path, user, field,
     with pytest.raises(EnvConfigError) as error:
         load_env_config(write_env(tmp_path, user))
     assert f"  {field}" in str(error.value) and words in str(error.value)
+
+
+def test_the_user_model_name_from_a_variable_is_not_a_secret_but_the_url_is(tmp_path, monkeypatch):
+    # a model name is no secret: held as one, every "sim-shopper-7" in a prompt, a log or an observation the
+    # agent reads would turn into "${USER_MODEL_NAME}"; a URL may carry a key anywhere
+    monkeypatch.setenv("USER_MODEL_NAME", "sim-shopper-7")
+    monkeypatch.setenv("USER_URL", "http://127.0.0.1:9/v1?token=tok-user-url-55")
+    user = "  model: ${USER_MODEL_NAME}\n  base_url: ${USER_URL}\n"
+    config = load_env_config(write_env(tmp_path, user))
+    assert config.user.model == "sim-shopper-7"
+    assert redaction.redact("ask sim-shopper-7 again") == "ask sim-shopper-7 again"
+    assert "tok-user-url-55" not in redaction.redact(f"POST {config.user.base_url}/chat/completions")
 
 
 def test_a_scripted_user_that_does_not_import_fails_at_load(tmp_path):

@@ -243,8 +243,10 @@ class UserConfig(_Strict):
         if not isinstance(value, str):
             return value
         source = (info.context or {}).get("source")
-        text = redaction.expand(value, base_dir=source.parent if source else Path("."), secret=True).strip()
-        if info.field_name == "base_url":
+        url = info.field_name == "base_url"  # a URL may carry a key anywhere; a model name is no secret
+        base_dir = source.parent if source else Path(".")
+        text = redaction.expand(value, base_dir=base_dir, secret=url).strip()
+        if url:
             redaction.remember_url(text, "<user base_url credential>")
         return text
 
