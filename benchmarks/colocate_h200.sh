@@ -15,6 +15,7 @@
 # SERVER_GPUS (default "0 1": rollout GPU, trainer GPU). "0 0" runs both on one GPU: the rollout server gets
 # 0.35 of its memory, and the two processes get different NCCL_HOSTIDs, so NCCL's weight-sync communicator
 # takes them for two hosts (it refuses two ranks on one device of one host) and talks over loopback sockets.
+# ROLLOUT_EAGER (true): the rollout server's --vllm_enforce_eager (false: CUDA graphs, as colocate's default).
 # VLLM_ARGS (default none): extra colocate vLLM flags, after the defaults, so they override them (e.g.
 # "--vllm_enforce_eager false --sleep_level 1"); TAG names such a variant: runs are then TAG_<sched>-<latency>.
 # WORKLOAD: arith (default: the calculator, slow_calc) or lookup (every question needs two lookups,
@@ -73,7 +74,7 @@ for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
       env "${rollout_env[@]}" CUDA_VISIBLE_DEVICES="$rollout_gpu" python3 -m swift.cli.rollout \
         --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" \
         --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler "$sched" --max_turns 3 \
-        --vllm_gpu_memory_utilization "$rollout_mem" --vllm_max_model_len 4096 --vllm_enforce_eager true \
+        --vllm_gpu_memory_utilization "$rollout_mem" --vllm_max_model_len 4096 --vllm_enforce_eager "${ROLLOUT_EAGER:-true}" \
         --port 8000 > "$out/rollout-$name.log" 2>&1 &
       server=$!
       export CUDA_VISIBLE_DEVICES=$train_gpu

@@ -149,6 +149,10 @@ def test_tools_table_compares_each_latency_with_sync_and_with_the_zero_latency_s
     log("lookup_rlfactory-2", [9.0, 3.3, 3.9, 3.6])
     log("lookup_sync_tools-2", [200.0, 130.0])  # a single timed step
     log("lookup_sync_tools-0.5", [60.0, 34.0, 36.0], calls=1.75)
+    log(
+        "lookup_server-rlfactory-0", [20.0, 2.0, 2.0]
+    )  # server mode: no sync of its own, colocate's is the baseline
+    log("lookup_server-rlfactory-2", [20.0, 4.2, 4.6, 4.4])
     summarize.main([str(tmp_path)])
     table = capsys.readouterr().out.split("## tools")[1]
     rows = {
@@ -166,3 +170,4 @@ def test_tools_table_compares_each_latency_with_sync_and_with_the_zero_latency_s
     )  # over the 0 s step + 2 s x one turn
     assert rows["lookup_rlfactory", "0"][8:] == ["", ""]  # no sync run at 0 s, no chain at 0 s
     assert rows["lookup_sync_tools", "0.5"][2] == "35.00" and rows["lookup_sync_tools", "0.5"][6] == "1.75"
+    assert rows["lookup_server-rlfactory", "2"][8:] == [f"{130 / 4.4:.2f}x", f"{4.4 / (2.0 + 2 * 1):.2f}"]

@@ -17,7 +17,8 @@ from .conftest import ROOT
 RECORD = r"""import json, os, sys
 with open(os.environ["CALLS"], "a") as f:
     f.write(json.dumps({"script": sys.argv[1], "args": sys.argv[2:], **{k: os.environ.get(k) for k in
-        ("MODEL", "OUTPUT", "EPOCHS", "TAG", "VLLM_ARGS", "SCHEDULERS", "WORKLOAD", "LEARNING_RATE")}}) + "\n")
+        ("MODEL", "OUTPUT", "EPOCHS", "TAG", "VLLM_ARGS", "SCHEDULERS", "WORKLOAD", "LEARNING_RATE",
+         "SERVER_GPUS", "ROLLOUT_EAGER")}}) + "\n")
 """
 STUBS = {  # each records its call; FAIL=<script> makes that one fail
     "benchmarks/colocate_h200.sh": 'python3 "$STUB" colocate "$@"; [ "${FAIL:-}" != "colocate-$TAG" ]',
@@ -88,3 +89,19 @@ def test_the_tool_runs_fall_back_to_eager_when_the_graphs_run_failed(tmp_path):
     calls, _ = run_pipeline(tmp_path, "graphs tools_rl", FAIL="colocate-graphs", RL_LATENCIES="0")
     [graphs, run] = calls
     assert graphs["TAG"] == "graphs" and run["TAG"] == "lookup" and run["VLLM_ARGS"] == ""
+    assert run["ROLLOUT_EAGER"] == "true"  # a server-mode run's engine too
+
+
+@pytest.mark.timeout(60)
+def test_server_mode_runs_the_same_lookup_workload_on_this_one_gpu_from_the_warm_start_model(tmp_path):
+    calls, _ = run_pipeline(tmp_path, "tools_sft tools_server", RL_LATENCIES="0 2")
+    runs = [c for c in calls if c["script"] == "colocate"]
+    assert [(r["args"][0], r["args"][3], r["SCHEDULERS"]) for r in runs] == [
+        ("0", "server", "rlfactory"), ("2", "server", "rlfactory"),
+    ]  # fmt: skip
+    for (
+        run
+    ) in runs:  # the rollout server and the trainer share GPU 0; its engine uses CUDA graphs as colocate does
+        assert (run["MODEL"], run["WORKLOAD"], run["SERVER_GPUS"], run["ROLLOUT_EAGER"]) == (
+            str(tmp_path / "lookup-model"), "lookup", "0 0", "false",
+        )  # fmt: skip

@@ -19,7 +19,10 @@
 # tools_sft left none) with TOOL_VLLM (default the recipes' graphs + --sleep_level 1; eager if the graphs
 # phase failed), TOOL_STEPS (5) steps: rlfactory at RL_LATENCIES (0 0.5 2) s; sync_tools at 0 and 0.5 s, and
 # at 2 s (phase tools_sync_2s) for SYNC_2S_STEPS (2: ~64 calls x 2 s one after the other, > 2 min a step).
-# server_*: colocate_h200.sh server mode on this one GPU. MODEL_TYPE / TEMPLATE (qwen2 / qwen2_5) pass through.
+# tools_server: the same lookup runs of rlfactory in server mode (`swift rollout` with the per-trajectory async
+# engine and the trainer on this one GPU, SERVER_GPUS "0 0"; the rollout server's vLLM with CUDA graphs unless
+# the graphs phase failed), at RL_LATENCIES, beside colocate's in R/tools (issue 31, item 3).
+# server: colocate_h200.sh server mode on this one GPU, the arithmetic workload. MODEL_TYPE / TEMPLATE (qwen2 / qwen2_5) pass through.
 set -uo pipefail
 if [ "${1:-}" = --wait ]; then
   r=${2:?results dir}; limit=${3:-500}; t0=$(date +%s)
@@ -29,7 +32,7 @@ if [ "${1:-}" = --wait ]; then
 fi
 R=${1:?results dir}; mkdir -p "$R/colo" "$R/floor"
 T0=$(date +%s) DEADLINE=${DEADLINE:-1500}
-PHASES=${PHASES:-"eager graphs graphs_sleep graphs_lora graphs_nopc floor tools_sft tools_rl tools_sync eager_sleep graphs_len2k eager2 server"}
+PHASES=${PHASES:-"eager graphs graphs_sleep graphs_lora graphs_nopc floor tools_sft tools_rl tools_sync tools_server eager_sleep graphs_len2k eager2 server"}
 G="--vllm_enforce_eager false"
 declare -A FLAGS=([eager]="" [eager2]="" [graphs]="$G" [graphs_sleep]="$G --sleep_level 1"
   [eager_sleep]="--sleep_level 1" [graphs_lora]="$G --vllm_enable_lora true"
@@ -65,16 +68,16 @@ lookup_sft() {  # demonstrations, LoRA SFT, merged into LOOKUP_MODEL (none left 
       mv "$run/merged" "$LOOKUP_MODEL" && rm -rf "$run"/v*/checkpoint-* )
 }
 tools() {  # SCHEDULER LATENCY...: from the warm-start model; graphs' flags unless the graphs phase failed
-  local sched=$1 lat flags=$TOOL_VLLM model=$LOOKUP_MODEL; shift
-  [ -n "$(awk -F'\t' '$1 == "graphs" && $3 != 0' "$R/phases.tsv" 2>/dev/null)" ] && flags=
+  local sched=$1 lat flags=$TOOL_VLLM model=$LOOKUP_MODEL mode=${TOOL_MODE:-colocate} eager=false; shift
+  [ -n "$(awk -F'\t' '$1 == "graphs" && $3 != 0' "$R/phases.tsv" 2>/dev/null)" ] && flags= eager=true
   if [ -f "$LOOKUP_MODEL/config.json" ]; then log "tools $sched: the warm-start model $LOOKUP_MODEL"
   else
     model=$BASE_MODEL; log "tools $sched: NO warm-start model at $LOOKUP_MODEL (tools_sft failed or did not run):" \
       "the base model $BASE_MODEL, which does not call the tool (expect ~0 calls per trajectory)"
   fi
   for lat in "$@"; do
-    MODEL=$model WORKLOAD=lookup TAG=lookup VLLM_ARGS="$flags" SCHEDULERS=$sched LEARNING_RATE=0 \
-      bash benchmarks/colocate_h200.sh "$lat" "${TOOL_STEPS:-5}" "$R/tools" || return; done
+    MODEL=$model WORKLOAD=lookup TAG=lookup VLLM_ARGS="$flags" SCHEDULERS=$sched LEARNING_RATE=0 SERVER_GPUS="0 0" \
+      ROLLOUT_EAGER=$eager bash benchmarks/colocate_h200.sh "$lat" "${TOOL_STEPS:-5}" "$R/tools" "$mode" || return; done
 }
 server() { for lat in 0 0.5 2; do SERVER_GPUS="0 0" SCHEDULERS=rlfactory LEARNING_RATE=0 \
   bash benchmarks/colocate_h200.sh "$lat" "${TOOL_STEPS:-5}" "$R/server" server || return; done; }
@@ -86,6 +89,7 @@ for p in $PHASES; do
     tools_rl) phase tools_rl tools rlfactory ${RL_LATENCIES:-0 0.5 2} ;;
     tools_sync) phase tools_sync tools sync_tools 0 0.5
       TOOL_STEPS=${SYNC_2S_STEPS:-2} phase tools_sync_2s tools sync_tools 2 ;;
+    tools_server) TOOL_MODE=server phase tools_server tools rlfactory ${RL_LATENCIES:-0 0.5 2} ;;
     server) phase server server ;;
     *) phase "$p" grid_run "$p" ;;
   esac

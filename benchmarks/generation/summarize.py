@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -123,7 +124,10 @@ def tools_table(folder: Path) -> list[str]:
     ]
     for (name, latency), rows in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         step = med(rows, "step_time")
-        base = runs.get((name.replace("rlfactory", "sync_tools"), latency))
+        sync = name.replace(
+            "rlfactory", "sync_tools"
+        )  # a server-mode run against colocate's sync if it has none
+        base = runs.get((sync, latency)) or runs.get((re.sub(r"server(-async)?-", "", sync), latency))
         speedup = f"{med(base, 'step_time') / step:.2f}x" if base and "rlfactory" in name else ""
         zero = runs.get((name, 0.0))
         bound = ""
