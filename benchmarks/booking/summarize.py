@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/: seed_curves
+from seed_curves import plot_seeds, step_rows  # noqa: E402
+
 METRICS = ("success", "constraints", "tool_calls", "turns")
 SUCCESS_KEY = "rlfactory/reward.py:success"
 
@@ -68,29 +71,11 @@ def target(reports: dict[str, dict[str, Any]]) -> str:
 
 def curves(folder: Path) -> Path | None:
     """curves.png: the training reward and success per step of each seed; None without step logs."""
-    logs = sorted(folder.glob("logging-s*-v*.jsonl"))
-    if not logs:
+    by_seed = step_rows(folder.glob("logging-s*-v*.jsonl"), lambda log: log.stem.split("-")[1])
+    if not by_seed:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for log in logs:
-        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-        rows = [r for r in rows if "reward" in r and "global_step/max_steps" in r]
-        steps = [int(str(r["global_step/max_steps"]).split("/")[0]) for r in rows]
-        seed = log.stem.split("-")[1]
-        axes[0].plot(steps, [r["reward"] for r in rows], label=seed)
-        axes[1].plot(steps, [r.get(SUCCESS_KEY, float("nan")) for r in rows], label=seed)
-    for ax, title in zip(axes, ("reward (train)", "success (train)"), strict=True):
-        ax.set_title(title)
-        ax.set_xlabel("GRPO step")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(folder / "curves.png", dpi=100)
-    return folder / "curves.png"
+    panels = (("reward", "reward (train)"), (SUCCESS_KEY, "success (train)"))
+    return plot_seeds(folder / "curves.png", by_seed, panels)
 
 
 def main(folder: Path) -> None:

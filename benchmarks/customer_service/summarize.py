@@ -27,6 +27,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/: seed_curves
+from seed_curves import plot_seeds, step_rows  # noqa: E402
+
 GOAL, VIOLATIONS = "shop.rewards:goal", "shop.rewards:violations"
 METRICS = {
     "success": "goal success",
@@ -136,31 +139,12 @@ def target(models: dict[str, dict[str, dict[str, float]]]) -> str:
 def curves(folder: Path) -> Path | None:
     """curves.png: training reward, goal success and violations per GRPO step, one line per seed; None without
     step logs."""
-    by_seed: dict[str, list[dict]] = defaultdict(list)
-    for log in sorted(folder.glob("logging-grpo-*-v*.jsonl")):  # a resumed run: one log per v* folder
-        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-        by_seed[log.stem.split("-")[2]] += [r for r in rows if "reward" in r and "global_step/max_steps" in r]
-    if not any(by_seed.values()):
+    by_seed = step_rows(folder.glob("logging-grpo-*-v*.jsonl"), lambda log: f"seed {log.stem.split('-')[2]}")
+    if not by_seed:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    keys = (("reward", "reward (train)"), (f"rlfactory/{GOAL}", "goal success (train)"),
-            (f"rlfactory/{VIOLATIONS}", "violations (train)"))  # fmt: skip
-    fig, axes = plt.subplots(1, len(keys), figsize=(15, 4))
-    for seed, rows in sorted(by_seed.items()):
-        steps = [int(str(r["global_step/max_steps"]).split("/")[0]) for r in rows]
-        for ax, (key, _) in zip(axes, keys, strict=True):
-            ax.plot(steps, [r.get(key, float("nan")) for r in rows], label=f"seed {seed}")
-    for ax, (_, title) in zip(axes, keys, strict=True):
-        ax.set_title(title)
-        ax.set_xlabel("GRPO step")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(folder / "curves.png", dpi=100)
-    return folder / "curves.png"
+    panels = (("reward", "reward (train)"), (f"rlfactory/{GOAL}", "goal success (train)"),
+              (f"rlfactory/{VIOLATIONS}", "violations (train)"))  # fmt: skip
+    return plot_seeds(folder / "curves.png", by_seed, panels)
 
 
 def choose(candidates: list[dict[str, Any]]) -> dict[str, Any]:
