@@ -8,15 +8,15 @@ in the conversation.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from swift_rlfactory.rollout.episode import Generate, Generation
+from swift_rlfactory.tools.calls import hermes_call
 
 
 def call(tool: str, **arguments: Any) -> str:
     """A tool call in the format the system prompt asks for."""
-    return f"<tool_call>\n{json.dumps({'name': tool, 'arguments': arguments})}\n</tool_call>"
+    return hermes_call(tool, arguments)
 
 
 def _identify(goal: dict[str, Any]) -> str:
