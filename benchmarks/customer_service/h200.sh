@@ -126,14 +126,10 @@ case "$phase" in
   sft)
     rm -rf "$RUNS/cs-sft"
     python3 $ex/demos.py --n "${DEMOS:-1000}" --template "$TEMPLATE" --out "$data/sft.jsonl" > "$out/sft.log" 2>&1
-    python3 -m swift.cli.sft --model "$BASE_MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" --check_model false \
-      --dataset "$data/sft.jsonl" --tuner_type lora --lora_rank 32 --lora_alpha 64 --target_modules all-linear \
-      --torch_dtype bfloat16 --learning_rate 1e-4 --warmup_ratio 0.05 --num_train_epochs 2 \
-      --per_device_train_batch_size 8 --gradient_accumulation_steps 2 --max_length 6144 --logging_steps 5 \
-      --save_only_model true --output_dir "$RUNS/cs-sft" --dataloader_num_workers 0 --dataset_num_proc 1 \
-      --report_to none --seed 42 "${sft_flags[@]}" >> "$out/sft.log" 2>&1
-    ckpt=$(last_checkpoint "$RUNS/cs-sft")
-    python3 -m swift.cli.export --adapters "$ckpt" --merge_lora true --output_dir "$RUNS/cs-sft/merged" >> "$out/sft.log" 2>&1
+    # examples/sft.sh (LoRA SFT + merge into OUTPUT/merged) with this recipe's batch and length, set here so
+    # that a MICRO_BATCH meant for the trainers does not change the SFT run
+    MODEL=$BASE_MODEL OUTPUT=$RUNS/cs-sft SFT_ROWS=$data/sft.jsonl DTYPE=bfloat16 EPOCHS=2 MICRO_BATCH=8 GRAD_ACC=2 \
+      MAX_LENGTH=6144 bash examples/sft.sh "${sft_flags[@]}" >> "$out/sft.log" 2>&1
     rm -rf "$SFT_MODEL" && mv "$RUNS/cs-sft/merged" "$SFT_MODEL"
     cp "$RUNS"/cs-sft/v*/logging.jsonl "$out/logging-sft.jsonl" ;;
   eval-sft) evaluate sft "$SFT_MODEL" ;;
