@@ -16,6 +16,8 @@
 # 0.35 of its memory, and the two processes get different NCCL_HOSTIDs, so NCCL's weight-sync communicator
 # takes them for two hosts (it refuses two ranks on one device of one host) and talks over loopback sockets.
 # ROLLOUT_EAGER (true): the rollout server's --vllm_enforce_eager (false: CUDA graphs, as colocate's default).
+# ROLLOUT_PORT (8000): the port asked of the server; the trainer is given the one the server's log names
+# (ms-swift takes the next free port when that one is busy), and the server's process group ends with each run.
 # VLLM_ARGS (default none): extra colocate vLLM flags, after the defaults, so they override them (e.g.
 # "--vllm_enforce_eager false --sleep_level 1"); TAG names such a variant: runs are then TAG_<sched>-<latency>.
 # WORKLOAD: arith (default: the calculator, slow_calc) or lookup (every question needs two lookups,
@@ -48,12 +50,23 @@ with open("/tmp/bench/arith.jsonl", "w") as f:
                             "solution": str((a + b) * c)}) + "\n")
 PY
 server= sampler=
-stop_server() {  # by PID: the server's exit status (killed) must not end the script under set -e
-  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+stop_server() {  # its whole process group (vLLM's engine core too); its exit status must not end the script
+  if [ -n "$server" ]; then kill -- -"$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
   if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; fi
   server= sampler=
 }
 trap stop_server EXIT
+served_port() {  # LOG: the port the rollout server took. ms-swift moves to the next free one when --port is busy
+  # (a server stopped a moment ago can hold it for a minute): a trainer sent to the asked-for port waits forever.
+  local log=$1 waited=0 port
+  while [ "$waited" -lt "${ROLLOUT_WAIT:-600}" ]; do
+    port=$(grep -oE 'listening on [^ ]*:[0-9]+|Uvicorn running on [^ ]*:[0-9]+' "$log" 2>/dev/null | head -1 | grep -oE '[0-9]+$')
+    if [ -n "$port" ]; then echo "$port"; return; fi
+    kill -0 "$server" 2>/dev/null || { echo "the rollout server exited before it listened: $log" >&2; return 1; }
+    sleep 1; waited=$((waited + 1))
+  done
+  echo "the rollout server named no port within ${ROLLOUT_WAIT:-600} s: $log" >&2; return 1
+}
 read -r rollout_gpu train_gpu <<< "${SERVER_GPUS:-0 1}"
 rollout_mem=0.8 rollout_env=() train_env=()
 if [ "$rollout_gpu" = "$train_gpu" ]; then
@@ -71,14 +84,16 @@ for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
       [ "${USE_VLLM:-true}" = true ] || rollout=(--multi_turn_scheduler "$sched" --max_turns 3 --use_vllm false) ;;
     server|server-async)
       name=$prefix$mode-$sched-$latency
-      env "${rollout_env[@]}" CUDA_VISIBLE_DEVICES="$rollout_gpu" python3 -m swift.cli.rollout \
+      setsid env "${rollout_env[@]}" CUDA_VISIBLE_DEVICES="$rollout_gpu" python3 -m swift.cli.rollout \
         --model "$MODEL" --model_type "$MODEL_TYPE" --template "$TEMPLATE" \
         --external_plugins benchmarks/baseline_plugin.py --multi_turn_scheduler "$sched" --max_turns 3 \
         --vllm_gpu_memory_utilization "$rollout_mem" --vllm_max_model_len 4096 --vllm_enforce_eager "${ROLLOUT_EAGER:-true}" \
-        --port 8000 > "$out/rollout-$name.log" 2>&1 &
+        --port "${ROLLOUT_PORT:-8000}" > "$out/rollout-$name.log" 2>&1 &
       server=$!
+      port=$(served_port "$out/rollout-$name.log")
+      [ "$port" = "${ROLLOUT_PORT:-8000}" ] || echo "rollout server $name: port ${ROLLOUT_PORT:-8000} was busy, it took $port"
       export CUDA_VISIBLE_DEVICES=$train_gpu
-      rollout=(--use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 --vllm_server_port 8000
+      rollout=(--use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 --vllm_server_port "$port"
                --vllm_server_timeout 600 --vllm_server_pass_dataset true)
       [ "$mode" = server-async ] && rollout+=(--async_generate true) ;;
     *) echo "unknown mode $mode (colocate, server or server-async)" >&2; exit 2 ;;

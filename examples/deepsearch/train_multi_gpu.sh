@@ -15,9 +15,11 @@ STEPS=${STEPS:-100}
 DATASET=${DATASET:-examples/deepsearch/data/train.jsonl}
 export NPROC_PER_NODE=${NPROC_PER_NODE:-2}
 deepspeed=(); [ -n "${DEEPSPEED:-}" ] && deepspeed=(--deepspeed "$DEEPSPEED")
-# VLLM_SERVER=host: generate on a `swift rollout` server (rollout_server.sh) instead of each rank's own vLLM
+# VLLM_SERVER=host (VLLM_SERVER_PORT, 8000): generate on a `swift rollout` server (rollout_server.sh)
+# instead of each rank's own vLLM
 vllm=(--vllm_mode colocate --vllm_gpu_memory_utilization "${VLLM_UTIL:-0.4}" --sleep_level 1 --vllm_max_model_len 4096)
-[ -n "${VLLM_SERVER:-}" ] && vllm=(--vllm_mode server --vllm_server_host "$VLLM_SERVER" --vllm_server_pass_dataset true)
+[ -n "${VLLM_SERVER:-}" ] && vllm=(--vllm_mode server --vllm_server_host "$VLLM_SERVER"
+  --vllm_server_port "${VLLM_SERVER_PORT:-8000}" --vllm_server_pass_dataset true)
 
 export RLFACTORY_ENV=${RLFACTORY_ENV:-examples/deepsearch/env.yaml}
 swift rlhf --rlhf_type grpo \
