@@ -56,17 +56,7 @@ stop_server() {  # its whole process group (vLLM's engine core too); its exit st
   server= sampler=
 }
 trap stop_server EXIT
-served_port() {  # LOG: the port the rollout server took. ms-swift moves to the next free one when --port is busy
-  # (a server stopped a moment ago can hold it for a minute): a trainer sent to the asked-for port waits forever.
-  local log=$1 waited=0 port
-  while [ "$waited" -lt "${ROLLOUT_WAIT:-600}" ]; do
-    port=$(grep -oE 'listening on [^ ]*:[0-9]+|Uvicorn running on [^ ]*:[0-9]+' "$log" 2>/dev/null | head -1 | grep -oE '[0-9]+$')
-    if [ -n "$port" ]; then echo "$port"; return; fi
-    kill -0 "$server" 2>/dev/null || { echo "the rollout server exited before it listened: $log" >&2; return 1; }
-    sleep 1; waited=$((waited + 1))
-  done
-  echo "the rollout server named no port within ${ROLLOUT_WAIT:-600} s: $log" >&2; return 1
-}
+source benchmarks/served_port.sh  # served_port LOG PID: the port the rollout server took
 read -r rollout_gpu train_gpu <<< "${SERVER_GPUS:-0 1}"
 rollout_mem=0.8 rollout_env=() train_env=()
 if [ "$rollout_gpu" = "$train_gpu" ]; then
@@ -90,7 +80,7 @@ for sched in ${SCHEDULERS:-sync_tools rlfactory}; do
         --vllm_gpu_memory_utilization "$rollout_mem" --vllm_max_model_len 4096 --vllm_enforce_eager "${ROLLOUT_EAGER:-true}" \
         --port "${ROLLOUT_PORT:-8000}" > "$out/rollout-$name.log" 2>&1 &
       server=$!
-      port=$(served_port "$out/rollout-$name.log")
+      port=$(served_port "$out/rollout-$name.log" "$server")
       [ "$port" = "${ROLLOUT_PORT:-8000}" ] || echo "rollout server $name: port ${ROLLOUT_PORT:-8000} was busy, it took $port"
       export CUDA_VISIBLE_DEVICES=$train_gpu
       rollout=(--use_vllm true --vllm_mode server --vllm_server_host 127.0.0.1 --vllm_server_port "$port"

@@ -42,6 +42,7 @@ phase=${1:?phase}; out=${2:?out dir}; SEED=${3:-${SEED:-42}}
 DEVICE_ENV=${DEVICE_ENV:-/tmp/device_env.sh}
 [ -f "$DEVICE_ENV" ] && source "$DEVICE_ENV" >/dev/null
 source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's start-up lost a memory race
+source benchmarks/served_port.sh  # port_free PORT: swift deploy would move off a port still held
 export PYTHONPATH="$PWD:${PYTHONPATH:-}" RLFACTORY_CACHE=${RLFACTORY_CACHE:-/tmp/rlf-cache}
 export MODEL_TYPE=${MODEL_TYPE:-qwen2} TEMPLATE=${TEMPLATE:-qwen2_5}
 BASE_MODEL=${BASE_MODEL:-/tmp/qwen05} RUNS=${RUNS:-/tmp} ENGINE=${ENGINE:-vllm}
@@ -86,6 +87,7 @@ model_user() {  # the model customer for this phase: the shared one (USER_SHARED
       || { echo "the shared customer does not answer (pipeline.sh: R/user.out); this phase needs it" >&2; exit 3; }
     return
   fi
+  port_free "$port"  # USER_BASE_URL names it: a customer that moved to another port would never answer
   "${deploy[@]}" >> "$out/user-deploy.log" 2>&1 &
   local pid=$!
   trap 'kill '"$pid"' 2>/dev/null || true' EXIT
@@ -159,7 +161,7 @@ case "$phase" in
   eval-trained)  # the checkpoint select chose ("sft": none beat the SFT model); the last one without select
     ckpt=$(cat "$RUN-best.txt" 2>/dev/null || last_checkpoint "$RUN"); echo "$ckpt" > "$out/checkpoint-$SEED.txt"
     evaluate "trained-$SEED" "$SFT_MODEL" "$([ "$ckpt" = sft ] || echo "$ckpt")" ;;
-  user) exec "${deploy[@]}" ;;  # pipeline.sh: `setsid`, so that one kill of its group ends vLLM's processes too
+  user) port_free "$port"; exec "${deploy[@]}" ;;  # pipeline.sh: `setsid`, so that one kill of its group ends vLLM's processes too
   user-wait) wait_user "${USER_WAIT:-300}" "$(cat "${USER_PIDFILE:-/nonexistent}" 2>/dev/null || true)" ;;
   summary) python3 benchmarks/customer_service/summarize.py "$out" ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;

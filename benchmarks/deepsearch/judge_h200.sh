@@ -20,6 +20,8 @@ mkdir -p "$out"
 python3 -m swift_rlfactory.retrieval.server build --backend bm25 > "$out/prepare.log" 2>&1
 
 # The judge. No --check_model here: DeployArguments does not take it (swift rejects unknown flags).
+source benchmarks/served_port.sh
+port_free "$port"  # JUDGE_BASE_URL names it: swift deploy would move off a port still held
 python3 -m swift.cli.deploy --model /tmp/qwen05 --model_type qwen2 --template qwen2_5 \
   --infer_backend vllm --vllm_gpu_memory_utilization 0.12 --vllm_max_model_len 4096 --vllm_enforce_eager true \
   --host 127.0.0.1 --port "$port" --served_model_name "$JUDGE_MODEL" --max_new_tokens 96 \
