@@ -309,16 +309,18 @@ def test_a_tool_that_swallows_cancellation_still_times_out_and_frees_its_slots()
 
 @tool
 def blocking_lookup(key: str) -> str:
-    """A blocking client call (a sync database or HTTP driver) taking half a second."""
-    time.sleep(0.5)
+    """A blocking client call (a sync database or HTTP driver) taking 1.5 s."""
+    time.sleep(1.5)
     return key
 
 
 def test_sync_tools_run_as_wide_as_max_concurrency_and_never_time_out_in_a_queue():
     """The sync pool had a hidden cap of 32 threads, and the timeout counted the time a call waited for one:
-    of 48 half-second calls with a 0.9 s timeout, 16 timed out without ever running. The executor reserves
-    ``max_concurrency`` threads, so every call that holds a slot has a thread."""
-    limits = Limits(call_timeout_s=0.9, max_concurrency=256, retries=0)
+    of 48 such calls with a timeout under two of them, 16 timed out without ever running. The executor
+    reserves ``max_concurrency`` threads, so every call that holds a slot has a thread. (1.5 s calls, 2.5 s
+    timeout: a call that queued behind another needs 3 s; one that did not has a second to spare on a busy
+    machine, where 0.5 s calls with 0.9 s once all timed out.)"""
+    limits = Limits(call_timeout_s=2.5, max_concurrency=256, retries=0)
     with ToolExecutor([PythonProvider([blocking_lookup])], limits) as ex:
         records = ex.execute([ToolCall("blocking_lookup", {"key": str(i)}) for i in range(48)])
     assert [r.error for r in records if not r.ok] == []
