@@ -42,11 +42,13 @@ from ..env.environment import Environment
 from ..rewards.rules import extract_answer, visible_reply
 from ..tools.toolset import DescriptionCap
 from ..trajectory import Trajectory
+from .event_store import MemoryEventStore
 from .policy import PolicyOptions, load_policy
 from .runner import Policy, run_row, start_for
 
 TRANSPORTS = ("stdio", "http")
 HTTP_PATH = "/mcp"
+RETRY_MS = 1000  # the SSE retry field: how long a client whose stream closed waits before it reconnects
 _SHOWN_ARGUMENTS = 200  # characters of a call's arguments in the text trace
 
 
@@ -271,7 +273,10 @@ async def _stdio(server: Server, policy: Any) -> None:
 async def _http(server: Server, policy: Any, listener: socket.socket, host: str) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    # resumable: a client that lost its stream during a call reconnects with Last-Event-ID
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=host, event_store=MemoryEventStore(), retry_interval=RETRY_MS
+    )
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     try:
         await web.serve(sockets=[listener])
