@@ -71,12 +71,15 @@ def test_discovery_registration_pkce_then_a_later_run_reuses_and_refreshes_the_s
     with oauth_server("--ttl", "2") as url:
         first = tools("call", url, "whoami", cache=cache)
         assert first.returncode == 0, first.stderr
-        (store,) = (cache / "mcp-oauth").iterdir()
+        (store,) = (cache / "mcp-oauth").glob("*.json")
         assert stat.S_IMODE(store.stat().st_mode) == 0o600
         assert json.loads(store.read_text())["tokens"]["access_token"].startswith("at-")
         time.sleep(2.5)
         second = tools("call", url, "stats", cache=cache)
     assert second.returncode == 0, second.stderr
+    # beside the store only the lock that processes sharing it refresh under (empty, 0600 too)
+    assert [p.name for p in store.parent.iterdir() if p != store] == [f".{store.name}.lock"]
+    assert stat.S_IMODE(store.with_name(f".{store.name}.lock").stat().st_mode) == 0o600
     seen = json.loads(second.stdout.splitlines()[0])
     assert seen == {"registrations": 1, "authorizations": 1, "code_exchanges": 1, "refreshes": 1}
 
@@ -156,7 +159,7 @@ def test_client_credentials_secret_from_a_variable_reaches_no_log_or_error(tmp_p
         )
     assert good.returncode == 0 and good.stdout.startswith("training-robot"), good.stderr[-3000:]
     assert "DEBUG:mcp.client.streamable_http" in good.stderr  # the DEBUG logs were on
-    (store,) = (tmp_path / "cache" / "mcp-oauth").iterdir()
+    (store,) = (tmp_path / "cache" / "mcp-oauth").glob("*.json")
     token = json.loads(store.read_text())["tokens"]["access_token"]
     basic = __import__("base64").b64encode(f"training-robot:{SECRET}".encode()).decode()
     for leak in (SECRET, basic, token):
@@ -261,3 +264,27 @@ def test_claude_codes_oauth_and_geminis_disabled_one():
         assert McpServerConfig.model_validate({"url": "https://x.example/mcp", "oauth": off}).auth is None
     on = McpServerConfig.model_validate({"url": "https://x.example/mcp", "oauth": True}).auth
     assert on is not None and (on.grant, on.client_id) == ("authorization_code", None)
+
+
+def test_processes_sharing_a_token_store_refresh_once_on_a_server_that_rotates_refresh_tokens(tmp_path: Path):
+    """Four processes (ranks, say) start with the stored token past its expiry, and a refresh takes 3 s: the
+    first refreshes, the others wait for the store's lock and read the tokens it stored. Each used to
+    refresh its own copy; on this server (which rotates refresh tokens) all but one then spent a dead
+    refresh token and fell back to a new authorization, which a real login page would have refused."""
+    cache = tmp_path / "cache"
+    with oauth_server("--refresh-delay", "3") as url:
+        assert tools("call", url, "whoami", cache=cache).returncode == 0
+        (store,) = (cache / "mcp-oauth").glob("*.json")
+        data = json.loads(store.read_text())
+        store.write_text(json.dumps({**data, "expires_at": time.time() - 1}))  # expired for the client only
+        env = environ(RLFACTORY_CACHE=str(cache))
+        procs = [
+            subprocess.Popen([*CLI, "call", url, "whoami"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+            for _ in range(4)
+        ]  # fmt: skip
+        ended = [(proc.communicate(timeout=120)[1], proc.returncode) for proc in procs]
+        stats = tools("call", url, "stats", cache=cache)
+    assert [code for _, code in ended] == [0] * 4, [err[-500:] for err, _ in ended]
+    seen = json.loads(stats.stdout.splitlines()[0])
+    assert seen == {"registrations": 1, "authorizations": 1, "code_exchanges": 1, "refreshes": 1}

@@ -40,8 +40,8 @@ seen: Counter[str] = Counter()
 class Provider:
     """The SDK's authorization-server provider, in memory; access tokens live ``ttl`` seconds."""
 
-    def __init__(self, ttl: int, consent: bool, base: str):
-        self.ttl, self.consent, self.base = ttl, consent, base
+    def __init__(self, ttl: int, consent: bool, base: str, refresh_delay: float = 0.0):
+        self.ttl, self.consent, self.base, self.refresh_delay = ttl, consent, base, refresh_delay
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.refresh: dict[str, RefreshToken] = {}
@@ -88,6 +88,7 @@ class Provider:
         return self.issue(client.client_id, authorization_code.scopes, authorization_code.resource)
 
     async def load_refresh_token(self, client: Any, refresh_token: str) -> RefreshToken | None:
+        await asyncio.sleep(self.refresh_delay)  # a slow token endpoint: refreshes at once overlap
         return self.refresh.get(refresh_token)
 
     async def exchange_refresh_token(
@@ -178,9 +179,10 @@ def main() -> None:
     parser.add_argument("--consent", action="store_true", help="show a login page instead of approving")
     parser.add_argument("--transport", choices=["streamable-http", "sse"], default="streamable-http")
     parser.add_argument("--client-secret", help="the secret of client training-robot (client credentials)")
+    parser.add_argument("--refresh-delay", type=float, default=0.0, help="seconds a refresh waits first")
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
-    provider = Provider(args.ttl, args.consent, base)
+    provider = Provider(args.ttl, args.consent, base, args.refresh_delay)
     auth = AuthSettings(
         issuer_url=base,
         resource_server_url=f"{base}/{'sse' if args.transport == 'sse' else 'mcp'}",

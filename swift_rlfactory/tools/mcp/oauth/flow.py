@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
@@ -73,25 +73,53 @@ class HeadlessAuthorization:
         return self.result
 
 
-class _StoredExpiry:
-    """Takes the stored token's expiry along, so an expired token is refreshed before it is sent."""
+class _SharedStore:
+    """The token store as the one copy of the tokens for every process that shares it: the stored expiry
+    comes along (an expired token is refreshed before it is sent), and a process whose token expired reads
+    the store again under the store's lock before it refreshes, holding the lock until its request goes out.
+    On a server that rotates refresh tokens, processes that each refreshed their own copy spent one
+    another's: all but one then wanted a new authorization, which a headless run cannot give."""
 
-    context: object
+    context: Any
+    _initialized: bool
 
     async def _initialize(self) -> None:
         await super()._initialize()  # type: ignore[misc]
-        self.context.token_expiry_time = self.context.storage.expires_at  # type: ignore[attr-defined]
+        self.context.token_expiry_time = self.context.storage.expires_at
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if not self._initialized:  # a new process: what the store holds decides
+            await self._initialize()
+        expired = self.context.current_tokens is not None and not self.context.is_token_valid()
+        lock = self.context.storage.exclusive() if expired else None
+        if lock is not None:
+            await lock.__aenter__()
+            self._initialized = False  # read the store again: another process may have refreshed
+        flow = super()._auth_flow(request)  # type: ignore[misc]
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                if lock is not None and outgoing is request:  # the tokens are settled: the request goes out
+                    await lock.__aexit__(None, None, None)
+                    lock = None
+                outgoing = await flow.asend((yield outgoing))
+        except StopAsyncIteration:
+            pass
+        finally:
+            await flow.aclose()
+            if lock is not None:
+                await lock.__aexit__(None, None, None)
 
 
-class _AuthorizationCode(_StoredExpiry, OAuthClientProvider):
+class _AuthorizationCode(_SharedStore, OAuthClientProvider):
     pass
 
 
-class _ClientCredentials(_StoredExpiry, ClientCredentialsOAuthProvider):
+class _ClientCredentials(_SharedStore, ClientCredentialsOAuthProvider):
     pass
 
 
-class _PrivateKeyJWT(_StoredExpiry, PrivateKeyJWTOAuthProvider):
+class _PrivateKeyJWT(_SharedStore, PrivateKeyJWTOAuthProvider):
     pass
 
 
@@ -101,7 +129,7 @@ def callback_url(settings: OAuthSettings) -> str:
 
 # One OAuth client per server and event loop, shared by the server's sessions: its lock lets one of them
 # authorize or refresh while the others wait for the result, instead of each registering, authorizing and
-# refreshing (a rotated refresh token spent by one fails the others).
+# refreshing (a rotated refresh token spent by one fails the others). Across processes: _SharedStore.
 _shared: dict[tuple[str, str, asyncio.AbstractEventLoop], httpx2.Auth] = {}
 
 

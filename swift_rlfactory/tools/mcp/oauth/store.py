@@ -3,15 +3,24 @@ so that later runs (training, eval, ``tools list|call``) reuse and refresh them 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import logging
 import os
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from swift_rlfactory import redaction
+
+logger = logging.getLogger(__name__)
+LOCK_WAIT_S = 30.0  # a process that holds the lock longer (a person logging in) is not waited for
 
 
 class FileTokenStorage:
@@ -38,6 +47,27 @@ class FileTokenStorage:
         with os.fdopen(fd, "w") as file:
             json.dump(data, file, indent=1)
         os.replace(part, self.path)
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, wait_s: float = LOCK_WAIT_S) -> AsyncIterator[None]:
+        """The store's lock (a file beside it), held while tokens are obtained or refreshed, so that the
+        processes sharing the store (ranks, eval workers) take turns; after ``wait_s`` a waiter goes on."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path.with_name(f".{self.path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        logger.warning("token store %s: still locked after %.0f s; going on", self.path, wait_s)
+                        break
+                    await anyio.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)  # and with it the lock
 
     @property
     def expires_at(self) -> float | None:
