@@ -20,7 +20,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from swift_rlfactory import redaction
 
 logger = logging.getLogger(__name__)
-LOCK_WAIT_S = 30.0  # a process that holds the lock longer (a person logging in) is not waited for
+LOCK_WAIT_S = 30.0  # a process that holds the lock longer (a token endpoint that hangs) is not waited for
 
 
 class FileTokenStorage:
@@ -50,7 +50,7 @@ class FileTokenStorage:
 
     @contextlib.asynccontextmanager
     async def exclusive(self, wait_s: float = LOCK_WAIT_S) -> AsyncIterator[None]:
-        """The store's lock (a file beside it), held while tokens are obtained or refreshed, so that the
+        """The store's lock (a file beside it), held while expired tokens are refreshed, so that the
         processes sharing the store (ranks, eval workers) take turns; after ``wait_s`` a waiter goes on."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.path.with_name(f".{self.path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
