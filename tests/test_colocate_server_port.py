@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
+from .test_mcp import alive
 
 ROLLOUT = r"""import os, subprocess, sys, time
 args = sys.argv[1:]
@@ -36,14 +37,6 @@ with open(os.path.join(out, "logging.jsonl"), "w") as f:
     for step in (1, 2):
         f.write(json.dumps({"step_time": 1.0, "global_step/max_steps": f"{step}/2"}) + "\n")
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
 def run_server_mode(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, list[list[str]], list[int]]:
