@@ -5,6 +5,7 @@ the code is read from the redirect back to us, as auto-approving servers send it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -90,25 +91,21 @@ class _SharedStore:
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         if not self._initialized:  # a new process: what the store holds decides
             await self._initialize()
-        expired = self.context.current_tokens is not None and not self.context.is_token_valid()
-        lock = self.context.storage.exclusive() if expired else None
-        if lock is not None:
-            await lock.__aenter__()
-            self._initialized = False  # read the store again: another process may have refreshed
-        flow = super()._auth_flow(request)  # type: ignore[misc]
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                if lock is not None and outgoing is request:  # the tokens are settled: the request goes out
-                    await lock.__aexit__(None, None, None)
-                    lock = None
-                outgoing = await flow.asend((yield outgoing))
-        except StopAsyncIteration:
-            pass
-        finally:
-            await flow.aclose()
-            if lock is not None:
-                await lock.__aexit__(None, None, None)
+        async with contextlib.AsyncExitStack() as lock:
+            if self.context.current_tokens is not None and not self.context.is_token_valid():
+                await lock.enter_async_context(self.context.storage.exclusive())
+                self._initialized = False  # read the store again: another process may have refreshed
+            flow = super()._auth_flow(request)  # type: ignore[misc]
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    if outgoing is request:  # the tokens are settled: let the lock go as the request goes out
+                        await lock.aclose()
+                    outgoing = await flow.asend((yield outgoing))
+            except StopAsyncIteration:
+                pass
+            finally:
+                await flow.aclose()
 
 
 class _AuthorizationCode(_SharedStore, OAuthClientProvider):
