@@ -39,7 +39,9 @@ with open(os.path.join(out, "logging.jsonl"), "w") as f:
 """
 
 
-def run_server_mode(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, list[list[str]], list[int]]:
+def run_server_mode(
+    tmp_path: Path, **env: str
+) -> tuple[subprocess.CompletedProcess, list[list[str]], list[int]]:
     fake = tmp_path / "fake" / "swift" / "cli"
     fake.mkdir(parents=True)
     (fake.parent / "__init__.py").write_text("")

@@ -29,7 +29,9 @@ class MemoryEventStore(EventStore):
             self._events.popitem(last=False)
         return event_id
 
-    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
+    async def replay_events_after(
+        self, last_event_id: EventId, send_callback: EventCallback
+    ) -> StreamId | None:
         """Send the stream's events after ``last_event_id`` (priming events carry no message); ``None`` when
         that ID is unknown or already dropped."""
         if last_event_id not in self._events:

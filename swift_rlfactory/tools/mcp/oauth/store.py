@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from swift_rlfactory import redaction
@@ -62,7 +61,9 @@ class FileTokenStorage:
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
-                        logger.warning("token store %s: still locked after %.0f s; going on", self.path, wait_s)
+                        logger.warning(
+                            "token store %s: still locked after %.0f s; going on", self.path, wait_s
+                        )
                         break
                     await anyio.sleep(0.05)
             yield
