@@ -77,3 +77,48 @@ def test_served_port_reads_the_port_either_server_names(tmp_path, line):
     server = f"(sleep 1; echo '{line}' >> {log}) & sleep 30 >/dev/null 2>&1 & pid=$!"
     done = helper(f"{server}; served_port {log} $pid; kill $pid")
     assert done.returncode == 0 and done.stdout.strip() == "8013", done.stderr
+
+
+def serve_models_after(delay: float) -> tuple[int, threading.Event]:
+    """A stand-in OpenAI-compatible server that answers `GET /v1/models` once `delay` seconds have passed."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    ready_at, stop = time.monotonic() + delay, threading.Event()
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self):
+            up = time.monotonic() >= ready_at and self.path == "/v1/models"
+            self.send_response(200 if up else 503)
+            self.end_headers()
+            self.wfile.write(b'{"data": []}' if up else b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=lambda: (stop.wait(), server.shutdown()), daemon=True).start()
+    return server.server_address[1], stop
+
+
+@pytest.mark.timeout(60)
+def test_served_up_waits_until_the_server_lists_its_models():
+    port, stop = serve_models_after(1.5)
+    try:
+        started = time.monotonic()
+        done = helper(f"sleep 30 & pid=$!; served_up http://127.0.0.1:{port}/v1 20 $pid; kill $pid")
+        assert done.returncode == 0, done.stderr
+        assert 1.0 < time.monotonic() - started < 15
+    finally:
+        stop.set()
+
+
+@pytest.mark.timeout(60)
+def test_served_up_fails_at_once_when_the_server_has_exited_and_at_its_limit_otherwise():
+    port = port_left_in_time_wait()  # nothing listens there
+    started = time.monotonic()
+    done = helper(f"true & pid=$!; wait $pid; served_up http://127.0.0.1:{port}/v1 20 $pid")
+    assert done.returncode != 0 and time.monotonic() - started < 10
+    assert "exited before it answered" in done.stderr
+    done = helper(f"served_up http://127.0.0.1:{port}/v1 2")
+    assert done.returncode != 0 and "did not answer within 2 s" in done.stderr

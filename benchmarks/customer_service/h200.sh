@@ -63,23 +63,8 @@ deploy=(python3 -m swift.cli.deploy --model "${USER_MODEL_PATH:-$BASE_MODEL}" --
 [ "${USER_BACKEND:-vllm}" = vllm ] && deploy+=(--vllm_gpu_memory_utilization 0.12 --vllm_max_model_len 6144
   --vllm_enforce_eager true --vllm_engine_kwargs "{\"kv_cache_memory_bytes\":${USER_KV_BYTES:-6442450944}}")
 
-wait_user() {  # SECONDS [PID]: until the customer answers /v1/models; fails at SECONDS or when PID has exited
-  python3 - "$1" "${2:-}" <<'PY'
-import os, sys, time, urllib.request
-seconds, pid, url = float(sys.argv[1]), sys.argv[2], os.environ["USER_BASE_URL"] + "/models"
-end = time.monotonic() + seconds
-while time.monotonic() < end:
-    try:
-        urllib.request.urlopen(url, timeout=2)
-        sys.exit(print(f"customer up at {url}"))
-    except OSError:
-        try:
-            pid and os.kill(int(pid), 0)
-        except OSError:
-            sys.exit(f"the customer's swift deploy (pid {pid}) exited; see its log")
-        time.sleep(1)
-sys.exit(f"the customer at {url} did not answer within {seconds:.0f} s")
-PY
+wait_user() {  # SECONDS [PID]: until the customer answers; fails at SECONDS or when PID has exited
+  served_up "$USER_BASE_URL" "$@"
 }
 model_user() {  # the model customer for this phase: the shared one (USER_SHARED=1) or its own until the phase ends
   if [ "${USER_SHARED:-0}" = 1 ]; then

@@ -28,22 +28,7 @@ python3 -m swift.cli.deploy --model /tmp/qwen05 --model_type qwen2 --template qw
   > "$out/judge-deploy.log" 2>&1 &
 judge=$!
 trap 'kill "$judge" 2>/dev/null || true' EXIT
-python3 - "$judge" <<'PY'  # wait until the judge answers /v1/models (or its process dies)
-import os, sys, time, urllib.request
-pid, url = int(sys.argv[1]), os.environ["JUDGE_BASE_URL"] + "/models"
-for _ in range(300):
-    try:
-        urllib.request.urlopen(url, timeout=2)
-        print("judge up"); break
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            sys.exit("swift deploy exited; see judge-deploy.log")
-        time.sleep(1)
-else:
-    sys.exit("judge not up after 300 s")
-PY
+served_up "$JUDGE_BASE_URL" 300 "$judge"  # until the judge answers (or its process dies)
 
 python3 - "$out/judge-smoke.json" <<'PY'  # one right and one wrong answer through our judge client
 import json, sys, time
