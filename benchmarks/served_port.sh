@@ -10,8 +10,8 @@
 #                                # binds as ms-swift binds it; fails after SECONDS (75) naming the port
 #   served_port LOG PID          # after starting a server: the port its LOG names ("listening on", Uvicorn's
 #                                # "running on"); fails when PID exits first or after ROLLOUT_WAIT s (600)
-#   served_up URL SECONDS [PID]  # until an OpenAI-compatible server at URL answers URL/models; fails after
-#                                # SECONDS, or at once when PID (the server) has exited
+#   served_up URL SECONDS [PID [NAME]]  # until an OpenAI-compatible server at URL answers URL/models; fails
+#                                # after SECONDS, or at once when PID (the server) has exited; NAME names it
 port_free() {
   python3 - "$1" "${2:-75}" <<'PY'
 import socket, sys, time
@@ -42,20 +42,20 @@ served_port() {
 }
 
 served_up() {
-  python3 - "$1" "$2" "${3:-}" <<'PY'
+  python3 - "$1" "$2" "${3:-}" "${4:-the server}" <<'PY'
 import os, sys, time, urllib.request
-url, seconds, pid = sys.argv[1].rstrip("/") + "/models", float(sys.argv[2]), sys.argv[3]
+url, seconds, pid, name = sys.argv[1].rstrip("/") + "/models", float(sys.argv[2]), sys.argv[3], sys.argv[4]
 end = time.monotonic() + seconds
 while time.monotonic() < end:
     try:
         urllib.request.urlopen(url, timeout=2)
-        sys.exit(print(f"up at {url}"))
+        sys.exit(print(f"{name} is up at {url}"))
     except OSError:
         try:
             pid and os.kill(int(pid), 0)
         except OSError:
-            sys.exit(f"the server (pid {pid}) exited before it answered {url}; see its log")
+            sys.exit(f"{name} (pid {pid}) exited before it answered {url}; see its log")
         time.sleep(1)
-sys.exit(f"the server at {url} did not answer within {seconds:.0f} s")
+sys.exit(f"{name} at {url} did not answer within {seconds:.0f} s")
 PY
 }

@@ -36,7 +36,7 @@ phase, out, *rest = sys.argv[1:]
 if phase == "user-wait":
     os.execvp("bash", ["bash", "benchmarks/customer_service/h200.sh", *sys.argv[1:]])
 keys = ("MASTER_PORT", "GPU_UTIL", "VLLM_UTIL", "MICRO_BATCH", "GRAD_ACC", "STEPS", "SAVE_STEPS", "TRAIN_UNTIL",
-        "SLEEP_LEVEL", "TRAIN_FLAGS", "EVAL_USERS", "USER_SHARED")
+        "SLEEP_LEVEL", "TRAIN_FLAGS", "EVAL_USERS", "USER_SHARED", "SELECT_USERS")
 def record(**more):
     with open(os.environ["CALLS"], "a") as f:
         f.write(json.dumps({"phase": phase, "seed": rest[0] if rest else None, "pid": os.getpid(),
@@ -141,9 +141,11 @@ def test_the_pipeline_runs_both_seeds_beside_one_customer_within_the_deadline(tm
         assert f"select-s{seed}\tretry" in phases and f"select-s{seed}\tend" in phases
         assert order.index("sft") < order.index(f"train-s{seed}") < order.index(f"select-s{seed}")
         assert order.index(f"select-s{seed}") < order.index(f"eval-trained-s{seed}")
-        # select waits for eval-sft's end: its val rows are step 0
-        sft_eval = next(c for c in calls if c["phase"] == "eval-sft" and c["EVAL_USERS"] == "scripted")
-        assert min(c["t0"] for c in calls if named([c]) == [f"select-s{seed}"]) >= sft_eval["t1"]
+        # select waits for both of eval-sft's ends (its val rows with each customer are step 0) and chooses
+        # with both customers
+        selects = [c for c in calls if named([c]) == [f"select-s{seed}"]]
+        assert min(c["t0"] for c in selects) >= max(c["t1"] for c in calls if c["phase"] == "eval-sft")
+        assert {c["SELECT_USERS"] for c in selects} == {"scripted model"}
         scripted, model = (c for c in calls if named([c]) == [f"eval-trained-s{seed}"])
         assert {scripted["EVAL_USERS"], model["EVAL_USERS"]} == {"scripted", "model"} and overlap(
             scripted, model
@@ -167,9 +169,17 @@ def test_the_pipeline_runs_both_seeds_beside_one_customer_within_the_deadline(tm
     # training ends SCORE_RESERVE before the deadline, the first seed STAGGER sooner (its engines start apart)
     until = [int(c["TRAIN_UNTIL"]) for c in trains]
     assert (
-        int(start) - 1 + 1140 - 360 - 1 <= until[0] <= time.time() + 1140 - 360 and until[1] - until[0] == 1
+        int(start) - 1 + 1140 - 420 - 1 <= until[0] <= time.time() + 1140 - 420 and until[1] - until[0] == 1
     )
     assert {c["GPU_UTIL"] for c in calls if c["phase"].startswith(("eval", "select"))} <= {"0.25", "0.15"}
+
+
+@pytest.mark.timeout(120)
+def test_without_the_model_customer_select_chooses_with_the_scripted_one_alone(tmp_path):
+    calls, _, _ = run_pipeline(tmp_path, EVAL_MODEL_USER="0")
+    assert {c["EVAL_USERS"] for c in calls if c["phase"].startswith("eval")} == {"scripted"}
+    assert {c["SELECT_USERS"] for c in calls if c["phase"] == "select"} == {"scripted"}
+    assert sorted(c["seed"] for c in calls if c["phase"] == "eval-trained") == ["42", "43"]
 
 
 @pytest.mark.timeout(120)
@@ -212,9 +222,8 @@ def test_prepare_holds_val_apart_from_the_demonstrations_and_the_grpo_rows(tmp_p
     goals = {json.dumps(r["user_goal"], sort_keys=True) for r in val}
     assert not goals & {json.dumps(r["user_goal"], sort_keys=True) for r in grpo + train[:1000]}
     assert grpo == train[1000:1900]
-    splits = [r["split"] for r in rows(tmp_path / "cs" / "eval.jsonl")]
+    splits = [r["split"] for r in rows(tmp_path / "cs" / "eval.jsonl")]  # one set for both customers
     assert splits.count("val") == 100 and splits.count("test") == 198 and splits.count("ood") == 100
-    assert "val" not in {r["split"] for r in rows(tmp_path / "cs" / "eval-model-user.jsonl")}
 
 
 def trajectories(path: Path, episodes: list[tuple[str, str, float, float]]) -> None:
@@ -289,13 +298,50 @@ def test_select_takes_the_best_val_success_then_fewer_violations_then_the_earlie
     assert json.loads((tmp_path / "v.json").read_text())["best"]["step"] == 10
 
 
+def test_select_counts_a_candidate_by_its_worst_customer(tmp_path):
+    def val(path: Path, goals: list[float]) -> None:
+        trajectories(path / "trajectories.jsonl", [("val", "cancel", g, 0.0) for g in goals])
+
+    # the scripted customer: every model 1.00, as on 2026-12-06; the model customer tells them apart
+    for customer, sft, ckpt5, ckpt10 in (("scripted", 1, 1, 0.5), ("model", 0.5, 0.75, 1)):
+        val(tmp_path / f"sft-{customer}", [1.0] * int(4 * sft) + [0.0] * (4 - int(4 * sft)))
+        val(
+            tmp_path / f"val-{customer}" / "checkpoint-5",
+            [1.0] * int(4 * ckpt5) + [0.0] * (4 - int(4 * ckpt5)),
+        )
+        val(
+            tmp_path / f"val-{customer}" / "checkpoint-10",
+            [1.0] * int(4 * ckpt10) + [0.0] * (4 - int(4 * ckpt10)),
+        )
+    ckpts = [str(tmp_path / "run" / "v0" / f"checkpoint-{n}") for n in (5, 10)]
+    both = [",".join(str(tmp_path / f"{k}-{c}") for c in ("scripted", "model")) for k in ("sft", "val")]
+    summarize.select(*both, str(tmp_path / "best.txt"), str(tmp_path / "v.json"), *ckpts)
+    # checkpoint 10 is best with the model customer and breaks with the scripted one: checkpoint 5 (worst 0.75)
+    assert (tmp_path / "best.txt").read_text().strip() == ckpts[0]
+    report = json.loads((tmp_path / "v.json").read_text())
+    assert [s["success"] for s in report["scores"]] == [0.5, 0.75, 0.5]
+    assert [c["success"] for c in report["best"]["customers"]] == [1.0, 0.75]
+    # with the scripted customer alone no checkpoint beats the SFT model: the earliest, "sft", stays
+    summarize.select(
+        str(tmp_path / "sft-scripted"), str(tmp_path / "val-scripted"), str(tmp_path / "best.txt"),
+        str(tmp_path / "v.json"), *ckpts,
+    )  # fmt: skip
+    assert (tmp_path / "best.txt").read_text().strip() == "sft"
+
+
 def test_the_select_phase_without_checkpoints_keeps_the_sft_model(tmp_path):
     env = {**os.environ, "RUNS": str(tmp_path), "DEVICE_ENV": "/nonexistent"}
     out = tmp_path / "out"
     cmd = ["bash", str(BENCH / "h200.sh"), "select", str(out), "42"]
     missing = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    assert missing.returncode == 2 and "needs eval-sft first" in missing.stderr
+    assert missing.returncode == 2 and "needs eval-sft with the scripted customer first" in missing.stderr
     trajectories(tmp_path / "cs-eval-sft" / "trajectories.jsonl", [("val", "cancel", 1.0, 0.0)])
+    missing = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert missing.returncode == 2 and "needs eval-sft with the model customer first" in missing.stderr
+    trajectories(tmp_path / "cs-eval-sft-model-user" / "trajectories.jsonl", [("val", "cancel", 0.0, 0.0)])
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True)
     assert (tmp_path / "cs-grpo-42-best.txt").read_text().strip() == "sft"
+    best = json.loads((out / "validation-42.json").read_text())["best"]
+    assert best["success"] == 0.0 and [c["success"] for c in best["customers"]] == [1.0, 0.0]  # the worst
+    subprocess.run(cmd, cwd=ROOT, env={**env, "SELECT_USERS": "scripted"}, check=True, capture_output=True)
     assert json.loads((out / "validation-42.json").read_text())["best"]["success"] == 1.0

@@ -15,9 +15,12 @@
 #   train SEED       GRPO from the SFT model (SEED 42; 42 and 43 for the two seeds) with the 0.5B model as the
 #                    customer (USER_KIND=scripted: the scripted one), STEPS (40), saves every SAVE_STEPS (5);
 #                    stops at TRAIN_TIMEOUT (480 s) or at TRAIN_UNTIL (epoch s): run again to resume  ~9 min a call
-#   select SEED      every saved checkpoint of the run on val (one engine for all), beside the SFT model's val
-#                    rows (step 0): the best val goal success wins, then the fewer conversations with a
-#                    policy violation, then the earliest; "sft" when none beats the SFT model
+#   select SEED      every saved checkpoint of the run on val (one engine a customer), beside the SFT model's
+#                    val rows (step 0), with each customer of SELECT_USERS ("scripted model"; a candidate
+#                    counts by its worst customer: the SFT model scored 1.00 on val with the scripted one
+#                    on 2026-12-06, so that one alone could tell no checkpoint apart): the best val goal
+#                    success wins, then the fewer conversations with a policy violation, then the
+#                    earliest; "sft" when none beats the SFT model
 #                    -> /tmp/cs-grpo-SEED-best.txt, OUT/validation-SEED.json                            ~2 min
 #   eval-trained SEED  the chosen checkpoint (the last one without select) on the eval set           ~3 min
 #   user             the customer model served by `swift deploy` in the foreground, until killed (pipeline.sh
@@ -25,9 +28,9 @@
 #   summary          summary.md and curves.png from OUT_DIR (summarize.py; CPU)
 # Each eval scores, in one run, the test split (goals never trained on, on worlds never trained on), the ood
 # split (task types never trained on) and val, per split and per task type: success (`shop.rewards:goal`), the
-# share of conversations with a policy violation and violations per conversation. The customer of the main
-# comparison is the scripted one (users.py), so the numbers of two models compare; EVAL_USERS ("scripted"; "scripted
-# model" or "model"; EVAL_USER=model is "scripted model") scores test and ood with the model customer too
+# share of conversations with a policy violation and violations per conversation. The scripted customer
+# (users.py) answers every model alike; the model customer is the one GRPO trains with; EVAL_USERS ("scripted"; "scripted
+# model" or "model"; EVAL_USER=model is "scripted model") scores the set with the model customer too
 # (eval-NAME-model-user.json, trajectories-NAME-model-user.jsonl.gz). The model customer of a phase is its own
 # `swift deploy` (12 % of the GPU, until the phase ends), or with USER_SHARED=1 the one already serving at
 # USER_PORT (8012; pipeline.sh's): waited for up to USER_WAIT s and a clear failure when it does not answer.
@@ -64,7 +67,7 @@ deploy=(python3 -m swift.cli.deploy --model "${USER_MODEL_PATH:-$BASE_MODEL}" --
   --vllm_enforce_eager true --vllm_engine_kwargs "{\"kv_cache_memory_bytes\":${USER_KV_BYTES:-6442450944}}")
 
 wait_user() {  # SECONDS [PID]: until the customer answers; fails at SECONDS or when PID has exited
-  served_up "$USER_BASE_URL" "$@"
+  served_up "$USER_BASE_URL" "$1" "${2:-}" "the customer's swift deploy"
 }
 model_user() {  # the model customer for this phase: the shared one (USER_SHARED=1) or its own until the phase ends
   if [ "${USER_SHARED:-0}" = 1 ]; then
@@ -82,8 +85,8 @@ evaluate() {  # NAME MODEL [ADAPTERS] [DATASET]: one engine per customer of EVAL
   local name=$1 model=$2 adapters=${3:-} dataset=${4:-$data/eval.jsonl} env_file suffix dir user rows
   for user in ${EVAL_USERS:-scripted ${EVAL_USER:-}}; do
     env_file=$ex/env.yaml suffix="" rows=$dataset
-    if [ "$user" = model ]; then  # test and ood only: val is for choosing with the scripted customer
-      env_file=$ex/env_model_user.yaml suffix=-model-user rows=$data/eval-model-user.jsonl
+    if [ "$user" = model ]; then  # val too: select chooses with both customers
+      env_file=$ex/env_model_user.yaml suffix=-model-user
       model_user
     fi
     dir=$RUNS/cs-eval-$name$suffix; rm -rf "$dir"
@@ -106,8 +109,7 @@ case "$phase" in
     rows=${EVAL_ROWS:-100000}  # rows of each split scored (a CPU check takes a few)
     sed -n '1001,1900p' $ex/data/train.jsonl > "$data/grpo.jsonl"
     sed -n '1901,2000p' $ex/data/train.jsonl | sed 's/"split": "train"/"split": "val"/' | head -n "$rows" > "$data/val.jsonl"
-    for split in test ood; do head -n "$rows" "$ex/data/$split.jsonl"; done > "$data/eval-model-user.jsonl"
-    cat "$data/eval-model-user.jsonl" "$data/val.jsonl" > "$data/eval.jsonl"
+    { for split in test ood; do head -n "$rows" "$ex/data/$split.jsonl"; done; cat "$data/val.jsonl"; } > "$data/eval.jsonl"
     wc -l "$data"/*.jsonl | tee "$out/prepare.log" ;;
   eval-base) evaluate base "$BASE_MODEL" ;;
   sft)
@@ -136,13 +138,20 @@ case "$phase" in
     kill "$copier"; copy_logs
     # 124: stopped at TRAIN_TIMEOUT, resumable; anything else is a crash and must not pass for a finished run
     [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || { echo "train.sh failed (exit $rc): see $log" >&2; exit "$rc"; } ;;
-  select)  # the SFT model (step 0) and every finished checkpoint of RUN on val; the best -> RUN-best.txt
+  select)  # the SFT model (step 0) and every finished checkpoint of RUN on val with each customer of SELECT_USERS
+    # ("scripted model"): a candidate counts by its worst customer; the best -> RUN-best.txt
     pending=(); for ckpt in $(ls -d "$RUN"/v*/checkpoint-* 2>/dev/null | sort -V); do
       [ -f "$ckpt/trainer_state.json" ] && pending+=("$ckpt"); done
-    [ -f "$RUNS/cs-eval-sft/trajectories.jsonl" ] || { echo "select needs eval-sft first (its val rows are step 0)" >&2; exit 2; }
-    [ "${#pending[@]}" -eq 0 ] || EVAL_USERS=scripted evaluate "val-$SEED" "$SFT_MODEL" "${pending[*]}" "$data/val.jsonl"
-    python3 benchmarks/customer_service/summarize.py --choose "$RUNS/cs-eval-sft" "$RUNS/cs-eval-val-$SEED" "$RUN-best.txt" \
-      "$out/validation-$SEED.json" "${pending[@]}" ;;
+    sft_dirs=() val_dirs=()
+    for user in ${SELECT_USERS:-scripted model}; do
+      suffix=$([ "$user" = model ] && echo -model-user || true)
+      [ -f "$RUNS/cs-eval-sft$suffix/trajectories.jsonl" ] || {
+        echo "select needs eval-sft with the $user customer first (EVAL_USERS=$user; its val rows are step 0)" >&2; exit 2; }
+      sft_dirs+=("$RUNS/cs-eval-sft$suffix") val_dirs+=("$RUNS/cs-eval-val-$SEED$suffix")
+    done
+    [ "${#pending[@]}" -eq 0 ] || EVAL_USERS=${SELECT_USERS:-scripted model} evaluate "val-$SEED" "$SFT_MODEL" "${pending[*]}" "$data/val.jsonl"
+    python3 benchmarks/customer_service/summarize.py --choose "$(IFS=,; echo "${sft_dirs[*]}")" \
+      "$(IFS=,; echo "${val_dirs[*]}")" "$RUN-best.txt" "$out/validation-$SEED.json" "${pending[@]}" ;;
   eval-trained)  # the checkpoint select chose ("sft": none beat the SFT model); the last one without select
     ckpt=$(cat "$RUN-best.txt" 2>/dev/null || last_checkpoint "$RUN"); echo "$ckpt" > "$out/checkpoint-$SEED.txt"
     evaluate "trained-$SEED" "$SFT_MODEL" "$([ "$ckpt" = sft ] || echo "$ckpt")" ;;

@@ -19,9 +19,9 @@
 #                sft -> train seed 42 -> select 42 -> eval-trained 42 || eval-trained-user 42 --------------/
 #                   \-> train seed 43 -> select 43 -> eval-trained 43 || eval-trained-user 43 -------------/
 #
-# The `-user` phases score test and ood with the model customer too (EVAL_MODEL_USER=0: the scripted one only,
-# the main comparison). Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of each seed, saved
-# every SAVE_STEPS, 5; training stops early, at the deadline less SCORE_RESERVE, 360 s, what select and
+# The `-user` phases score the set with the model customer too, and select then chooses with both customers
+# (EVAL_MODEL_USER=0: the scripted one only). Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of each seed, saved
+# every SAVE_STEPS, 5; training stops early, at the deadline less SCORE_RESERVE, 420 s, what select and
 # eval-trained take, the first seed STAGGER s sooner so that their engines start apart), STAGGER (30 s between
 # vLLM start-ups: each measures the GPU's free memory as it starts), USER_PORT (8012), CS (the phase script;
 # tests give a stub). Each phase's output goes to R/<phase>.out (the customer's to R/user.out), its start, end,
@@ -38,7 +38,7 @@ if [ "${1:-}" = --status ]; then
 fi
 R=${1:?results dir}
 T0=$(date +%s) DEADLINE=${DEADLINE:-1140} SEEDS=${SEEDS:-42 43} STEPS=${STEPS:-40} STAGGER=${STAGGER:-30}
-SCORE_RESERVE=${SCORE_RESERVE:-360} RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5} SAVE_STEPS=${SAVE_STEPS:-5}
+SCORE_RESERVE=${SCORE_RESERVE:-420} RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5} SAVE_STEPS=${SAVE_STEPS:-5}
 CS=${CS:-"bash benchmarks/customer_service/h200.sh"}
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
 export USER_SHARED=1 USER_PIDFILE=$R/user.pid USER_PORT=${USER_PORT:-8012}  # h200.sh: use this one customer
@@ -80,8 +80,9 @@ seed_arm() {  # SEED PORT EARLIER: GRPO from the SFT model, the checkpoint chose
   # TRAIN_UNTIL is an end time, so that a retried train phase keeps it.
   MASTER_PORT=$2 SLEEP_LEVEL=0 TRAIN_FLAGS="--vllm_engine_kwargs {\"kv_cache_memory_bytes\":${KV_BYTES:-3221225472}} ${TRAIN_FLAGS:-}" VLLM_UTIL=0.12 MICRO_BATCH=${MICRO_BATCH:-2} GRAD_ACC=$(( 32 / ${MICRO_BATCH:-2} )) STEPS=$STEPS SAVE_STEPS=$SAVE_STEPS TRAIN_UNTIL=$(( T0 + DEADLINE - SCORE_RESERVE - $3 )) \
     phase "train-s$seed" $CS train "$R" "$seed"
-  after eval-sft  # select's step 0 is the SFT model's val rows
-  GPU_UTIL=0.15 EVAL_USERS=scripted phase "select-s$seed" $CS select "$R" "$seed"
+  after eval-sft  # select's step 0 is the SFT model's val rows, with each customer select scores
+  local users=scripted; [ "${EVAL_MODEL_USER:-1}" = 1 ] && { after eval-sft-user; users="scripted model"; }
+  GPU_UTIL=0.15 SELECT_USERS=$users phase "select-s$seed" $CS select "$R" "$seed"
   GPU_UTIL=0.15 EVAL_USERS=scripted phase "eval-trained-s$seed" $CS eval-trained "$R" "$seed" & local scored=$!
   if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
     sleep "$STAGGER"; GPU_UTIL=0.15 EVAL_USERS=model phase "eval-trained-user-s$seed" $CS eval-trained "$R" "$seed"

@@ -13,9 +13,12 @@ step, one line per seed), and prints the summary.
 
 ``--choose`` (h200.sh select SEED): SFT_EVAL is eval-sft's folder (its val rows are step 0, the SFT model, named
 "sft"); VAL_EVAL the folder of the checkpoints' val eval (one checkpoint: the folder itself; several: a folder
-each, by checkpoint name). The best val goal success wins, then the fewer conversations with a policy violation,
-then the earliest step. Writes the chosen checkpoint (or "sft") to BEST_FILE and every score with the choice to
-REPORT (JSON).
+each, by checkpoint name). Each may be a comma-separated list, one folder per customer (scripted, model): a
+candidate then counts by its worst customer (the lowest val success, the highest share with a violation), so a
+customer on which every model scores the same (the scripted one, which the SFT model's demonstrations follow)
+cannot hide a checkpoint that breaks on the other. The best val goal success wins, then the fewer conversations
+with a policy violation, then the earliest step. Writes the chosen checkpoint (or "sft") to BEST_FILE and every
+score with the choice to REPORT (JSON).
 """
 
 from __future__ import annotations
@@ -107,11 +110,12 @@ def table(models: dict[str, dict[str, dict[str, float]]], metric: str) -> str:
     return "\n".join(lines)
 
 
-def target(models: dict[str, dict[str, dict[str, float]]]) -> str:
-    """Issue 35's target, scripted customer: every seed's test success >= the strongest baseline's (base or sft)
-    + 0.15, and its share of test conversations with a violation not above that baseline's; ood as reported."""
-    trained = [m for m in models if m.startswith("trained") and not m.endswith(MODEL_USER)]
-    baselines = [m for m in ("base", "sft") if m in models]
+def target(models: dict[str, dict[str, dict[str, float]]], customer: str = "") -> str:
+    """Issue 35's target with one customer (``customer``: "" scripted, MODEL_USER the model): every seed's test
+    success >= the strongest baseline's (base or sft, scored with that customer) + 0.15, and its share of test
+    conversations with a violation not above that baseline's; ood as reported."""
+    trained = [m for m in models if m.startswith("trained") and m.endswith(MODEL_USER) == bool(customer)]
+    baselines = [m + customer for m in ("base", "sft") if m + customer in models]
     if not trained or not baselines:
         return "target: not computable (a trained seed or a baseline is missing)"
 
@@ -128,7 +132,7 @@ def target(models: dict[str, dict[str, dict[str, float]]]) -> str:
         calm = all(r <= get(best, group, "violating") for r in rates)
         out.append(
             f"- {split}{'' if split == 'test' else ' (reported; not part of the target)'}: trained success "
-            f"{', '.join(f'{s:.3f}' for s in seeds)} vs the strongest baseline ({best}) "
+            f"{', '.join(f'{s:.3f}' for s in seeds)} vs the strongest baseline ({best.removesuffix(customer)}) "
             f"{get(best, group, 'success'):.3f} (needs >= +{margin:.2f} on every seed): {'met' if ok else 'NOT met'}; "
             f"with a violation {', '.join(f'{r:.3f}' for r in rates)} vs {get(best, group, 'violating'):.3f} "
             f"(needs no rise): {'met' if calm else 'NOT met'}"
@@ -153,21 +157,33 @@ def choose(candidates: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def select(sft_eval: str, val_eval: str, best_file: str, report: str, *checkpoints: str) -> None:
-    """``--choose``: score the SFT model and each checkpoint on val, write the choice (module docstring)."""
+    """``--choose``: score the SFT model and each checkpoint on val with each customer, write the choice (module
+    docstring)."""
 
-    def val(trajectories: Path, step: int, checkpoint: str) -> dict[str, Any]:
-        return {"step": step, "checkpoint": checkpoint, **scores(read(trajectories))["val/all"]}
+    def val(trajectories: list[Path], step: int, checkpoint: str) -> dict[str, Any] | None:
+        if not all(t.exists() for t in trajectories):
+            return None
+        by = [scores(read(t))["val/all"] for t in trajectories]
+        worst = {"success": min(s["success"] for s in by), "violating": max(s["violating"] for s in by)}
+        return {"step": step, "checkpoint": checkpoint, **by[0], **worst, "customers": by}
 
-    candidates = [val(Path(sft_eval) / "trajectories.jsonl", 0, "sft")]
+    sft_dirs, val_dirs = sft_eval.split(","), val_eval.split(",")
+    candidates = [val([Path(d) / "trajectories.jsonl" for d in sft_dirs], 0, "sft")]
+    if candidates[0] is None:
+        sys.exit(f"select: no val trajectories of the SFT model in {sft_eval}")
     for ckpt in checkpoints:
-        folder = Path(val_eval) / Path(ckpt).name if len(checkpoints) > 1 else Path(val_eval)
-        if (folder / "trajectories.jsonl").exists():
-            candidates.append(val(folder / "trajectories.jsonl", int(ckpt.rsplit("-", 1)[1]), ckpt))
+        name = Path(ckpt).name if len(checkpoints) > 1 else ""
+        scored = val(
+            [Path(d) / name / "trajectories.jsonl" for d in val_dirs], int(ckpt.rsplit("-", 1)[1]), ckpt
+        )
+        if scored:
+            candidates.append(scored)
     best = choose(candidates)
     for s in candidates:
         mark = "  <- best" if s is best else ""
+        each = " / ".join(f"{c['success']:.3f}" for c in s["customers"])
         print(
-            f"step {s['step']:>4}  val success {s['success']:.3f}  with a violation {s['violating']:.3f}{mark}"
+            f"step {s['step']:>4}  val success {s['success']:.3f} ({each})  with a violation {s['violating']:.3f}{mark}"
         )
     Path(best_file).write_text(best["checkpoint"] + "\n")
     Path(report).write_text(json.dumps({"best": best, "scores": candidates}, indent=1))
@@ -176,15 +192,22 @@ def select(sft_eval: str, val_eval: str, best_file: str, report: str, *checkpoin
 def main(folder: Path) -> None:
     """Write summary.md (and curves.png) into ``folder`` and print the summary."""
     models = load(folder)
-    parts = ["# Customer-service run summary", "", "## Target (the scripted customer)", "", target(models)]
+    parts = ["# Customer-service run summary", "", "## Target, the scripted customer", "", target(models)]
+    if any(m.endswith(MODEL_USER) for m in models):
+        parts += [
+            "",
+            "## Target, the model customer (the one GRPO trained with)",
+            "",
+            target(models, MODEL_USER),
+        ]
     for metric, title in METRICS.items():
         parts += ["", f"## {title}", "", table(models, metric)]
     for choice in sorted(folder.glob("validation-*.json")):
         best = json.loads(choice.read_text())["best"]
         parts += [
             "",
-            f"{choice.stem}: step {best['step']} ({best['checkpoint']}), val success {best['success']:.3f}, "
-            f"with a violation {best['violating']:.3f}",
+            f"{choice.stem}: step {best['step']} ({best['checkpoint']}), val success {best['success']:.3f} (the "
+            f"worst customer's), with a violation {best['violating']:.3f}",
         ]
     if curves(folder):
         parts += ["", "![curves](curves.png)"]

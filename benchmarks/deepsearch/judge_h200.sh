@@ -28,7 +28,7 @@ python3 -m swift.cli.deploy --model /tmp/qwen05 --model_type qwen2 --template qw
   > "$out/judge-deploy.log" 2>&1 &
 judge=$!
 trap 'kill "$judge" 2>/dev/null || true' EXIT
-served_up "$JUDGE_BASE_URL" 300 "$judge"  # until the judge answers (or its process dies)
+served_up "$JUDGE_BASE_URL" 300 "$judge" "the judge's swift deploy"  # until the judge answers (or its process dies)
 
 python3 - "$out/judge-smoke.json" <<'PY'  # one right and one wrong answer through our judge client
 import json, sys, time
