@@ -20,9 +20,10 @@
 #                   \-> train seed 43 -> select 43 -> eval-trained 43 || eval-trained-user 43 -------------/
 #
 # The `-user` phases score the set with the model customer too, and select then chooses with both customers
-# (EVAL_MODEL_USER=0: the scripted one only). Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of each seed, saved
-# every SAVE_STEPS, 5; training stops early, at the deadline less SCORE_RESERVE, 420 s, what select and
-# eval-trained take, the first seed STAGGER s sooner so that their engines start apart), STAGGER (30 s between
+# (EVAL_MODEL_USER=0: the scripted one only). Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of
+# each seed, saved every SAVE_STEPS, 10: select scores each on val with both customers; training stops early, at
+# the deadline less SCORE_RESERVE, 420 s, what select and eval-trained take, the first seed STAGGER s sooner so
+# that their engines start apart), STAGGER (30 s between
 # vLLM start-ups: each measures the GPU's free memory as it starts), USER_PORT (8012), CS (the phase script;
 # tests give a stub). Each phase's output goes to R/<phase>.out (the customer's to R/user.out), its start, end,
 # exit status and seconds to R/phases.tsv; R/gpu.csv samples GPU memory every 10 s. A failed phase is retried
@@ -38,7 +39,7 @@ if [ "${1:-}" = --status ]; then
 fi
 R=${1:?results dir}
 T0=$(date +%s) DEADLINE=${DEADLINE:-1140} SEEDS=${SEEDS:-42 43} STEPS=${STEPS:-40} STAGGER=${STAGGER:-30}
-SCORE_RESERVE=${SCORE_RESERVE:-420} RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5} SAVE_STEPS=${SAVE_STEPS:-5}
+SCORE_RESERVE=${SCORE_RESERVE:-420} RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5} SAVE_STEPS=${SAVE_STEPS:-10}
 CS=${CS:-"bash benchmarks/customer_service/h200.sh"}
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
 export USER_SHARED=1 USER_PIDFILE=$R/user.pid USER_PORT=${USER_PORT:-8012}  # h200.sh: use this one customer
