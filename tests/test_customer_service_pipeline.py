@@ -161,7 +161,9 @@ def test_the_pipeline_runs_both_seeds_beside_one_customer_within_the_deadline(tm
     ) in trains:  # the shared customer answered; 32 completions a step; no vLLM start-up check left to race
         assert c["user_up"] and c["USER_SHARED"] == "1"
         assert (
-            int(c["MICRO_BATCH"]) * int(c["GRAD_ACC"]) == 32 and c["STEPS"] == "40" and c["SAVE_STEPS"] == "10"
+            int(c["MICRO_BATCH"]) * int(c["GRAD_ACC"]) == 32
+            and c["STEPS"] == "40"
+            and c["SAVE_STEPS"] == "10"
         )
         assert c["SLEEP_LEVEL"] == "0"
         flag, kwargs = c["TRAIN_FLAGS"].split()[:2]
