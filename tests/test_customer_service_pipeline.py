@@ -65,7 +65,8 @@ if phase == "train":
         up = False
 time.sleep({"train": 2.0, "sft": 1.0}.get(phase, 1.5 if phase.startswith("eval") else 0.3))
 name = phase + (f"-{rest[0]}" if rest else "")
-failed = phase == os.environ.get("FAIL") or (phase == os.environ.get("FAIL_ONCE") and tally(name) == 0)
+failed = (phase == os.environ.get("FAIL") and os.environ.get("FAIL_USERS", os.environ.get("EVAL_USERS"))
+          == os.environ.get("EVAL_USERS")) or (phase == os.environ.get("FAIL_ONCE") and tally(name) == 0)
 record(t0=t0, t1=time.time(), user_up=up, rc=3 if failed else 0)
 sys.exit(3 if failed else 0)
 """
@@ -182,6 +183,17 @@ def test_without_the_model_customer_select_chooses_with_the_scripted_one_alone(t
     assert {c["EVAL_USERS"] for c in calls if c["phase"].startswith("eval")} == {"scripted"}
     assert {c["SELECT_USERS"] for c in calls if c["phase"] == "select"} == {"scripted"}
     assert sorted(c["seed"] for c in calls if c["phase"] == "eval-trained") == ["42", "43"]
+
+
+@pytest.mark.timeout(120)
+def test_when_the_sft_models_eval_with_the_model_customer_fails_select_still_chooses_with_the_scripted_one(
+    tmp_path,
+):
+    calls, results, _ = run_pipeline(tmp_path, FAIL="eval-sft", FAIL_USERS="model")
+    assert "eval-sft-user\tretry" in (results / "phases.tsv").read_text()
+    selects = [c for c in calls if c["phase"] == "select"]
+    assert sorted(c["seed"] for c in selects) == ["42", "43"]
+    assert {c["SELECT_USERS"] for c in selects} == {"scripted"}
 
 
 @pytest.mark.timeout(120)

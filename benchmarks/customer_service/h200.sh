@@ -29,8 +29,8 @@
 # Each eval scores, in one run, the test split (goals never trained on, on worlds never trained on), the ood
 # split (task types never trained on) and val, per split and per task type: success (`shop.rewards:goal`), the
 # share of conversations with a policy violation and violations per conversation. The scripted customer
-# (users.py) answers every model alike; the model customer is the one GRPO trains with; EVAL_USERS ("scripted"; "scripted
-# model" or "model"; EVAL_USER=model is "scripted model") scores the set with the model customer too
+# (users.py) answers every model alike; the model customer is the one GRPO trains with; EVAL_USERS ("scripted";
+# "scripted model" or "model"; EVAL_USER=model is "scripted model") scores the set with the model customer too
 # (eval-NAME-model-user.json, trajectories-NAME-model-user.jsonl.gz). The model customer of a phase is its own
 # `swift deploy` (12 % of the GPU, until the phase ends), or with USER_SHARED=1 the one already serving at
 # USER_PORT (8012; pipeline.sh's): waited for up to USER_WAIT s and a clear failure when it does not answer.

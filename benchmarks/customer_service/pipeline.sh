@@ -81,8 +81,12 @@ seed_arm() {  # SEED PORT EARLIER: GRPO from the SFT model, the checkpoint chose
   # TRAIN_UNTIL is an end time, so that a retried train phase keeps it.
   MASTER_PORT=$2 SLEEP_LEVEL=0 TRAIN_FLAGS="--vllm_engine_kwargs {\"kv_cache_memory_bytes\":${KV_BYTES:-3221225472}} ${TRAIN_FLAGS:-}" VLLM_UTIL=0.12 MICRO_BATCH=${MICRO_BATCH:-2} GRAD_ACC=$(( 32 / ${MICRO_BATCH:-2} )) STEPS=$STEPS SAVE_STEPS=$SAVE_STEPS TRAIN_UNTIL=$(( T0 + DEADLINE - SCORE_RESERVE - $3 )) \
     phase "train-s$seed" $CS train "$R" "$seed"
-  after eval-sft  # select's step 0 is the SFT model's val rows, with each customer select scores
-  local users=scripted; [ "${EVAL_MODEL_USER:-1}" = 1 ] && { after eval-sft-user; users="scripted model"; }
+  after eval-sft  # select's step 0 is the SFT model's val rows, with each customer select scores; without the
+  # model customer's (eval-sft-user failed twice) it chooses with the scripted one rather than not at all
+  local users=scripted
+  if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
+    after eval-sft-user; grep -q "^eval-sft-user	end	[0-9]*	rc=0" "$R/phases.tsv" && users="scripted model"
+  fi
   GPU_UTIL=0.15 SELECT_USERS=$users phase "select-s$seed" $CS select "$R" "$seed"
   GPU_UTIL=0.15 EVAL_USERS=scripted phase "eval-trained-s$seed" $CS eval-trained "$R" "$seed" & local scored=$!
   if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
