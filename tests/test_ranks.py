@@ -190,3 +190,24 @@ def test_a_second_swift_rlhf_run_into_one_output_dir_stops_at_start_naming_the_f
     finally:
         first.kill()
         first.wait()
+
+
+def test_a_gloo_group_is_left_at_exit_after_a_clean_run_and_kept_after_an_unhandled_error(
+    tmp_path, monkeypatch
+):
+    import torch.distributed as dist
+
+    from swift_rlfactory.adapters.swift_ranks import leave_group
+
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        monkeypatch.setattr(sys, "last_type", RuntimeError, raising=False)  # the interpreter printed an error
+        leave_group()
+        assert dist.is_initialized()  # a destroy after an exception can hang: left alone
+        monkeypatch.delattr(sys, "last_type")
+        leave_group()
+        assert not dist.is_initialized()
+        leave_group()  # nothing left to leave
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()

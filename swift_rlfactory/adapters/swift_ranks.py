@@ -7,7 +7,9 @@ alone gathers its own part. Why and how: docs/scaling.md#metrics-over-ranks.
 
 from __future__ import annotations
 
+import atexit
 import logging
+import sys
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -20,6 +22,7 @@ logger = logging.getLogger("swift_rlfactory")
 
 T = TypeVar("T")
 _HELD: dict[str, IO[str]] = {}  # run folder -> its lock, held by this process until it exits
+_LEAVING: list[bool] = []  # whether this process has registered leave_group at exit
 
 
 def world_size() -> int:
@@ -50,8 +53,23 @@ def start_run(output_dir: str | None) -> None:
                 hint="; two runs in one folder interleave their logs: wait for it, or give this run another "
                 "--output_dir (or leave --add_version at its default, true)",
             )
+    if world_size() > 1 and not _LEAVING:
+        atexit.register(leave_group)
+        _LEAVING.append(True)
     if world_size() > 1:
         shared = [identity.run_id() if rank == 0 else None]
         dist.broadcast_object_list(shared, src=0)
         identity.adopt_run_id(shared[0])
     logger.info("run %s, rank %d of %d", identity.run_id(), rank, world_size())
+
+
+def leave_group() -> None:
+    """At exit, after a run that ended cleanly on gloo (CPU ranks): destroy the process group, which ms-swift's
+    ``swift rlhf`` never does. Left to the C++ runtime's teardown, its threads aborted rank 0 now and then
+    ("terminate called without an active exception", exit 1 after a finished run). Not after an unhandled
+    exception (``sys.last_type``: a destroy then can hang, as ms-swift's Megatron path notes), and not on
+    NCCL, whose teardown this was not seen to need."""
+    if hasattr(sys, "last_type") or not (dist.is_available() and dist.is_initialized()):
+        return
+    if dist.get_backend() == "gloo":
+        dist.destroy_process_group()
