@@ -22,7 +22,6 @@ logger = logging.getLogger("swift_rlfactory")
 
 T = TypeVar("T")
 _HELD: dict[str, IO[str]] = {}  # run folder -> its lock, held by this process until it exits
-_LEAVING: list[bool] = []  # whether this process has registered leave_group at exit
 
 
 def world_size() -> int:
@@ -53,10 +52,9 @@ def start_run(output_dir: str | None) -> None:
                 hint="; two runs in one folder interleave their logs: wait for it, or give this run another "
                 "--output_dir (or leave --add_version at its default, true)",
             )
-    if world_size() > 1 and not _LEAVING:
-        atexit.register(leave_group)
-        _LEAVING.append(True)
     if world_size() > 1:
+        atexit.unregister(leave_group)  # once per process, however many runs it starts
+        atexit.register(leave_group)
         shared = [identity.run_id() if rank == 0 else None]
         dist.broadcast_object_list(shared, src=0)
         identity.adopt_run_id(shared[0])
