@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -272,11 +273,17 @@ def test_an_unreachable_base_url_fails_at_start_up_in_one_line():
 
 
 def test_a_server_that_does_not_answer_fails_at_start_up_within_the_timeout():
+    answered = threading.Event()  # set once serve-agent has exited: the server then stops at once
+
     async def hang(request: Any) -> Any:
-        await asyncio.sleep(60)
+        while not answered.is_set():  # no answer for as long as serve-agent waits
+            await asyncio.sleep(0.05)
 
     with ScriptedChat(scripted, models=hang) as server:
-        proc = start_up([*served_flags(server.port), "--timeout", "1"], timeout=50)
+        try:
+            proc = start_up([*served_flags(server.port), "--timeout", "1"], timeout=50)
+        finally:
+            answered.set()
     assert "no answer within 1 s" in _one_line(proc)
 
 
