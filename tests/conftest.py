@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from swift_rlfactory.run_config import plugin_flags  # noqa: E402
-from tests.fixtures.tiny_qwen3 import build_tiny_qwen3  # noqa: E402
 
 CACHE = Path(os.environ.get("RLFACTORY_CACHE", Path.home() / ".cache" / "swift-rlfactory"))
 AGENT_ENV = ROOT / "tests" / "environments" / "agent" / "env.yaml"
@@ -230,6 +229,7 @@ def agent_example(a: int, b: int, system: str, tools: list[dict]) -> dict:
 def agent_model(qwen3_tokenizer_dir: Path) -> Path:
     """Tiny Qwen3 that, given the e2e environment's prompt, calls ``add`` and ``convert`` then answers."""
     from swift_rlfactory.env.environment import Environment
+    from tests.fixtures.tiny_qwen3 import build_tiny_qwen3  # torch and transformers: ~7 s to import
 
     with Environment.load(AGENT_ENV) as env:
         tools, system = env.tool_schemas(), env.system_prompt
