@@ -288,6 +288,37 @@ def test_the_summary_checks_success_and_violations_on_every_seed(tmp_path):
     assert "| test/cancel | 0.00 | 0.50 | 1.00 | 1.00 | 1.00 | 0.00 | 0.50 |" in text  # goal success
 
 
+def test_the_summary_counts_failed_lookups_and_recoveries_only_where_there_were_any(tmp_path):
+    def lookup(error: bool) -> dict:
+        return {"tool": "find_customer", "error": "no customer matches" if error else None}
+
+    def conversation(calls: list[dict], stop: str = "max_user_turns") -> str:
+        record = {"row": {"split": "test", "task_type": "cancel"}, "rewards": {}, "stop_reason": stop}
+        return json.dumps({**record, "tool_calls": [{"tool": "get_order", "error": "bad id"}, *calls]})
+
+    made = {
+        "sft-model-user": [
+            conversation([lookup(True), lookup(False)], stop="user_stop"),  # failed first, then found
+            conversation([lookup(True), lookup(True)]),  # failed twice
+            conversation([lookup(False), lookup(True)]),  # found at once: a later failure is no failed first
+            conversation([]),  # no lookup at all
+        ],
+        "sft": [conversation([lookup(False)], stop="user_stop")],
+    }
+    for name, lines in made.items():
+        with gzip.open(tmp_path / f"trajectories-{name}.jsonl.gz", "wt") as f:
+            f.write("\n".join(lines) + "\n")
+    summarize.main(tmp_path)
+    text = (tmp_path / "summary.md").read_text()
+
+    def row(title: str) -> str:
+        return text.split(f"## {title}")[1].split("| test/all |")[1].split("\n")[0]
+
+    assert row(summarize.METRICS["lookup_failed"]) == " 0.00 | 0.50 |"
+    assert row(summarize.METRICS["recovered"]) == "  | 0.50 |"  # sft failed no first lookup: nothing to count
+    assert row(summarize.METRICS["customer_ended"]) == " 1.00 | 0.25 |"
+
+
 def test_select_takes_the_best_val_success_then_fewer_violations_then_the_earliest(tmp_path):
     def val(path: Path, goals_and_violations: list[tuple[float, float]]) -> None:
         trajectories(path / "trajectories.jsonl", [("val", "cancel", g, v) for g, v in goals_and_violations])

@@ -8,7 +8,8 @@ Reads each ``trajectories-NAME.jsonl.gz`` in OUT_DIR (base, sft, trained-SEED; `
 model customer), the ``validation-SEED.json`` choices and the GRPO step logs (``logging-grpo-SEED-v*.jsonl``);
 writes ``summary.md`` (per split and per task type, a column per model and the trained mean: goal success, the
 share of conversations with a policy violation, violations per conversation, conversations that ended in an
-error, assistant turns; the issue-35 target) and ``curves.png`` (training reward, goal success and violations per
+error, assistant turns, the customer's own ending, and the failed first lookup of the customer with the share
+recovered from it; the issue-35 target) and ``curves.png`` (training reward, goal success and violations per
 step, one line per seed), and prints the summary.
 
 ``--choose`` (h200.sh select SEED): SFT_EVAL is eval-sft's folder (its val rows are step 0, the SFT model, named
@@ -40,7 +41,11 @@ METRICS = {
     "violations": "policy violations per conversation",
     "errors": "conversations ended by an error (share; e.g. the customer endpoint failed)",
     "turns": "turns per conversation",
+    "customer_ended": "conversations the customer ended with its stop marker (share; else a turn limit)",
+    "lookup_failed": "conversations whose first find_customer failed (share; e.g. a mangled email)",
+    "recovered": "of those, the share where a later find_customer found the customer",
 }
+LOOKUP = "find_customer"
 MODEL_USER = "-model-user"
 
 
@@ -51,9 +56,21 @@ def read(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def lookups(record: dict[str, Any]) -> tuple[float, float | None]:
+    """Whether the conversation's first find_customer failed, and if so whether a later one succeeded (None: no
+    failed first lookup, so no recovery to count)."""
+    failed = [
+        bool(call.get("error")) for call in record.get("tool_calls") or [] if call.get("tool") == LOOKUP
+    ]
+    if not failed or not failed[0]:
+        return 0.0, None
+    return 1.0, float(not all(failed))
+
+
 def scores(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per ``split/all`` and ``split/task_type``: episodes and the means of :data:`METRICS`."""
-    groups: dict[str, list[dict[str, float]]] = defaultdict(list)
+    """Per ``split/all`` and ``split/task_type``: episodes and the means of :data:`METRICS` (a metric a row has
+    no value for, None, is the mean over the rows that have one, and absent where none has)."""
+    groups: dict[str, list[dict[str, float | None]]] = defaultdict(list)
     for record in records:
         row, rewards = record.get("row") or {}, record.get("rewards") or {}
         one = {
@@ -62,12 +79,19 @@ def scores(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
             "violations": float(rewards.get(VIOLATIONS, 0.0)),
             "errors": float(bool(record.get("failed")) or record.get("stop_reason") == "error"),
             "turns": float(record.get("turns", 0)),
+            "customer_ended": float(record.get("stop_reason") == "user_stop"),
         }
+        one["lookup_failed"], one["recovered"] = lookups(record)
         split = row.get("split", "?")
         groups[f"{split}/all"].append(one)
         groups[f"{split}/{row.get('task_type', '?')}"].append(one)
+
+    def mean(rows: list[dict[str, float | None]], metric: str) -> dict[str, float]:
+        values = [r[metric] for r in rows if r[metric] is not None]
+        return {metric: sum(values) / len(values)} if values else {}
+
     return {
-        group: {"episodes": len(rows), **{k: sum(r[k] for r in rows) / len(rows) for k in METRICS}}
+        group: {"episodes": len(rows), **{k: v for m in METRICS for k, v in mean(rows, m).items()}}
         for group, rows in sorted(groups.items())
     }
 
@@ -104,7 +128,7 @@ def table(models: dict[str, dict[str, dict[str, float]]], metric: str) -> str:
     for group in groups:
         cells = []
         for _, names in columns:
-            values = [models[m][group][metric] for m in names if group in models[m]]
+            values = [models[m][group][metric] for m in names if metric in models[m].get(group, {})]
             cells.append(f"{sum(values) / len(values):.2f}" if values else "")
         lines.append(f"| {group} | {' | '.join(cells)} |")
     return "\n".join(lines)
