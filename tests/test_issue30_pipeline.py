@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "deepsearch" / "issue30.sh"
 KEYS = ("RUN_NAME", "SEED", "MASTER_PORT", "ENV_FILE", "LR", "STEPS", "SAVE_STEPS", "CHOOSE", "POOL_FILE",
         "SFT_ROWS", "SINGLE_HOP", "RECHECK", "SHIFTS", "GPU_UTIL", "VLLM_UTIL", "STRATIFY", "PER_STRATUM",
-        "TRAIN_TIMEOUT", "BETA", "SLEEP_LEVEL")  # fmt: skip
+        "TRAIN_TIMEOUT", "BETA", "SLEEP_LEVEL", "TRAIN_FLAGS")  # fmt: skip
 STUB = r"""#!/usr/bin/env bash
 python3 - "$CALLS" "$@" <<'PY'
 import json, os, sys, time
@@ -80,6 +80,9 @@ def test_the_sft_baseline_then_two_seeds_each_chosen_on_val_by_its_worst_shift(t
     # trainer's engine awake (no sleep: its memory does not move while another engine profiles)
     trains = [c for c in calls if c["phase"] == "train"]
     assert trains[1]["t"] - trains[0]["t"] >= 2 and {c["SLEEP_LEVEL"] for c in trains} == {"0"}
+    for c in trains:  # and a KV cache of fixed size: no engine profiles the GPU's free memory at its start
+        flag, kwargs = c["TRAIN_FLAGS"].split()[:2]
+        assert flag == "--vllm_engine_kwargs" and json.loads(kwargs) == {"kv_cache_memory_bytes": 3 * 2**30}
     ports = [c["MASTER_PORT"] for c in calls if c["phase"] in ("sft", "train")]
     assert None not in ports and len(set(ports)) == len(ports) == 3  # one torch.distributed store each
     # the SFT baseline: the first 1,000 train questions, every demonstration; select on the reworded pool

@@ -38,7 +38,8 @@
 #                  last checkpoint                                                                    ~9 / ~3 min
 # Knobs for sharing the GPU between phases (benchmarks/gpu_pipeline/pipeline.sh runs several at once):
 # VLLM_UTIL, MICRO_BATCH, GRAD_ACC (train.sh, sft.sh) and GPU_UTIL (eval.sh), passed through the environment;
-# START_GAP (10 s) between two engines a phase starts side by side.
+# START_GAP (10 s) between two engines a phase starts side by side; TRAIN_FLAGS: extra swift rlhf flags of
+# train (later flags win).
 # The recipe is base -> warm-start SFT (sft.sh, merged into /tmp/qwen05-sft) -> GRPO from the SFT model.
 # SFT demonstrations come from the first 1,000 train questions; GRPO trains on the questions of the pool
 # (POOL_FILE: data/pool.jsonl, 42 % two-hop; without it the other 1,000 train questions) that the SFT
@@ -104,10 +105,10 @@ train_grpo() {  # RUN ENV_FILE: train.sh from the SFT model on the selected ques
   # Copy the step logs every 15 s: a device command cut short (time limit, budget) still returns them.
   (while sleep 15; do copy_logs; done) > /dev/null 2>&1 & local copier=$!
   local log; log="$out/train-${run##*/}-$(date +%s).log"
-  local rc=0
+  local rc=0 flags; read -ra flags <<< "${TRAIN_FLAGS:-}"
   RLFACTORY_ENV=$env_file BETA=${BETA:-0.04} MODEL=/tmp/qwen05-sft DATASET=/tmp/split/grpo.jsonl OUTPUT=$run \
     timeout "${TRAIN_TIMEOUT:-540}" bash examples/deepsearch/train.sh "${resume[@]}" \
-    --save_steps "${SAVE_STEPS:-20}" --save_total_limit 20 ${SEED:+--seed "$SEED"} > "$log" 2>&1 || rc=$?
+    --save_steps "${SAVE_STEPS:-20}" --save_total_limit 20 ${SEED:+--seed "$SEED"} "${flags[@]}" > "$log" 2>&1 || rc=$?
   kill "$copier"; copy_logs
   # 124: stopped at TRAIN_TIMEOUT, resumable; anything else is a crash and must not pass for a finished run
   # (2026-12-01: two runs died at start-up on a busy MASTER_PORT and the phase still said "done").
