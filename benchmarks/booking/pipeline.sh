@@ -40,12 +40,8 @@ source benchmarks/gpu_pipeline/phases.sh  # elapsed, left, phase; R/gpu.csv (its
 
 seed_arm() {  # SEED PORT: GRPO from the SFT model, the checkpoint chosen on val, scored on test and ood
   local -x SEED=$1
-  # Two colocated trainers side by side lost vLLM's start-up memory checks on 2026-12-06 (issue 30: "Memory
-  # usage increased after sleeping", then "other processes release GPU memory while vLLM is profiling").
-  # Both checks go at the mechanism: SLEEP_LEVEL=0 (an engine that never sleeps never measures a sleep) and a
-  # KV cache of fixed size (KV_BYTES, 3 GiB: 32 completions of 4,096 tokens need 1.6 GiB of a 0.5B Qwen2's
-  # 12 KiB a token), with which vLLM skips its free-memory profiling altogether.
-  MASTER_PORT=$2 SLEEP_LEVEL=0 TRAIN_FLAGS="--vllm_engine_kwargs {\"kv_cache_memory_bytes\":${KV_BYTES:-3221225472}} ${TRAIN_FLAGS:-}" VLLM_UTIL=0.12 MICRO_BATCH=${MICRO_BATCH:-2} GRAD_ACC=$(( 32 / ${MICRO_BATCH:-2} )) STEPS=$STEPS TRAIN_TIMEOUT=$(( $(left) - SCORE_RESERVE )) \
+  # Two trainers side by side: SLEEP_LEVEL=0 and fixed_kv_flags (benchmarks/gpu_pipeline/phases.sh says why)
+  MASTER_PORT=$2 SLEEP_LEVEL=0 TRAIN_FLAGS="$(fixed_kv_flags)" VLLM_UTIL=0.12 MICRO_BATCH=${MICRO_BATCH:-2} GRAD_ACC=$(( 32 / ${MICRO_BATCH:-2} )) STEPS=$STEPS TRAIN_TIMEOUT=$(( $(left) - SCORE_RESERVE )) \
     phase "train-s$SEED" $BK train "$R"
   GPU_UTIL=0.15 phase "select-s$SEED" $BK select "$R"
   GPU_UTIL=0.15 phase "eval-trained-s$SEED" $BK eval-trained "$R"

@@ -73,13 +73,9 @@ after() {  # PHASE: until phases.tsv records PHASE's end
 }
 seed_arm() {  # SEED PORT EARLIER: GRPO from the SFT model, the checkpoint chosen on val, scored on test and ood
   local seed=$1
-  # Two colocated trainers side by side lost vLLM's start-up memory checks on 2026-12-06 (issue 30: "Memory
-  # usage increased after sleeping", then "other processes release GPU memory while vLLM is profiling").
-  # Both checks go at the mechanism, as in benchmarks/booking/pipeline.sh: SLEEP_LEVEL=0 (an engine that never
-  # sleeps never measures a sleep) and a KV cache of fixed size (KV_BYTES, 3 GiB: 32 completions of 6,144
-  # tokens need 2.3 GiB of a 0.5B Qwen2's 12 KiB a token), with which vLLM skips its free-memory profiling.
+  # Two trainers side by side: SLEEP_LEVEL=0 and fixed_kv_flags (benchmarks/gpu_pipeline/phases.sh says why).
   # TRAIN_UNTIL is an end time, so that a retried train phase keeps it.
-  MASTER_PORT=$2 SLEEP_LEVEL=0 TRAIN_FLAGS="--vllm_engine_kwargs {\"kv_cache_memory_bytes\":${KV_BYTES:-3221225472}} ${TRAIN_FLAGS:-}" VLLM_UTIL=0.12 MICRO_BATCH=${MICRO_BATCH:-2} GRAD_ACC=$(( 32 / ${MICRO_BATCH:-2} )) STEPS=$STEPS SAVE_STEPS=$SAVE_STEPS TRAIN_UNTIL=$(( T0 + DEADLINE - SCORE_RESERVE - $3 )) \
+  MASTER_PORT=$2 SLEEP_LEVEL=0 TRAIN_FLAGS="$(fixed_kv_flags)" VLLM_UTIL=0.12 MICRO_BATCH=${MICRO_BATCH:-2} GRAD_ACC=$(( 32 / ${MICRO_BATCH:-2} )) STEPS=$STEPS SAVE_STEPS=$SAVE_STEPS TRAIN_UNTIL=$(( T0 + DEADLINE - SCORE_RESERVE - $3 )) \
     phase "train-s$seed" $CS train "$R" "$seed"
   after eval-sft  # select's step 0 is the SFT model's val rows, with each customer select scores; without the
   # model customer's (eval-sft-user failed twice) it chooses with the scripted one rather than not at all

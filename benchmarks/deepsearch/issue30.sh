@@ -54,14 +54,10 @@ trap 'kill "$monitor" 2>/dev/null' EXIT  # a run stopped early leaves no sampler
 
 arm() {  # SEED PORT: GRPO run ds-s<SEED> with validation beside it, then its choice on val and its scores
   local -x RUN_NAME=ds-s$1 SEED=$1 GPU_UTIL=0.08; local trainer
-  # Seed 1 died at its engine's start on 2026-12-06 ("Memory usage increased after sleeping", then "other
-  # processes release GPU memory while vLLM is profiling"). Both checks go at the mechanism, as in
-  # benchmarks/booking/pipeline.sh and customer_service/pipeline.sh (each ran two trainers side by side since,
-  # no failed start): SLEEP_LEVEL=0 (an engine that never sleeps never measures a sleep) and a KV cache of
-  # fixed size (KV_BYTES, 3 GiB: 32 completions of 4,096 tokens need 1.5 GiB of a 0.5B Qwen2's 12 KiB a
-  # token), with which vLLM skips its free-memory profiling.
+  # Two trainers side by side: SLEEP_LEVEL=0 and fixed_kv_flags (benchmarks/gpu_pipeline/phases.sh says why;
+  # seed 1 died at its engine's start here on 2026-12-06 without them).
   ( [ -z "$BETA" ] || export BETA
-    TRAIN_FLAGS="--vllm_engine_kwargs {\"kv_cache_memory_bytes\":${KV_BYTES:-3221225472}} ${TRAIN_FLAGS:-}" \
+    TRAIN_FLAGS="$(fixed_kv_flags)" \
     ENV_FILE=examples/deepsearch/env_needless.yaml LR=$LR STEPS=$STEPS SAVE_STEPS=$SAVE_STEPS MASTER_PORT=$2 SLEEP_LEVEL=0 \
       VLLM_UTIL=0.08 MICRO_BATCH=4 GRAD_ACC=8 TRAIN_TIMEOUT="$(train_timeout "$SCORE_RESERVE")" \
       phase "train-s$1" $DS train "$R/ds" ) & trainer=$!

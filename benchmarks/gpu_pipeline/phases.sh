@@ -25,6 +25,12 @@ beside() {  # PID INTERVAL CMD...: while PID lives, run CMD at most every INTERV
   done
 }
 train_timeout() { echo $(( $(left) - ${1:?seconds to keep for what follows} )); }
+# A colocated trainer's TRAIN_FLAGS when engines start side by side: a KV cache of fixed size (KV_BYTES, 3 GiB:
+# 32 completions of 6,144 tokens need 2.3 GiB of a 0.5B Qwen2's 12 KiB a token), with which vLLM skips the
+# free-memory profiling that another engine's start or sleep upset on 2026-12-06 (issue 30's seed 1: "other
+# processes release GPU memory while vLLM is profiling"). Run it with SLEEP_LEVEL=0 too: an engine that never
+# sleeps never measures a sleep ("Memory usage increased after sleeping").
+fixed_kv_flags() { echo "--vllm_engine_kwargs {\"kv_cache_memory_bytes\":${KV_BYTES:-3221225472}} ${TRAIN_FLAGS:-}"; }
 
 (while sleep 10; do
    printf '%s,%s\n' "$(elapsed)" "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ')"
