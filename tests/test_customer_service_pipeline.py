@@ -63,7 +63,9 @@ if phase == "train":
         up = True
     except OSError:
         up = False
-time.sleep({"train": 2.0, "sft": 1.0}.get(phase, 1.5 if phase.startswith("eval") else 0.3))
+# phases started STAGGER apart overlap by 1.5 s more than their start-up jitter on a loaded machine
+pause = {"train": 2.0, "sft": 1.0}.get(phase, 1.5 if phase.startswith("eval") else 0.3)
+time.sleep(pause + (1.5 * float(os.environ["STAGGER"]) if phase != "select" else 0))
 name = phase + (f"-{rest[0]}" if rest else "")
 failed = (phase == os.environ.get("FAIL") and os.environ.get("FAIL_USERS", os.environ.get("EVAL_USERS"))
           == os.environ.get("EVAL_USERS")) or (phase == os.environ.get("FAIL_ONCE") and tally(name) == 0)
