@@ -1,6 +1,7 @@
 """The customer-service example: the oracle agent talking with the scripted customer (the environment's
 ``user:``) through the episode loop eval runs, with the real tools, episode states and rewards, reaches every
-goal within the policy; an agent that skips the confirmation or the identification is charged a violation;
+goal within the policy, and recovers when the customer mistypes the email; the demonstrations keep those
+recoveries; an agent that skips the confirmation or the identification is charged a violation;
 trajectories of one row keep their shops apart; the data is deterministic; the model-customer environment
 differs from env.yaml only in its customer."""
 
@@ -21,9 +22,10 @@ from .conftest import ROOT, use_example
 EXAMPLE = ROOT / "examples" / "customer_service"
 use_example(EXAMPLE)
 import build_data  # noqa: E402
+import demos  # noqa: E402
 import users  # noqa: E402
-from shop.oracle import call, oracle, script  # noqa: E402
-from shop.tasks import OOD_TYPES, TRAIN_TYPES  # noqa: E402
+from shop.oracle import RETRY, call, oracle, script  # noqa: E402
+from shop.tasks import EMAIL_TYPOS, OOD_TYPES, TRAIN_TYPES, typed_email  # noqa: E402
 from shop.world import make_world  # noqa: E402
 
 TERMS = ("goal", "policy", "violations", "format")
@@ -81,6 +83,50 @@ def test_the_oracle_reaches_every_goal_type_within_the_policy(env):
     assert env.episodes.live == 0
 
 
+def lookups(trajectory: Trajectory) -> list[str]:
+    """The observations of the conversation's find_customer calls, in order."""
+    return [c["observation"] for c in trajectory.tool_calls if c["tool"] == "find_customer"]
+
+
+def test_a_mistyped_email_finds_no_one_and_the_oracle_recovers_by_name_and_zip_within_the_policy(env):
+    typo_rows = [r for r in rows_of("train") if r["user_goal"].get("email_typo")]
+    picked = [next(r for r in typo_rows if r["user_goal"]["email_typo"] == kind) for kind in EMAIL_TYPOS]
+    picked += [next(r for r in typo_rows if r["task_type"] == t) for t in TRAIN_TYPES]
+    for i, row in enumerate(picked):
+        goal = row["user_goal"]
+        assert typed_email(goal) != goal["email"] and len(typed_email(goal)) >= len(goal["email"]) - 1
+        trajectory = asyncio.run(play(env, row, oracle(goal), f"typo-{i}"))
+        assert terms(trajectory) == {"goal": 1.0, "policy": 1.0, "violations": 0.0, "format": 1.0}, row
+        first, second = lookups(trajectory)
+        assert "no customer matches" in first and second.startswith(f"customer {goal['customer_id']}")
+        said = [m["content"] for m in trajectory.messages if m["role"] == "user"]
+        assert f"My email is {typed_email(goal)}." in said and goal["email"] not in " ".join(said)
+    # the customer mistypes once: asked for the email again, it gives the right one; asked for name and zip
+    # code, it gives them without claiming to have forgotten the email
+    goal = picked[0]["user_goal"]
+    ask = {"role": "assistant", "content": "What is your email?"}
+    first = users.reply(goal, [ask])
+    assert first == f"My email is {typed_email(goal)}."
+    again = users.reply(goal, [ask, {"role": "user", "content": first}, ask])
+    assert again == f"My email is {goal['email']}."
+    retry = users.reply(
+        goal, [ask, {"role": "user", "content": first}, {"role": "assistant", "content": RETRY}]
+    )
+    assert retry == f"My name is {goal['name']} and my zip code is {goal['zip']}."
+
+
+def test_the_demonstrations_keep_every_recovery_from_a_mistyped_email(env):
+    rows = rows_of("train")[:40]
+    kept = asyncio.run(demos.demonstrations(env, rows))
+    assert len(kept) == len(rows)  # every conversation reached its goal within the policy
+    retries = [turns for turns in kept if any(m["content"] == RETRY for m in turns)]
+    assert len(retries) == sum(1 for r in rows if r["user_goal"].get("email_typo")) > 0
+    for turns in retries:  # the failed lookup's observation is in the demonstration, before the retry
+        at = next(i for i, m in enumerate(turns) if m["content"] == RETRY)
+        assert turns[at - 1]["role"] == "tool" and "no customer matches" in turns[at - 1]["content"]
+        assert turns[-1]["role"] == "assistant"
+
+
 def test_acting_before_confirmation_or_identification_is_a_violation(env):
     row = next(r for r in rows_of("test") if r["task_type"] == "cancel")
     goal = row["user_goal"]
@@ -119,6 +165,15 @@ def test_the_data_is_deterministic_and_held_out():
     built = build_data.build(0, 2000, 200, 100)
     for split in ("train", "test", "ood"):
         assert built[split] == rows_of(split), split
+    # typos only in train, a share of its email customers, of each kind, drawn apart from the goals
+    typos = [
+        r["user_goal"].get("email_typo") for r in built["train"] if r["user_goal"]["identify_by"] == "email"
+    ]
+    assert set(typos) == {None, *EMAIL_TYPOS} and 0.3 < sum(map(bool, typos)) / len(typos) < 0.5
+    assert not any("email_typo" in r["user_goal"] for r in built["test"] + built["ood"])
+    without = build_data.build(0, 2000, 200, 100, typos=0.0)
+    for row, plain in zip(built["train"], without["train"], strict=True):
+        assert {k: v for k, v in row["user_goal"].items() if k != "email_typo"} == plain["user_goal"]
     train_worlds = {r["world_seed"] for r in built["train"]}
     assert not train_worlds & {r["world_seed"] for r in built["test"] + built["ood"]}
     assert {r["task_type"] for r in built["train"]} == set(TRAIN_TYPES)

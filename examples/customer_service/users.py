@@ -1,7 +1,7 @@
 """The scripted customer: answers the agent from the hidden goal (``user_goal``), deterministically.
 
 It gives what it is asked for (email or name and zip, the order id or a description of the order, the
-item and option, the new address), says yes to a confirmation only when it names the goal's order and
+item and option, the new address; a goal's ``email_typo`` mistypes the email the first time), says yes to a confirmation only when it names the goal's order and
 change (and the goal confirms), and ends with the stop marker once the goal is done, declined, or the
 agent transferred it. The ``user:`` block of env.yaml names it as ``users.py:Customer``.
 """
@@ -9,6 +9,8 @@ agent transferred it. The ``user:`` block of env.yaml names it as ``users.py:Cus
 from __future__ import annotations
 
 from typing import Any
+
+from shop.tasks import typed_email
 
 STOP = "###STOP###"
 DONE = {  # how a tool observation reports each goal done
@@ -55,10 +57,14 @@ def _matches(goal: dict[str, Any], text: str) -> bool:
     return False
 
 
-def _identity(goal: dict[str, Any], asked: str) -> str:
-    if goal["identify_by"] == "email" and "email" in asked:
-        return f"My email is {goal['email']}."
-    return f"I don't remember which email I used. My name is {goal['name']} and my zip code is {goal['zip']}."
+def _identity(goal: dict[str, Any], asked: str, messages: list[dict[str, Any]]) -> str:
+    name_zip = f"My name is {goal['name']} and my zip code is {goal['zip']}."
+    if "email" not in asked:
+        return name_zip
+    if goal["identify_by"] == "name_zip":
+        return f"I don't remember which email I used. {name_zip}"
+    typed_before = any(m.get("role") == "user" and "My email is" in str(m.get("content")) for m in messages)
+    return f"My email is {goal['email'] if typed_before else typed_email(goal)}."
 
 
 def _request(goal: dict[str, Any]) -> str:
@@ -83,7 +89,7 @@ def reply(goal: dict[str, Any], messages: list[dict[str, Any]]) -> str:
             return "Yes, please go ahead."
         return "No, please don't do that."
     if "email" in lower or "zip" in lower or "your name" in lower:
-        return _identity(goal, lower)
+        return _identity(goal, lower, messages)
     if "order id" in lower or "order number" in lower or "which order" in lower:
         if goal["knows_order_id"]:
             return f"It's order {goal['order_id']}."

@@ -13,16 +13,25 @@ from typing import Any
 from swift_rlfactory.rollout.episode import Generate, Generation
 from swift_rlfactory.tools.calls import hermes_call
 
+from .tasks import typed_email
+
+RETRY = "I could not find that account. Could you give me your full name and zip code instead?"
+
 
 def call(tool: str, **arguments: Any) -> str:
     """A tool call in the format the system prompt asks for."""
     return hermes_call(tool, arguments)
 
 
-def _identify(goal: dict[str, Any]) -> str:
-    if goal["identify_by"] == "email":
-        return call("find_customer", email=goal["email"])
-    return call("find_customer", name=goal["name"], zip=goal["zip"])
+def _identify(goal: dict[str, Any]) -> list[str]:
+    by_name = call("find_customer", name=goal["name"], zip=goal["zip"])
+    if goal["identify_by"] != "email":
+        return [by_name]
+    if goal.get(
+        "email_typo"
+    ):  # the mistyped email finds no one: ask for name and zip code (not the email again)
+        return [call("find_customer", email=typed_email(goal)), RETRY, by_name]
+    return [call("find_customer", email=goal["email"])]
 
 
 def _act(goal: dict[str, Any]) -> list[str]:
@@ -66,7 +75,7 @@ def script(goal: dict[str, Any]) -> list[str]:
     """Every assistant turn of the oracle's conversation for ``goal``, in order."""
     turns = [
         "I can help with that. First I need to identify you: what is the email address on your account?",
-        _identify(goal),
+        *_identify(goal),
         "Thank you. Which order is it about? Please give me the order id if you have it.",
     ]
     if not goal["knows_order_id"]:

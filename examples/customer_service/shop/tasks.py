@@ -1,7 +1,8 @@
 """Customer goals on the orders world: what the customer wants, the facts only they hold, and the end state.
 
-A goal is plain JSON in the row's ``user_goal``; ``make_goal`` draws one of a task type from a world, and
-``expected_orders`` applies it to the untouched world: the orders as they must end.
+A goal is plain JSON in the row's ``user_goal``; ``make_goal`` draws one of a task type from a world,
+``add_email_typos`` marks customers who mistype their email once (``typed_email`` is what they type), and
+``expected_orders`` applies a goal to the untouched world: the orders as they must end.
 """
 
 from __future__ import annotations
@@ -77,6 +78,34 @@ def make_goal(world: dict[str, Any], task_type: str, rng: random.Random) -> dict
     elif task_type == "status":
         goal["status"], goal["total"] = order["status"], f"{order['total']:.2f}"
     return goal
+
+
+EMAIL_TYPOS = ("drop", "swap", "domain")  # a letter left out, two letters swapped, the domain misspelt
+
+
+def add_email_typos(rows: list[dict[str, Any]], rate: float, seed: int) -> list[dict[str, Any]]:
+    """Mark ``rate`` of the rows whose customer gives an email as mistyping it the first time (the goal's
+    ``email_typo``: one of ``EMAIL_TYPOS``), drawn from their own ``seed`` so the goals' draws stay as
+    they were; the demonstrations then show the agent recovering from a failed lookup."""
+    rng = random.Random(seed)
+    for row in rows:
+        if row["user_goal"]["identify_by"] == "email" and rng.random() < rate:
+            row["user_goal"]["email_typo"] = rng.choice(EMAIL_TYPOS)
+    return rows
+
+
+def typed_email(goal: dict[str, Any]) -> str:
+    """The email as the customer first types it: with the goal's ``email_typo``, else as it is."""
+    local, domain = goal["email"].split("@")
+    kind, middle = goal.get("email_typo"), len(local) // 2
+    if kind == "drop":
+        local = local[:middle] + local[middle + 1 :]
+    elif kind == "swap":  # the first pair of unlike letters from the middle on, so the email does change
+        i = next(i for i in range(middle, len(local)) if local[i - 1] != local[i])
+        local = local[: i - 1] + local[i] + local[i - 1] + local[i + 1 :]
+    elif kind == "domain":
+        domain = domain[:2] + domain[3] + domain[2] + domain[4:]
+    return f"{local}@{domain}"
 
 
 def expected_orders(seed: int, goal: dict[str, Any]) -> dict[str, Any]:
