@@ -27,9 +27,7 @@ def _identify(goal: dict[str, Any]) -> list[str]:
     by_name = call("find_customer", name=goal["name"], zip=goal["zip"])
     if goal["identify_by"] != "email":
         return [by_name]
-    if goal.get(
-        "email_typo"
-    ):  # the mistyped email finds no one: ask for name and zip code (not the email again)
+    if goal.get("email_typo"):  # the mistyped email finds no one: ask for name and zip code instead
         return [call("find_customer", email=typed_email(goal)), RETRY, by_name]
     return [call("find_customer", email=goal["email"])]
 
