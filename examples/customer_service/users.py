@@ -3,7 +3,8 @@
 It gives what it is asked for (email or name and zip, the order id or a description of the order, the
 item and option, the new address; with the goal's ``email_typo`` it mistypes the email the first time),
 says yes to a confirmation only when it names the goal's order and change (and the goal confirms), and
-ends with the stop marker once the goal is done, declined, or the agent transferred it. The ``user:`` block of env.yaml names it as ``users.py:Customer``.
+ends with the stop marker once the goal is done, declined, or the agent transferred it. The ``user:`` block
+of env.yaml names it as ``users.py:Customer``.
 """
 
 from __future__ import annotations
