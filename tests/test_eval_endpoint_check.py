@@ -1,6 +1,7 @@
 """`swift-rlfactory eval --base-url URL --served-model M` asks the endpoint once at start-up, as
 `serve-agent` does (`OpenAIChatPolicy.check_served`): a wrong URL, model name or key ends the command with
-one line (exit 2) before an output folder is made, instead of every episode failing.
+one line (exit 2) before an output folder is made, instead of every episode failing, and before ms-swift's
+templates (seconds to import) load; an unknown template fails at start-up too.
 
 The endpoint is the scripted OpenAI-compatible server of ``conftest.ScriptedChat`` on 127.0.0.1.
 """
@@ -8,6 +9,8 @@ The endpoint is the scripted OpenAI-compatible server of ``conftest.ScriptedChat
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,29 @@ def test_an_unreachable_base_url_stops_eval_in_one_line(tmp_path: Path, capsys):
     out = tmp_path / "out"
     line = refused_at_start_up(served_eval(f"http://127.0.0.1:{free_port()}/v1", dataset, out), out, capsys)
     assert line.startswith("error: --base-url http://127.0.0.1:") and "cannot reach it" in line
+
+
+def test_a_down_endpoint_is_refused_before_ms_swifts_templates_are_imported():
+    probe = (
+        "import sys\n"
+        "from swift_rlfactory.eval.openai_client import OpenAIChatPolicy\n"
+        f"policy = OpenAIChatPolicy('http://127.0.0.1:{free_port()}/v1', 'm', template='qwen2_5')\n"
+        "try:\n    policy.check_served()\nexcept ValueError as exc:\n    print(exc)\n"
+        "print(sorted(m for m in sys.modules if m == 'swift' or m.startswith('swift.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    refused, imported = done.stdout.strip().splitlines()
+    assert "cannot reach it" in refused and imported == "[]", done.stderr
+
+
+def test_an_unknown_template_stops_eval_at_start_up_naming_it(tmp_path: Path, capsys):
+    dataset = write_dataset(tmp_path / "test.jsonl", [(3, 4)])
+    out = tmp_path / "out"
+    with ScriptedChat(add_then_answer) as server:
+        argv = served_eval(f"http://127.0.0.1:{server.port}/v1", dataset, out, "--template", "qwen9_9")
+        line = refused_at_start_up(argv, out, capsys)
+    assert "qwen9_9" in line and "template" in line
+    assert server.requests == []  # no episode was asked
 
 
 def test_a_model_the_server_does_not_serve_stops_eval_naming_what_it_serves(tmp_path: Path, capsys):

@@ -11,6 +11,7 @@ import json
 import os
 import uuid
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import httpx
@@ -19,7 +20,8 @@ from swift_rlfactory import redaction
 from swift_rlfactory.runtime.chat import ChatClient, ChatError, chat_url
 from swift_rlfactory.runtime.json_api import content_text, sendable
 
-from ..adapters.swift_template import TURN_END, call_format, template_by_name, with_system_prompt
+from ..adapters import swift_template
+from ..adapters.swift_template import TURN_END, TemplateByName, with_system_prompt
 from ..rollout.episode import Generation, Messages
 from ..rollout.images import ImageBudget, show_images
 from ..tools.calls import QWEN3_CODER
@@ -85,8 +87,7 @@ class OpenAIChatPolicy:
         if self.api_key:
             redaction.remember(self.api_key, "<api key>")
         redaction.remember_url(self.url, "<base_url credential>")
-        self.template = template_by_name(template)
-        self.call_format = call_format(self.template, swift_reader=False)  # calls come back structured
+        self.template_type = template
         self.max_tokens = max_tokens
         self.max_length = max_length
         self.body: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": max_tokens}
@@ -101,6 +102,18 @@ class OpenAIChatPolicy:
         self.concurrency = concurrency
         self.vision = vision
         self._client: ChatClient | None = None
+
+    @cached_property
+    def template(self) -> TemplateByName:
+        """The system-prompt rules of :attr:`template_type`, loaded on first use: ms-swift's templates take
+        seconds to import, so :meth:`check_served` asks the endpoint before it loads them."""
+        return swift_template.template_by_name(self.template_type)
+
+    @cached_property
+    def call_format(self) -> str:
+        """The call format of the template's agent template: calls come back structured and are written back
+        in it."""
+        return swift_template.call_format(self.template, swift_reader=False)
 
     def render_prompt(
         self, messages: Messages, system_prompt: str | None, tools: list[dict] | None
@@ -140,9 +153,15 @@ class OpenAIChatPolicy:
             raise RuntimeError(f"{where}: {exc}") from None
 
     def check_served(self) -> None:
-        """Ask the endpoint, once and briefly, whether it answers and serves :attr:`model`: ``GET /models``,
-        or where a server offers no list (404, 405), a chat completion of one token. Raises ``ValueError``,
-        one line naming ``--base-url`` or ``--served-model`` and what went wrong, never the key."""
+        """The start-up check: ask the endpoint, once and briefly, whether it answers and serves :attr:`model`
+        (``GET /models``, or where a server offers no list (404, 405), a chat completion of one token), then
+        load the template's rules. Asked first, a wrong URL, model name or key fails in about a second, not
+        after ms-swift's templates have loaded. Raises ``ValueError``, one line naming ``--base-url``,
+        ``--served-model`` or the template and what went wrong, never the key."""
+        self._ask_endpoint()
+        _ = self.call_format  # an unknown template fails here too, not at the first episode
+
+    def _ask_endpoint(self) -> None:
         where = f"--base-url {redaction.redact(self.base_url)}"
         timeout_s = min(self.timeout_s, CHECK_TIMEOUT_S)
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
