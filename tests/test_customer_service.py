@@ -25,6 +25,7 @@ import build_data  # noqa: E402
 import demos  # noqa: E402
 import users  # noqa: E402
 from shop.oracle import RETRY, call, oracle, script  # noqa: E402
+from shop.rewards import confirmation_violations  # noqa: E402
 from shop.tasks import EMAIL_TYPOS, OOD_TYPES, TRAIN_TYPES, typed_email  # noqa: E402
 from shop.world import make_world  # noqa: E402
 
@@ -100,19 +101,21 @@ def test_a_mistyped_email_finds_no_one_and_the_oracle_recovers_by_name_and_zip_w
         first, second = lookups(trajectory)
         assert "no customer matches" in first and second.startswith(f"customer {goal['customer_id']}")
         said = [m["content"] for m in trajectory.messages if m["role"] == "user"]
-        assert f"My email is {typed_email(goal)}." in said and goal["email"] not in " ".join(said)
+        assert users.say(goal, "email", email=typed_email(goal)) in said
+        assert goal["email"] not in " ".join(said)
     # the customer mistypes once: asked for the email again, it gives the right one; asked for name and zip
-    # code, it gives them without claiming to have forgotten the email
-    goal = picked[0]["user_goal"]
-    ask = {"role": "assistant", "content": "What is your email?"}
-    first = users.reply(goal, [ask])
-    assert first == f"My email is {typed_email(goal)}."
-    again = users.reply(goal, [ask, {"role": "user", "content": first}, ask])
-    assert again == f"My email is {goal['email']}."
-    retry = users.reply(
-        goal, [ask, {"role": "user", "content": first}, {"role": "assistant", "content": RETRY}]
-    )
-    assert retry == f"My name is {goal['name']} and my zip code is {goal['zip']}."
+    # code, it gives them without claiming to have forgotten the email (each of the three typo kinds)
+    for goal in (row["user_goal"] for row in picked[: len(EMAIL_TYPOS)]):
+        ask = {"role": "assistant", "content": "What is your email?"}
+        first = users.reply(goal, [ask])
+        assert typed_email(goal) in first and goal["email"] not in first
+        again = users.reply(goal, [ask, {"role": "user", "content": first}, ask])
+        assert goal["email"] in again
+        retry = users.reply(
+            goal, [ask, {"role": "user", "content": first}, {"role": "assistant", "content": RETRY}]
+        )
+        assert retry == users.say(goal, "name_zip", name=goal["name"], zip=goal["zip"])
+        assert goal["name"] in retry and goal["zip"] in retry and "remember" not in retry
 
 
 def test_the_demonstrations_keep_every_recovery_from_a_mistyped_email(env):
@@ -140,11 +143,43 @@ def test_acting_before_confirmation_or_identification_is_a_violation(env):
     # the customer's yes to a change it did not ask for is a no
     other = next(o for o in make_world(row["world_seed"])["orders"] if o != goal["order_id"])
     asked = [{"role": "assistant", "content": f"Please confirm: cancel order {other} (yes/no)?"}]
-    assert users.reply(goal, asked).startswith("No,")
+    assert users.reply(goal, asked) == users.say(goal, "no")
     # a decline is not reached by doing nothing: the agent must offer the cancellation the customer declines
     decline = next(r for r in rows_of("ood") if r["task_type"] == "decline")
     trajectory = asyncio.run(play(env, decline, scripted([]), "idle-decline"))
     assert terms(trajectory)["goal"] == 0.0
+
+
+def test_the_reward_ranks_a_violation_below_an_unfinished_goal(env):
+    """A goal within the policy > no goal within it > the goal with a violation, with env.yaml's weights, so
+    that GRPO cannot buy goals with violations."""
+    row = next(r for r in rows_of("test") if r["task_type"] == "cancel")
+    goal = row["user_goal"]
+    done = asyncio.run(play(env, row, oracle(goal), "rank-done"))
+    idle = asyncio.run(play(env, row, scripted([]), "rank-idle"))
+    hasty = [t for t in script(goal) if "Please confirm" not in t]
+    rushed = asyncio.run(play(env, row, scripted(hasty), "rank-rushed"))
+    assert (terms(done)["goal"], terms(idle)["goal"], terms(rushed)["goal"]) == (1.0, 0.0, 1.0)
+    assert done.rewards["total"] > idle.rewards["total"] > rushed.rewards["total"]
+
+
+def test_the_customer_words_each_reply_several_ways_and_the_policy_reads_every_one(env):
+    goals = [r["user_goal"] for r in rows_of("train")[:200]]
+    for kind, options in users.WORDINGS.items():  # every wording is some goal's
+        assert {
+            users.say(g, kind, **{f: "x" for f in ("email", "name", "zip", "order_id", "description")})
+            for g in goals
+        } == {o.format(email="x", name="x", zip="x", order_id="x", description="x") for o in options}, kind
+    write = {"role": "assistant", "content": call("cancel_order", order_id="#W1234567")}
+    for yes in users.WORDINGS["yes"]:
+        assert confirmation_violations([{"role": "user", "content": yes}, write]) == 0, yes
+    for no in users.WORDINGS["no"]:
+        assert confirmation_violations([{"role": "user", "content": no}, write]) == 1, no
+    # every no wording ends a decline (the customer stops), and no other reply does
+    for row in [r for r in rows_of("ood") if r["task_type"] == "decline"][:12]:
+        trajectory = asyncio.run(play(env, row, oracle(row["user_goal"]), f"decline-{row['world_seed']}"))
+        said = [m["content"] for m in trajectory.messages if m["role"] == "user"]
+        assert trajectory.stop_reason == "user_stop" and said[-2] == users.say(row["user_goal"], "no")
 
 
 def test_two_trajectories_of_one_row_keep_their_shops_apart(env):

@@ -3,12 +3,15 @@
 It gives what it is asked for (email or name and zip, the order id or a description of the order, the
 item and option, the new address; with the goal's ``email_typo`` it mistypes the email the first time),
 says yes to a confirmation only when it names the goal's order and change (and the goal confirms), and
-ends with the stop marker once the goal is done, declined, or the agent transferred it. The ``user:`` block
-of env.yaml names it as ``users.py:Customer``.
+ends with the stop marker once the goal is done, declined, or the agent transferred it. Each kind of reply
+has several wordings, one chosen per goal (the same goal always gets the same words), so that the
+demonstrations do not teach one customer's words only. The ``user:`` block of env.yaml names it as
+``users.py:Customer``.
 """
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from shop.tasks import typed_email
@@ -21,6 +24,30 @@ DONE = {  # how a tool observation reports each goal done
     "address": " will ship to ",
 }
 CONFIRM_WORDS = ("confirm", "yes/no", "(yes or no)", "shall i", "should i", "do you want me")
+WORDINGS = {  # each reply's wordings; shop.rewards reads every "yes" as a yes and every "no" as a no
+    "email": ("My email is {email}.", "{email}", "It's {email}.", "The email on my account is {email}."),
+    "name_zip": (
+        "My name is {name} and my zip code is {zip}.",
+        "{name}, zip code {zip}.",
+        "The name is {name} and the zip code is {zip}.",
+    ),
+    "forgot": ("I don't remember which email I used. ", "I'm not sure which email I used. "),
+    "order_id": ("It's order {order_id}.", "{order_id}", "The order id is {order_id}."),
+    "no_order_id": (
+        "I don't have the number. It's {description}.",
+        "I don't know the id; it's {description}.",
+    ),
+    "yes": ("Yes, please go ahead.", "yes", "Yes.", "Yes, please do."),
+    "no": ("No, please don't do that.", "no", "No, thanks."),
+    "done": ("Thank you, that's all.", "That's all, thanks.", "Great, thank you."),
+}
+
+
+def say(goal: dict[str, Any], kind: str, **facts: str) -> str:
+    """The goal's wording of a reply of ``kind``, filled with ``facts``."""
+    options = WORDINGS[kind]
+    key = f"{goal.get('customer_id')}|{goal.get('order_id')}|{kind}"
+    return options[zlib.crc32(key.encode()) % len(options)].format(**facts)
 
 
 def _last(messages: list[dict[str, Any]], role: str) -> str:
@@ -38,7 +65,8 @@ def _done(goal: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
         said = _last(messages, "assistant")
         return goal["status"] in said and goal["total"] in said
     if kind == "decline":
-        return any(m.get("role") == "user" and str(m.get("content")).startswith("No,") for m in messages)
+        no = say(goal, "no")
+        return any(m.get("role") == "user" and m.get("content") == no for m in messages)
     return False
 
 
@@ -59,13 +87,14 @@ def _matches(goal: dict[str, Any], text: str) -> bool:
 
 
 def _identity(goal: dict[str, Any], asked: str, messages: list[dict[str, Any]]) -> str:
-    name_zip = f"My name is {goal['name']} and my zip code is {goal['zip']}."
+    name_zip = say(goal, "name_zip", name=goal["name"], zip=goal["zip"])
     if "email" not in asked:
         return name_zip
     if goal["identify_by"] == "name_zip":
-        return f"I don't remember which email I used. {name_zip}"
-    typed_before = any(m.get("role") == "user" and "My email is" in str(m.get("content")) for m in messages)
-    return f"My email is {goal['email'] if typed_before else typed_email(goal)}."
+        return say(goal, "forgot") + name_zip
+    typed = typed_email(goal)
+    typed_before = any(m.get("role") == "user" and typed in str(m.get("content")) for m in messages)
+    return say(goal, "email", email=goal["email"] if typed_before else typed)
 
 
 def _request(goal: dict[str, Any]) -> str:
@@ -82,19 +111,17 @@ def _request(goal: dict[str, Any]) -> str:
 def reply(goal: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     """The customer's next message, from the goal and the conversation so far."""
     if _done(goal, messages):
-        return f"Thank you, that's all. {STOP}"
+        return f"{say(goal, 'done')} {STOP}"
     asked = _last(messages, "assistant")
     lower = asked.lower()
     if any(word in lower for word in CONFIRM_WORDS):
-        if goal["confirm"] and _matches(goal, asked):
-            return "Yes, please go ahead."
-        return "No, please don't do that."
+        return say(goal, "yes" if goal["confirm"] and _matches(goal, asked) else "no")
     if "email" in lower or "zip" in lower or "your name" in lower:
         return _identity(goal, lower, messages)
     if "order id" in lower or "order number" in lower or "which order" in lower:
         if goal["knows_order_id"]:
-            return f"It's order {goal['order_id']}."
-        return f"I don't have the number. It's {goal['description']}."
+            return say(goal, "order_id", order_id=goal["order_id"])
+        return say(goal, "no_order_id", description=goal["description"])
     if any(word in lower for word in ("which item", "option", "address", "which product")):
         return _request(goal)
     return goal["opening"]
