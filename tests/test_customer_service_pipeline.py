@@ -345,6 +345,29 @@ def test_select_takes_the_best_val_success_then_fewer_violations_then_the_earlie
     assert json.loads((tmp_path / "v.json").read_text())["best"]["step"] == 10
 
 
+def test_select_passes_over_a_checkpoint_with_more_violations_than_the_sft_model(tmp_path, monkeypatch):
+    """2026-12-07's seed 43: checkpoint 10 had the best val success with nearly twice the SFT model's share of
+    conversations with a violation; the target forbids that rise, so select must not ship it."""
+
+    def val(path: Path, goals: int, violating: int) -> None:  # of 50 conversations
+        episodes = [(1.0 if i < goals else 0.0, 1.0 if i >= 50 - violating else 0.0) for i in range(50)]
+        trajectories(path / "trajectories.jsonl", [("val", "cancel", g, v) for g, v in episodes])
+
+    val(tmp_path / "sft", 22, 5)  # 0.44, 0.10
+    val(tmp_path / "val" / "checkpoint-10", 36, 10)  # 0.72, 0.20: the best success, too many violations
+    val(tmp_path / "val" / "checkpoint-20", 35, 6)  # 0.70, 0.12: within the margin
+    ckpts = [str(tmp_path / "run" / "v0" / f"checkpoint-{n}") for n in (10, 20)]
+    args = [str(tmp_path / n) for n in ("sft", "val", "best.txt", "v.json")]
+    summarize.select(*args, *ckpts)
+    assert (tmp_path / "best.txt").read_text().strip() == ckpts[1]
+    monkeypatch.setenv("SELECT_VIOLATION_MARGIN", "0")  # no rise at all: the SFT model stays
+    summarize.select(*args, *ckpts)
+    assert (tmp_path / "best.txt").read_text().strip() == "sft"
+    monkeypatch.setenv("SELECT_VIOLATION_MARGIN", "1")  # no constraint: the best success
+    summarize.select(*args, *ckpts)
+    assert (tmp_path / "best.txt").read_text().strip() == ckpts[0]
+
+
 def test_select_counts_a_candidate_by_its_worst_customer(tmp_path):
     def val(path: Path, goals: list[float]) -> None:
         trajectories(path / "trajectories.jsonl", [("val", "cancel", g, 0.0) for g in goals])

@@ -18,9 +18,10 @@
 #   select SEED      every saved checkpoint of the run on val (one engine a customer), beside the SFT model's
 #                    val rows (step 0), with each customer of SELECT_USERS ("scripted model"; a candidate
 #                    counts by its worst customer: the SFT model scored 1.00 on val with the scripted one
-#                    on 2026-12-06, so that one alone could tell no checkpoint apart): the best val goal
-#                    success wins, then the fewer conversations with a policy violation, then the
-#                    earliest; "sft" when none beats the SFT model
+#                    on 2026-12-06, so that one alone could tell no checkpoint apart); a checkpoint whose
+#                    share with a violation exceeds the SFT model's by more than SELECT_VIOLATION_MARGIN
+#                    (0.02) is passed over; then the best val goal success wins, then the fewer
+#                    conversations with a policy violation, then the earliest; "sft" when none beats it
 #                    -> /tmp/cs-grpo-SEED-best.txt, OUT/validation-SEED.json                            ~2 min
 #   eval-trained SEED  the chosen checkpoint (the last one without select) on the eval set           ~3 min
 #   user             the customer model served by `swift deploy` in the foreground, until killed (pipeline.sh

@@ -17,15 +17,18 @@ step, one line per seed), and prints the summary.
 each, by checkpoint name). Each may be a comma-separated list, one folder per customer (scripted, model): a
 candidate then counts by its worst customer (the lowest val success, the highest share with a violation), so a
 customer on which every model scores the same (the scripted one, which the SFT model's demonstrations follow)
-cannot hide a checkpoint that breaks on the other. The best val goal success wins, then the fewer conversations
-with a policy violation, then the earliest step. Writes the chosen checkpoint (or "sft") to BEST_FILE and every
-score with the choice to REPORT (JSON).
+cannot hide a checkpoint that breaks on the other. A checkpoint whose share of conversations with a violation
+is above step 0's by more than SELECT_VIOLATION_MARGIN (environment, 0.02: two of val's 100 conversations) is
+not a candidate (issue 35's target: violations must not rise); among the rest and step 0, the best val goal
+success wins, then the fewer conversations with a policy violation, then the earliest step. Writes the chosen
+checkpoint (or "sft") to BEST_FILE and every score with the choice to REPORT (JSON).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -175,9 +178,12 @@ def curves(folder: Path) -> Path | None:
     return plot_seeds(folder / "curves.png", by_seed, panels)
 
 
-def choose(candidates: list[dict[str, Any]]) -> dict[str, Any]:
-    """The best val success, then the lower share with a violation, then the earliest step."""
-    return max(candidates, key=lambda s: (s["success"], -s["violating"], -s["step"]))
+def choose(candidates: list[dict[str, Any]], margin: float) -> dict[str, Any]:
+    """Among step 0 (the first candidate) and the checkpoints whose share with a violation is at most step 0's
+    plus ``margin``: the best val success, then the lower share with a violation, then the earliest step."""
+    limit = round(candidates[0]["violating"] + margin, 9)
+    allowed = [candidates[0], *(s for s in candidates[1:] if round(s["violating"], 9) <= limit)]
+    return max(allowed, key=lambda s: (s["success"], -s["violating"], -s["step"]))
 
 
 def select(sft_eval: str, val_eval: str, best_file: str, report: str, *checkpoints: str) -> None:
@@ -202,9 +208,12 @@ def select(sft_eval: str, val_eval: str, best_file: str, report: str, *checkpoin
         )
         if scored:
             candidates.append(scored)
-    best = choose(candidates)
+    margin = float(os.environ.get("SELECT_VIOLATION_MARGIN", "0.02"))
+    best = choose(candidates, margin)
+    limit = candidates[0]["violating"] + margin
     for s in candidates:
-        mark = "  <- best" if s is best else ""
+        over = "  (passed over: violations above step 0's + margin)" if s["violating"] > limit + 1e-9 else ""
+        mark = "  <- best" if s is best else over
         each = " / ".join(f"{c['success']:.3f}" for c in s["customers"])
         print(
             f"step {s['step']:>4}  val success {s['success']:.3f} ({each})  with a violation {s['violating']:.3f}{mark}"
