@@ -178,11 +178,15 @@ def curves(folder: Path) -> Path | None:
     return plot_seeds(folder / "curves.png", by_seed, panels)
 
 
+def passed_over(candidate: dict[str, Any], step0: dict[str, Any], margin: float) -> bool:
+    """Whether a checkpoint's share with a violation is above step 0's by more than ``margin``."""
+    return round(candidate["violating"], 9) > round(step0["violating"] + margin, 9)
+
+
 def choose(candidates: list[dict[str, Any]], margin: float) -> dict[str, Any]:
-    """Among step 0 (the first candidate) and the checkpoints whose share with a violation is at most step 0's
-    plus ``margin``: the best val success, then the lower share with a violation, then the earliest step."""
-    limit = round(candidates[0]["violating"] + margin, 9)
-    allowed = [candidates[0], *(s for s in candidates[1:] if round(s["violating"], 9) <= limit)]
+    """Among step 0 (the first candidate) and the checkpoints not passed over: the best val success, then the
+    lower share with a violation, then the earliest step."""
+    allowed = [candidates[0], *(s for s in candidates[1:] if not passed_over(s, candidates[0], margin))]
     return max(allowed, key=lambda s: (s["success"], -s["violating"], -s["step"]))
 
 
@@ -210,10 +214,10 @@ def select(sft_eval: str, val_eval: str, best_file: str, report: str, *checkpoin
             candidates.append(scored)
     margin = float(os.environ.get("SELECT_VIOLATION_MARGIN", "0.02"))
     best = choose(candidates, margin)
-    limit = candidates[0]["violating"] + margin
     for s in candidates:
-        over = "  (passed over: violations above step 0's + margin)" if s["violating"] > limit + 1e-9 else ""
-        mark = "  <- best" if s is best else over
+        mark = "  <- best" if s is best else ""
+        if passed_over(s, candidates[0], margin):
+            mark = "  (passed over: violations above step 0's + margin)"
         each = " / ".join(f"{c['success']:.3f}" for c in s["customers"])
         print(
             f"step {s['step']:>4}  val success {s['success']:.3f} ({each})  with a violation {s['violating']:.3f}{mark}"
