@@ -165,17 +165,15 @@ def test_the_reward_ranks_a_violation_below_an_unfinished_goal(env):
 
 def test_the_customer_words_each_reply_several_ways_and_the_policy_reads_every_one(env):
     goals = [r["user_goal"] for r in rows_of("train")[:200]]
+    facts = dict.fromkeys(("email", "name", "zip", "order_id", "description"), "x")
     for kind, options in users.WORDINGS.items():  # every wording is some goal's
-        assert {
-            users.say(g, kind, **{f: "x" for f in ("email", "name", "zip", "order_id", "description")})
-            for g in goals
-        } == {o.format(email="x", name="x", zip="x", order_id="x", description="x") for o in options}, kind
+        assert {users.say(g, kind, **facts) for g in goals} == {o.format(**facts) for o in options}, kind
     write = {"role": "assistant", "content": call("cancel_order", order_id="#W1234567")}
     for yes in users.WORDINGS["yes"]:
         assert confirmation_violations([{"role": "user", "content": yes}, write]) == 0, yes
     for no in users.WORDINGS["no"]:
         assert confirmation_violations([{"role": "user", "content": no}, write]) == 1, no
-    # every no wording ends a decline (the customer stops), and no other reply does
+    # a decline ends (the customer stops) on the goal's own no wording
     for row in [r for r in rows_of("ood") if r["task_type"] == "decline"][:12]:
         trajectory = asyncio.run(play(env, row, oracle(row["user_goal"]), f"decline-{row['world_seed']}"))
         said = [m["content"] for m in trajectory.messages if m["role"] == "user"]
