@@ -27,8 +27,9 @@ _spec = importlib.util.spec_from_file_location("customer_service_summarize", BEN
 summarize = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(summarize)
 
-# stub of h200.sh (PHASE OUT [SEED]): records each call as one JSON line; `user` serves /v1/models (the first
-# FAKE_USER_DIES starts exit at once instead), `user-wait` is the real one
+# stub of h200.sh (PHASE OUT [SEED]): records each call as one JSON line (FAIL, FAIL_ONCE: a phase fails; FAIL_NAME:
+# PHASE-SEED fails); `user` serves /v1/models (the first FAKE_USER_DIES starts exit at once instead), `user-wait`
+# is the real one
 STUB = r"""
 import time; T0 = time.time()  # first: the start as the pipeline made it
 import http.server, json, os, sys, urllib.request
@@ -68,7 +69,8 @@ pause = {"train": 2.0, "sft": 1.0}.get(phase, 1.5 if phase.startswith("eval") el
 time.sleep(pause + (1.5 * float(os.environ["STAGGER"]) if phase != "select" else 0))
 name = phase + (f"-{rest[0]}" if rest else "")
 failed = (phase == os.environ.get("FAIL") and os.environ.get("FAIL_USERS", os.environ.get("EVAL_USERS"))
-          == os.environ.get("EVAL_USERS")) or (phase == os.environ.get("FAIL_ONCE") and tally(name) == 0)
+          == os.environ.get("EVAL_USERS")) or (phase == os.environ.get("FAIL_ONCE") and tally(name) == 0) \
+         or name == os.environ.get("FAIL_NAME")
 record(t0=t0, t1=time.time(), user_up=up, rc=3 if failed else 0)
 sys.exit(3 if failed else 0)
 """
@@ -134,10 +136,20 @@ def test_the_pipeline_runs_both_seeds_beside_one_customer_within_the_deadline(tm
         order[0] == "prepare" and order.count("user") == 1 and order.index("user") < order.index("train-s42")
     )
     assert sorted(set(order)) == sorted(
-        ["prepare", "user", "eval-base", "sft", "eval-sft"]
+        ["prepare", "user", "eval-base", "sft", "eval-sft", "sft-s43", "eval-sft-s43"]
         + [f"{p}-s{s}" for s in (42, 43) for p in ("train", "select", "eval-trained")]
     )
     assert order.count("eval-sft") == 2 and order.count("eval-trained-s42") == 2  # each with both customers
+    # the second SFT draw trains once eval-base has left the GPU, on its own port, and the trainers do not wait
+    # for it; each customer's score of it follows the first SFT model's with that customer
+    draw = by["sft-s43"]
+    assert draw["t0"] >= by["eval-base"]["t1"] and draw["MASTER_PORT"] not in {"29521", "29531", "29532"}
+    assert by["train-s42"]["t0"] < draw["t1"]
+    sft_evals = {c["EVAL_USERS"]: c for c in calls if named([c]) == ["eval-sft"]}
+    draw_evals = {c["EVAL_USERS"]: c for c in calls if named([c]) == ["eval-sft-s43"]}
+    assert set(draw_evals) == {"scripted", "model"} and not overlap(*draw_evals.values())
+    for user, c in draw_evals.items():
+        assert c["t0"] >= max(sft_evals[user]["t1"], draw["t1"]) and c["GPU_UTIL"] == "0.15"
     phases = (results / "phases.tsv").read_text()
     assert "user-wait\tend" in phases and "rc=0" in phases.split("user-wait\tend")[1].splitlines()[0]
     for seed in (42, 43):  # select failed once, was retried, and the seed went on
@@ -147,7 +159,7 @@ def test_the_pipeline_runs_both_seeds_beside_one_customer_within_the_deadline(tm
         # select waits for both of eval-sft's ends (its val rows with each customer are step 0) and chooses
         # with both customers
         selects = [c for c in calls if named([c]) == [f"select-s{seed}"]]
-        assert min(c["t0"] for c in selects) >= max(c["t1"] for c in calls if c["phase"] == "eval-sft")
+        assert min(c["t0"] for c in selects) >= max(c["t1"] for c in sft_evals.values())
         assert {c["SELECT_USERS"] for c in selects} == {"scripted model"}
         scripted, model = (c for c in calls if named([c]) == [f"eval-trained-s{seed}"])
         assert {scripted["EVAL_USERS"], model["EVAL_USERS"]} == {"scripted", "model"} and overlap(
@@ -183,6 +195,7 @@ def test_the_pipeline_runs_both_seeds_beside_one_customer_within_the_deadline(tm
 def test_without_the_model_customer_select_chooses_with_the_scripted_one_alone(tmp_path):
     calls, _, _ = run_pipeline(tmp_path, EVAL_MODEL_USER="0")
     assert {c["EVAL_USERS"] for c in calls if c["phase"].startswith("eval")} == {"scripted"}
+    assert named(calls).count("eval-sft-s43") == 1
     assert {c["SELECT_USERS"] for c in calls if c["phase"] == "select"} == {"scripted"}
     assert sorted(c["seed"] for c in calls if c["phase"] == "eval-trained") == ["42", "43"]
 
@@ -219,7 +232,17 @@ def test_a_customer_that_never_answers_fails_its_phases_clearly_and_trains_nothi
 @pytest.mark.timeout(120)
 def test_a_failed_sft_trains_nothing_stops_the_customer_and_still_summarizes(tmp_path):
     calls, _, _ = run_pipeline(tmp_path, FAIL="sft", DEADLINE="100")  # < 4 min left: no retry
-    assert sorted(named(calls)) == ["eval-base", "prepare", "sft", "user"]
+    assert sorted(named(calls)) == ["eval-base", "prepare", "sft", "sft-s43", "user"]
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_sft_draw_is_not_scored_and_without_draws_none_is_trained(tmp_path):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    calls, _, _ = run_pipeline(tmp_path / "a", FAIL_NAME="sft-43", DEADLINE="1140")
+    order = named(calls)  # the draw failed, was retried, failed again; the rest of the run went on
+    assert order.count("sft-s43") == 2 and "eval-sft-s43" not in order and "eval-trained-s43" in order
+    calls, _, _ = run_pipeline(tmp_path / "b", SFT_DRAWS="")
+    assert not {"sft-s43", "eval-sft-s43"} & set(named(calls)) and "train-s43" in named(calls)
 
 
 def test_prepare_holds_val_apart_from_the_demonstrations_and_the_grpo_rows(tmp_path):
@@ -288,6 +311,29 @@ def test_the_summary_checks_success_and_violations_on_every_seed(tmp_path):
     head = "| group | base | sft | trained-42 | trained-43 | trained mean | sft, model customer | trained-42, model customer |"
     assert head in text
     assert "| test/cancel | 0.00 | 0.50 | 1.00 | 1.00 | 1.00 | 0.00 | 0.50 |" in text  # goal success
+
+
+def test_the_target_is_read_against_the_strongest_sft_draw_with_each_customer(tmp_path):
+    cancel = [("test", "cancel", 1.0, 0.0), ("test", "cancel", 0.0, 0.0)]  # success 0.5, no violation
+    made = {
+        "sft": [("test", "cancel", 0.0, 0.0)] * 2,
+        "sft-43": [("test", "cancel", 1.0, 1.0)] + cancel,  # 0.667, one of three with a violation
+        "trained-42": [("test", "cancel", 1.0, 0.0)] * 2 + cancel,  # 0.75: +0.25 on sft, +0.083 on sft-43
+        "sft-model-user": cancel,
+        "sft-43-model-user": [("test", "cancel", 0.0, 0.0)] * 2,
+        "trained-42-model-user": [("test", "cancel", 1.0, 0.0)] * 2,
+    }
+    for name, rows in made.items():
+        trajectories(tmp_path / f"trajectories-{name}.jsonl.gz", rows)
+    models = summarize.load(tmp_path)
+    assert list(models)[:2] == ["sft", "sft-43"]  # the baselines before the trained seeds
+    scripted, model = summarize.target(models), summarize.target(models, summarize.MODEL_USER)
+    assert (
+        "vs the strongest baseline (sft-43) 0.667" in scripted and ": NOT met; with a violation" in scripted
+    )
+    assert "0.000 vs 0.333 (needs no rise): met; baselines: sft 0.000, sft-43 0.667" in scripted
+    assert "vs the strongest baseline (sft) 0.500 (needs >= +0.15 on every seed): met" in model
+    assert "baselines: sft 0.500, sft-43 0.000" in model
 
 
 def test_the_summary_counts_failed_lookups_and_recoveries_only_where_there_were_any(tmp_path):

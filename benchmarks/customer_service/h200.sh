@@ -11,7 +11,11 @@
 #   eval-base        the base model on the eval set                                                   ~3 min
 #   sft              DEMOS (1,000) oracle demonstrations (demos.py) of train rows 1-1,000, LoRA SFT,
 #                    merged into /tmp/cs-sft-model                                                    ~4-5 min
+#   sft DRAW         another SFT model (swift's --seed and --data_seed DRAW, e.g. 43) from the same
+#                    demonstrations, merged into /tmp/cs-sft-model-DRAW: a second draw of the SFT-only baseline,
+#                    never a warm start
 #   eval-sft         the SFT model on the eval set (its val rows are select's step 0)                 ~3 min
+#   eval-sft DRAW    that SFT draw on the eval set (eval-sft-DRAW*.json: a baseline beside sft)
 #   train SEED       GRPO from the SFT model (SEED 42; 42 and 43 for the two seeds) with the 0.5B model as the
 #                    customer (USER_KIND=scripted: the scripted one), STEPS (40), saves every SAVE_STEPS (5);
 #                    stops at TRAIN_TIMEOUT (480 s) or at TRAIN_UNTIL (epoch s): run again to resume  ~9 min a call
@@ -43,6 +47,7 @@
 # (/tmp/device_env.sh, sourced when present). A CPU check of every phase: RESULTS.md ("CPU check").
 set -euo pipefail
 phase=${1:?phase}; out=${2:?out dir}; SEED=${3:-${SEED:-42}}
+draw=${3:+-$3}  # sft and eval-sft with a seed: that draw of the SFT model (-SEED in its names); none: the first
 DEVICE_ENV=${DEVICE_ENV:-/tmp/device_env.sh}
 [ -f "$DEVICE_ENV" ] && source "$DEVICE_ENV" >/dev/null
 source benchmarks/vllm_start.sh  # vllm_start LOG CMD: once more when vLLM's start-up lost a memory race
@@ -113,16 +118,17 @@ case "$phase" in
     { for split in test ood; do head -n "$rows" "$ex/data/$split.jsonl"; done; cat "$data/val.jsonl"; } > "$data/eval.jsonl"
     wc -l "$data"/*.jsonl | tee "$out/prepare.log" ;;
   eval-base) evaluate base "$BASE_MODEL" ;;
-  sft)
-    rm -rf "$RUNS/cs-sft"
-    python3 $ex/demos.py --n "${DEMOS:-1000}" --template "$TEMPLATE" --out "$data/sft.jsonl" > "$out/sft.log" 2>&1
+  sft)  # with a DRAW (a seed): another SFT model from the same demonstrations, the baseline's spread
+    rm -rf "$RUNS/cs-sft$draw"
+    python3 $ex/demos.py --n "${DEMOS:-1000}" --template "$TEMPLATE" --out "$data/sft$draw.jsonl" > "$out/sft$draw.log" 2>&1
     # examples/sft.sh (LoRA SFT + merge into OUTPUT/merged) with this recipe's batch and length, set here so
     # that a MICRO_BATCH meant for the trainers does not change the SFT run
-    MODEL=$BASE_MODEL OUTPUT=$RUNS/cs-sft SFT_ROWS=$data/sft.jsonl DTYPE=bfloat16 EPOCHS=2 MICRO_BATCH=8 GRAD_ACC=2 \
-      MAX_LENGTH=6144 bash examples/sft.sh "${sft_flags[@]}" >> "$out/sft.log" 2>&1
-    rm -rf "$SFT_MODEL" && mv "$RUNS/cs-sft/merged" "$SFT_MODEL"
-    cp "$RUNS"/cs-sft/v*/logging.jsonl "$out/logging-sft.jsonl" ;;
-  eval-sft) evaluate sft "$SFT_MODEL" ;;
+    seed=(); [ -n "$draw" ] && seed=(--seed "${draw#-}" --data_seed "${draw#-}")  # LoRA init and data order
+    MODEL=$BASE_MODEL OUTPUT=$RUNS/cs-sft$draw SFT_ROWS=$data/sft$draw.jsonl DTYPE=bfloat16 EPOCHS=2 MICRO_BATCH=8 \
+      GRAD_ACC=2 MAX_LENGTH=6144 bash examples/sft.sh "${sft_flags[@]}" "${seed[@]}" >> "$out/sft$draw.log" 2>&1
+    rm -rf "$SFT_MODEL$draw" && mv "$RUNS/cs-sft$draw/merged" "$SFT_MODEL$draw"
+    cp "$RUNS"/cs-sft$draw/v*/logging.jsonl "$out/logging-sft$draw.jsonl" ;;
+  eval-sft) evaluate "sft$draw" "$SFT_MODEL$draw" ;;
   train)  # resumable: the LoRA weights and step count come back, not the optimizer (deepsearch h200.sh says why)
     # TRAIN_UNTIL (epoch s, pipeline.sh): stop then, so that a retried phase keeps the run's deadline too
     timeout=${TRAIN_TIMEOUT:-480}; [ -n "${TRAIN_UNTIL:-}" ] && timeout=$(( TRAIN_UNTIL - $(date +%s) ))

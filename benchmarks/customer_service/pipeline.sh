@@ -15,12 +15,15 @@
 #
 #   prepare -> customer server for the whole run (user-wait before the trainers) --------------------\
 #          \-> sft (demonstrations on the CPU first) -> eval-sft, 90 s later eval-sft-user ---------------->  summary
-#          \-> 30 s later: eval-base ------------------------------------------------------------------------/
+#          \-> 30 s later: eval-base -> sft 43 (a second SFT draw) -> eval-sft 43 || eval-sft-user 43 -------/
 #                sft -> train seed 42 -> select 42 -> eval-trained 42 || eval-trained-user 42 --------------/
 #                   \-> train seed 43 -> select 43 -> eval-trained 43 || eval-trained-user 43 -------------/
 #
 # The `-user` phases score the set with the model customer too, and select then chooses with both customers
-# (EVAL_MODEL_USER=0: the scripted one only). Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of
+# (EVAL_MODEL_USER=0: the scripted one only). SFT_DRAWS ("43"; "" none): seeds of more SFT models trained on the
+# same demonstrations after eval-base and scored after eval-sft (each customer's after that customer's), so that
+# the target is read against the strongest of several SFT draws, not one; GRPO starts from the first (sft).
+# Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of
 # each seed, saved every SAVE_STEPS, 10: select scores each on val with both customers; training stops early, at
 # the deadline less SCORE_RESERVE, 420 s, what select and eval-trained take, the first seed STAGGER s sooner so
 # that their engines start apart), STAGGER (30 s between
@@ -39,6 +42,7 @@ if [ "${1:-}" = --status ]; then
 fi
 R=${1:?results dir}
 T0=$(date +%s) DEADLINE=${DEADLINE:-1140} SEEDS=${SEEDS:-42 43} STEPS=${STEPS:-40} STAGGER=${STAGGER:-30}
+SFT_DRAWS=${SFT_DRAWS-43}
 SCORE_RESERVE=${SCORE_RESERVE:-420} RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5} SAVE_STEPS=${SAVE_STEPS:-10}
 CS=${CS:-"bash benchmarks/customer_service/h200.sh"}
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # less fragmentation, so the shares stay small
@@ -91,12 +95,32 @@ seed_arm() {  # SEED PORT EARLIER: GRPO from the SFT model, the checkpoint chose
   wait "$scored"
 }
 
+sft_draws() {  # SFT_DRAWS: more SFT models from the same demonstrations (the baseline's spread; never a warm
+  # start), one after another once eval-base has left the GPU; the trainers do not wait for them
+  local draw
+  for draw in $SFT_DRAWS; do
+    after eval-base; MASTER_PORT=$(( 29522 + draw % 8 )) phase "sft-$draw" $CS sft "$R" "$draw"
+  done
+}
+score_draws() {  # each SFT draw that trained, scored after the first SFT model's evaluation with the same customer
+  # (one at a time, so that no more engines share the GPU than before)
+  local draw
+  for draw in $SFT_DRAWS; do
+    after "sft-$draw"; grep -q "^sft-$draw	end	[0-9]*	rc=0" "$R/phases.tsv" || continue
+    after eval-sft; GPU_UTIL=0.15 EVAL_USERS=scripted phase "eval-sft-$draw" $CS eval-sft "$R" "$draw"
+    if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
+      after eval-sft-user; GPU_UTIL=0.15 EVAL_USERS=model phase "eval-sft-$draw-user" $CS eval-sft "$R" "$draw"
+    fi
+  done
+}
+
 phase prepare $CS prepare "$R" || exit 1
 serve_user & server=$!
 trap stop_user EXIT; trap 'exit 143' TERM INT
 MASTER_PORT=29521 phase sft $CS sft "$R" & sft=$!  # demos on the CPU first (~40 s): the customer starts alone
 sleep "$STAGGER"
 GPU_UTIL=0.25 EVAL_USERS=scripted phase eval-base $CS eval-base "$R" & others=($!)
+sft_draws & others+=($!)
 if wait "$sft"; then
   GPU_UTIL=0.15 EVAL_USERS=scripted phase eval-sft $CS eval-sft "$R" & others+=($!)
   if USER_WAIT=180 phase user-wait $CS user-wait "$R"; then
@@ -108,6 +132,7 @@ if wait "$sft"; then
     if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
       sleep "$STAGGER"; GPU_UTIL=0.15 EVAL_USERS=model phase eval-sft-user $CS eval-sft "$R" & others+=($!)
     fi
+    score_draws & others+=($!)
     wait "${arms[@]}"
   fi
 fi

@@ -4,8 +4,8 @@ and select's choice of a checkpoint on val.
     python benchmarks/customer_service/summarize.py OUT_DIR
     python benchmarks/customer_service/summarize.py --choose SFT_EVAL VAL_EVAL BEST_FILE REPORT [CHECKPOINT ...]
 
-Reads each ``trajectories-NAME.jsonl.gz`` in OUT_DIR (base, sft, trained-SEED; ``-model-user``: scored with the
-model customer), the ``validation-SEED.json`` choices and the GRPO step logs (``logging-grpo-SEED-v*.jsonl``);
+Reads each ``trajectories-NAME.jsonl.gz`` in OUT_DIR (base, sft, other SFT draws sft-SEED, trained-SEED;
+``-model-user``: scored with the model customer), the ``validation-SEED.json`` choices and the GRPO step logs (``logging-grpo-SEED-v*.jsonl``);
 writes ``summary.md`` (per split and per task type, a column per model and the trained mean: goal success, the
 share of conversations with a policy violation, violations per conversation, conversations that ended in an
 error, assistant turns, the customer's own ending, and the failed first lookup of the customer with the share
@@ -99,12 +99,18 @@ def scores(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     }
 
 
+def baseline(name: str) -> bool:
+    """Whether a model is a baseline: the base model, the SFT model or another SFT draw (``sft-SEED``)."""
+    plain = name.removesuffix(MODEL_USER)
+    return plain in ("base", "sft") or plain.startswith("sft-")
+
+
 def load(folder: Path) -> dict[str, dict[str, dict[str, float]]]:
     """Model name -> its scores: base, sft, the trained seeds, then the same with the model customer."""
 
     def order(name: str) -> tuple:
         plain = name.removesuffix(MODEL_USER)
-        return (name != plain, {"base": 0, "sft": 1}.get(plain, 2), plain)
+        return (name != plain, 0 if plain == "base" else 1 if baseline(name) else 2, plain)
 
     found = {
         path.name.removeprefix("trajectories-").removesuffix(".jsonl.gz"): scores(read(path))
@@ -139,10 +145,11 @@ def table(models: dict[str, dict[str, dict[str, float]]], metric: str) -> str:
 
 def target(models: dict[str, dict[str, dict[str, float]]], customer: str = "") -> str:
     """Issue 35's target with one customer (``customer``: "" scripted, MODEL_USER the model): every seed's test
-    success >= the strongest baseline's (base or sft, scored with that customer) + 0.15, and its share of test
-    conversations with a violation not above that baseline's; ood as reported."""
-    trained = [m for m in models if m.startswith("trained") and m.endswith(MODEL_USER) == bool(customer)]
-    baselines = [m + customer for m in ("base", "sft") if m + customer in models]
+    success >= the strongest baseline's (base or any SFT draw, scored with that customer) + 0.15, and its share
+    of test conversations with a violation not above that baseline's; ood as reported."""
+    mine = [m for m in models if m.endswith(MODEL_USER) == bool(customer)]
+    trained = [m for m in mine if m.startswith("trained")]
+    baselines = [m for m in mine if baseline(m)]
     if not trained or not baselines:
         return "target: not computable (a trained seed or a baseline is missing)"
 
@@ -157,12 +164,13 @@ def target(models: dict[str, dict[str, dict[str, float]]], customer: str = "") -
         rates = [get(m, group, "violating") for m in trained]
         ok = all(s >= get(best, group, "success") + margin for s in seeds)
         calm = all(r <= get(best, group, "violating") for r in rates)
+        each = ", ".join(f"{m.removesuffix(customer)} {get(m, group, 'success'):.3f}" for m in baselines)
         out.append(
             f"- {split}{'' if split == 'test' else ' (reported; not part of the target)'}: trained success "
             f"{', '.join(f'{s:.3f}' for s in seeds)} vs the strongest baseline ({best.removesuffix(customer)}) "
             f"{get(best, group, 'success'):.3f} (needs >= +{margin:.2f} on every seed): {'met' if ok else 'NOT met'}; "
             f"with a violation {', '.join(f'{r:.3f}' for r in rates)} vs {get(best, group, 'violating'):.3f} "
-            f"(needs no rise): {'met' if calm else 'NOT met'}"
+            f"(needs no rise): {'met' if calm else 'NOT met'}; baselines: {each}"
         )
     return "\n".join(out)
 
