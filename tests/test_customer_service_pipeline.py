@@ -245,6 +245,14 @@ def test_a_failed_sft_draw_is_not_scored_and_without_draws_none_is_trained(tmp_p
     assert not {"sft-s43", "eval-sft-s43"} & set(named(calls)) and "train-s43" in named(calls)
 
 
+@pytest.mark.timeout(120)
+def test_without_seeds_the_pipeline_scores_the_baselines_alone_and_ends(tmp_path):
+    calls, _, _ = run_pipeline(tmp_path, SEEDS="")  # run_pipeline fails on a hang (90 s) or a customer left up
+    assert sorted(named(calls)) == sorted(
+        ["prepare", "user", "eval-base", "sft", "sft-s43"] + ["eval-sft", "eval-sft-s43"] * 2
+    )
+
+
 def test_prepare_holds_val_apart_from_the_demonstrations_and_the_grpo_rows(tmp_path):
     env = {**os.environ, "RUNS": str(tmp_path), "DEVICE_ENV": "/nonexistent"}
     subprocess.run(

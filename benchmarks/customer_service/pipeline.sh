@@ -23,7 +23,7 @@
 # (EVAL_MODEL_USER=0: the scripted one only). SFT_DRAWS ("43"; "" none): seeds of more SFT models trained on the
 # same demonstrations after eval-base and scored after eval-sft (each customer's after that customer's), so that
 # the target is read against the strongest of several SFT draws, not one; GRPO starts from the first (sft).
-# Knobs: DEADLINE (s, 1140), SEEDS ("42 43"), STEPS (40 GRPO steps of
+# Knobs: DEADLINE (s, 1140), SEEDS ("42 43"; "": the baselines alone, no GRPO), STEPS (40 GRPO steps of
 # each seed, saved every SAVE_STEPS, 10: select scores each on val with both customers; training stops early, at
 # the deadline less SCORE_RESERVE, 420 s, what select and eval-trained take, the first seed STAGGER s sooner so
 # that their engines start apart), STAGGER (30 s between
@@ -41,7 +41,7 @@ if [ "${1:-}" = --status ]; then
   exit 0
 fi
 R=${1:?results dir}
-T0=$(date +%s) DEADLINE=${DEADLINE:-1140} SEEDS=${SEEDS:-42 43} STEPS=${STEPS:-40} STAGGER=${STAGGER:-30}
+T0=$(date +%s) DEADLINE=${DEADLINE:-1140} SEEDS=${SEEDS-42 43} STEPS=${STEPS:-40} STAGGER=${STAGGER:-30}
 SFT_DRAWS=${SFT_DRAWS-43}
 SCORE_RESERVE=${SCORE_RESERVE:-420} RETRY_PAUSE=${RETRY_PAUSE:-20} POLL=${POLL:-5} SAVE_STEPS=${SAVE_STEPS:-10}
 CS=${CS:-"bash benchmarks/customer_service/h200.sh"}
@@ -133,7 +133,7 @@ if wait "$sft"; then
       sleep "$STAGGER"; GPU_UTIL=0.15 EVAL_USERS=model phase eval-sft-user $CS eval-sft "$R" & others+=($!)
     fi
     score_draws & others+=($!)
-    wait "${arms[@]}"
+    [ "${#arms[@]}" -eq 0 ] || wait "${arms[@]}"  # a bare wait would wait for the customer too
   fi
 fi
 wait "${others[@]}"
