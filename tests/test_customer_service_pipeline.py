@@ -247,7 +247,8 @@ def test_a_failed_sft_draw_is_not_scored_and_without_draws_none_is_trained(tmp_p
 
 @pytest.mark.timeout(120)
 def test_without_seeds_the_pipeline_scores_the_baselines_alone_and_ends(tmp_path):
-    calls, _, _ = run_pipeline(tmp_path, SEEDS="")  # run_pipeline fails on a hang (90 s) or a customer left up
+    # run_pipeline fails on a hang (90 s) or a customer left up
+    calls, _, _ = run_pipeline(tmp_path, SEEDS="")
     assert sorted(named(calls)) == sorted(
         ["prepare", "user", "eval-base", "sft", "sft-s43"] + ["eval-sft", "eval-sft-s43"] * 2
     )
