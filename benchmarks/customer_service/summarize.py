@@ -5,8 +5,8 @@ and select's choice of a checkpoint on val.
     python benchmarks/customer_service/summarize.py --choose SFT_EVAL VAL_EVAL BEST_FILE REPORT [CHECKPOINT ...]
 
 Reads each ``trajectories-NAME.jsonl.gz`` in OUT_DIR (base, sft, other SFT draws sft-SEED, trained-SEED;
-``-model-user``: scored with the model customer), the ``validation-SEED.json`` choices and the GRPO step logs (``logging-grpo-SEED-v*.jsonl``);
-writes ``summary.md`` (per split and per task type, a column per model and the trained mean: goal success, the
+``-model-user``: scored with the model customer), the ``validation-SEED.json`` choices and the GRPO step logs
+(``logging-grpo-SEED-v*.jsonl``); writes ``summary.md`` (per split and per task type, a column per model and the trained mean: goal success, the
 share of conversations with a policy violation, violations per conversation, conversations that ended in an
 error, assistant turns, the customer's own ending, and the failed first lookup of the customer with the share
 recovered from it; the issue-35 target) and ``curves.png`` (training reward, goal success and violations per
@@ -106,7 +106,8 @@ def baseline(name: str) -> bool:
 
 
 def load(folder: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """Model name -> its scores: base, sft, the trained seeds, then the same with the model customer."""
+    """Model name -> its scores: base, sft and its other draws, the trained seeds, then the same with the model
+    customer."""
 
     def order(name: str) -> tuple:
         plain = name.removesuffix(MODEL_USER)
