@@ -3,15 +3,20 @@ per folder, and `train` refusing launcher variables it cannot honour."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from swift_rlfactory.adapters import swift_ranks
 from swift_rlfactory.rewards.metrics import JudgeStats, reward_metrics
 from swift_rlfactory.rollout.metrics import tool_metrics
 from swift_rlfactory.rollout.ranks import RankBatch, batch_metrics, slim, timeline_metrics
@@ -211,3 +216,44 @@ def test_a_gloo_group_is_left_at_exit_after_a_clean_run_and_kept_after_an_unhand
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _as_gloo_worker(work: Callable[[], object]) -> threading.Thread:
+    """A thread that takes the OS name of gloo's worker threads (prctl PR_SET_NAME) and then runs ``work``."""
+
+    def run() -> None:
+        ctypes.CDLL(None).prctl(15, swift_ranks.GLOO_WORKER.encode(), 0, 0, 0)
+        work()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _spin(until: threading.Event) -> None:
+    """Run (state R), as a worker dropping a finished collective's tensors does, until ``until`` is set."""
+    while not until.is_set():
+        pass
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads Linux's /proc")
+def test_leaving_waits_until_no_gloo_worker_runs_and_not_for_sleeping_ones():
+    idle, stop, stopped_at = threading.Event(), threading.Event(), []
+    asleep = _as_gloo_worker(lambda: idle.wait(30))  # an idle worker: waits on its queue
+    busy = _as_gloo_worker(lambda: _spin(stop))
+    timer = threading.Timer(0.5, lambda: (stopped_at.append(time.monotonic()), stop.set()))
+    timer.start()
+    try:
+        swift_ranks.settle_gloo_workers(timeout_s=10)
+        assert stopped_at and time.monotonic() >= stopped_at[0] and asleep.is_alive()  # not before it stopped
+        busy.join(5)
+        started = time.monotonic()
+        swift_ranks.settle_gloo_workers(timeout_s=10)  # sleeping workers alone: a few calm polls
+        assert time.monotonic() - started < 1
+        stop.clear()
+        _as_gloo_worker(lambda: _spin(stop))
+        started = time.monotonic()
+        swift_ranks.settle_gloo_workers(timeout_s=0.3)  # bounded: exit is never held up for long
+        assert 0.3 <= time.monotonic() - started < 2
+    finally:
+        stop.set(), idle.set(), timer.cancel()

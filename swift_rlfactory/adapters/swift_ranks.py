@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -63,11 +64,44 @@ def start_run(output_dir: str | None) -> None:
 
 def leave_group() -> None:
     """At exit, after a run that ended cleanly on gloo (CPU ranks): destroy the process group, which ms-swift's
-    ``swift rlhf`` never does. Left to the C++ runtime's teardown, its threads aborted rank 0 now and then
-    ("terminate called without an active exception", exit 1 after a finished run). Not after an unhandled
-    exception (``sys.last_type``: a destroy then can hang, as ms-swift's Megatron path notes), and not on
-    NCCL, whose teardown this was not seen to need."""
+    ``swift rlhf`` never does, then wait with the GIL free until gloo's worker threads are asleep
+    (:func:`settle_gloo_workers`). Not after an unhandled exception (``sys.last_type``: a destroy then can hang,
+    as ms-swift's Megatron path notes), and not on NCCL, whose teardown this was not seen to need."""
     if hasattr(sys, "last_type") or not (dist.is_available() and dist.is_initialized()):
         return
     if dist.get_backend() == "gloo":
         dist.destroy_process_group()
+        settle_gloo_workers()
+
+
+GLOO_WORKER = "pt_gloo_runloop"  # the OS name torch gives ProcessGroupGloo's worker threads
+
+
+def settle_gloo_workers(timeout_s: float = 2.0, poll_s: float = 0.02, calm_polls: int = 3) -> None:
+    """Sleep (the GIL free) until no gloo worker thread has run for ``calm_polls`` polls in a row, at most
+    ``timeout_s``. The workers outlive ``destroy_process_group`` while DDP's wrapper holds the group; one that
+    drops a finished collective's tensor after the interpreter began finalizing must take the GIL, is ended
+    by ``pthread_exit``, and its unwind through torch's noexcept frames aborts the rank ("terminate called
+    without an active exception" after a finished run; caught with a std::terminate hook on 2026-12-07)."""
+    deadline, calm = time.monotonic() + timeout_s, 0
+    while calm < calm_polls and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        calm = 0 if _gloo_worker_running() else calm + 1
+
+
+def _gloo_worker_running() -> bool:
+    """Whether a gloo worker thread of this process is running or runnable (Linux's /proc; elsewhere False)."""
+    try:
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            if (task / "comm").read_text().strip() != GLOO_WORKER:
+                continue
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread ended meanwhile
+        if state == "R":
+            return True
+    return False
