@@ -75,6 +75,9 @@ stop_user() {  # end the customer (its whole process group: vLLM's engine proces
 after() {  # PHASE: until phases.tsv records PHASE's end
   until grep -q "^$1	end" "$R/phases.tsv"; do sleep "$POLL"; done
 }
+passed() {  # PHASE: after PHASE's end; true if it ended with rc=0
+  after "$1"; grep -q "^$1	end	[0-9]*	rc=0" "$R/phases.tsv"
+}
 seed_arm() {  # SEED PORT EARLIER: GRPO from the SFT model, the checkpoint chosen on val, scored on test and ood
   local seed=$1
   # Two trainers side by side: SLEEP_LEVEL=0 and fixed_kv_flags (benchmarks/gpu_pipeline/phases.sh says why).
@@ -85,7 +88,7 @@ seed_arm() {  # SEED PORT EARLIER: GRPO from the SFT model, the checkpoint chose
   # model customer's (eval-sft-user failed twice) it chooses with the scripted one rather than not at all
   local users=scripted
   if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
-    after eval-sft-user; grep -q "^eval-sft-user	end	[0-9]*	rc=0" "$R/phases.tsv" && users="scripted model"
+    passed eval-sft-user && users="scripted model"
   fi
   GPU_UTIL=0.15 SELECT_USERS=$users phase "select-s$seed" $CS select "$R" "$seed"
   GPU_UTIL=0.15 EVAL_USERS=scripted phase "eval-trained-s$seed" $CS eval-trained "$R" "$seed" & local scored=$!
@@ -106,7 +109,7 @@ score_draws() {  # each SFT draw that trained, scored after the first SFT model'
   # (one at a time, so that no more engines share the GPU than before)
   local draw
   for draw in $SFT_DRAWS; do
-    after "sft-$draw"; grep -q "^sft-$draw	end	[0-9]*	rc=0" "$R/phases.tsv" || continue
+    passed "sft-$draw" || continue
     after eval-sft; GPU_UTIL=0.15 EVAL_USERS=scripted phase "eval-sft-$draw" $CS eval-sft "$R" "$draw"
     if [ "${EVAL_MODEL_USER:-1}" = 1 ]; then
       after eval-sft-user; GPU_UTIL=0.15 EVAL_USERS=model phase "eval-sft-$draw-user" $CS eval-sft "$R" "$draw"
