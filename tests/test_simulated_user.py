@@ -24,9 +24,10 @@ from swift_rlfactory.adapters.swift import INFO_KEY, RLFactoryScheduler
 from swift_rlfactory.adapters.swift_run import trajectory_from_infos
 from swift_rlfactory.env.config import EnvConfigError, load_env_config
 from swift_rlfactory.env.environment import Environment
+from swift_rlfactory.env.user import ECHO_REMINDER
 from swift_rlfactory.rollout.episode import Generation, plan_turn, run_episode
 from swift_rlfactory.rollout.ranks import RankBatch, batch_metrics, slim
-from swift_rlfactory.rollout.user import UserRule, user_view
+from swift_rlfactory.rollout.user import UserRule, echoes, user_view
 from swift_rlfactory.trajectory import Trajectory
 
 from .conftest import ScriptedChat
@@ -96,6 +97,12 @@ def metrics_of(got: dict[str, dict]) -> dict[str, float]:
         ("  scripted: x.py:f\n  max_user_turns: true\n", "user.max_user_turns", "number"),
         ("  scripted: x.py:f\n  gaol_field: g\n", "user.gaol_field", "Extra inputs"),
         ("  model: m\n  base_url: http://h/v1\n  api_key: ${NO_SUCH_USER_KEY}\n", "user.api_key", "NO_SUCH"),
+        (
+            "  model: m\n  base_url: http://h/v1\n  echo_retries: 4\n",
+            "user.echo_retries",
+            "less than or equal",
+        ),
+        ("  model: m\n  base_url: http://h/v1\n  echo_retries: -1\n", "user.echo_retries", "greater than"),
     ],
 )
 def test_a_bad_user_block_stops_the_load_naming_the_field(tmp_path, user, field, words):
@@ -161,6 +168,25 @@ def test_the_model_user_sees_the_conversation_with_roles_flipped():
         {"role": "user", "content": f"Let me look.\n\n{ASK}"},
         {"role": "assistant", "content": "A-17."},
     ]
+
+
+@pytest.mark.parametrize(
+    "reply, said, echo",
+    [
+        ("What is the email on your account?", "What is the email on your account?", True),
+        ("what is the EMAIL on  your account", "What is the email on your account?", True),  # case, spacing
+        ('"What is the email on your account?"', "What is the email on your account?", True),  # quoted
+        ("What is the email on your account? ###STOP###", "What is the email on your account?", True),
+        ("Thank you.", "Thank you.", False),  # too short to tell an echo from the same courtesy
+        ("yes", "Please confirm: cancel order #W1 (yes/no)?", False),
+        ("What is the email on your account? a@b.c", "What is the email on your account?", False),  # answers
+        ("a@b.c", "What is the email on your account?", False),
+        ("On your account the email is what?", "What is the email on your account?", False),  # own words
+        ("", "What is the email on your account?", False),
+    ],
+)
+def test_an_echo_is_a_reply_of_only_the_agents_own_words(reply, said, echo):
+    assert echoes(reply, said, "###STOP###") is echo
 
 
 # -- a scripted user through ms-swift's driver and through the eval loop --------------------------------
@@ -280,6 +306,78 @@ def test_a_model_user_with_cache_off_is_asked_every_time(template, tmp_path, mon
             scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
             run_batch(scheduler, template, [row(u, env, "A-17") for u in group], group, max_turns=6)
     assert len(server.requests) == 3
+
+
+def echoing_customer(body) -> str:
+    """A small model user's failure: it repeats the agent's last message, unless its system prompt holds the
+    reminder of its role."""
+    system, last = body["messages"][0]["content"], body["messages"][-1]["content"]
+    return "It is order A-17." if ECHO_REMINDER in system else last
+
+
+@pytest.mark.parametrize("retries, asked, heard", [(1, 2, "It is order A-17."), (0, 1, ASK)])
+def test_a_model_user_that_repeats_the_agent_is_asked_again_with_a_reminder_of_its_role(
+    template, tmp_path, monkeypatch, retries, asked, heard
+):
+    """An echo is asked again (echo_retries 1, the default) with the reminder after the system prompt, and
+    counted in the reply's record and in ``user/echoes``; with echo_retries 0 it is heard as it is, counted."""
+    monkeypatch.setenv("USER_API_KEY", KEY)
+    with ScriptedChat(echoing_customer) as server:
+        env = write_env(tmp_path, model_user(server.port, echo_retries=retries))
+        group = {"g0": [ASK, ANSWER]}
+        with fresh_run(template.tokenizer):
+            scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
+            got = infos(run_batch(scheduler, template, [row("g0", env, "A-17")], group, max_turns=6))
+    assert len(server.requests) == asked
+    assert all(ECHO_REMINDER not in m["content"] for m in server.requests[0]["messages"])
+    if asked > 1:  # the same conversation, the reminder added to the system prompt and nowhere else
+        first, second = server.requests
+        assert second["messages"][0]["content"] == f"{first['messages'][0]['content']}\n\n{ECHO_REMINDER}"
+        assert second["messages"][1:] == first["messages"][1:]
+    [info] = got.values()
+    assert [m["content"] for m in info["messages"] if m["role"] == "user"][1:] == [heard]
+    assert [r["echoes"] for r in info["user_calls"]] == [1]
+    assert metrics_of(got)["user/echoes"] == 1
+
+
+def test_a_model_user_that_keeps_repeating_is_heard_after_its_retries_and_the_run_goes_on(
+    template, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("USER_API_KEY", KEY)
+    with ScriptedChat(lambda body: body["messages"][-1]["content"]) as server:
+        env = write_env(tmp_path, model_user(server.port, echo_retries=2))
+        group = {"g0": [ASK, ANSWER]}
+        with fresh_run(template.tokenizer):
+            scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
+            got = infos(run_batch(scheduler, template, [row("g0", env, "A-17")], group, max_turns=6))
+    [info] = got.values()
+    assert len(server.requests) == 3 and info["stop_reason"] == "answer"
+    assert [r["echoes"] for r in info["user_calls"]] == [3] and not info["user_calls"][0]["error"]
+
+
+def test_a_scripted_user_that_repeats_the_agent_is_counted_not_asked_again(tmp_path):
+    (tmp_path / "users.py").write_text(
+        "calls = []\ndef parrot(goal, messages):\n    calls.append(1)\n    return messages[-1]['content']\n"
+    )
+    env_file = write_env(tmp_path, f"  scripted: {tmp_path / 'users.py'}:parrot\n")
+    script = iter([ASK, ANSWER])
+
+    async def generate(_messages):
+        return Generation(next(script))
+
+    with Environment.load(env_file) as env:
+        trajectory = asyncio.run(
+            run_episode(
+                [{"role": "user", "content": "Where is my parcel?"}],
+                generate,
+                env.executor,
+                env.max_turns,
+                row={"user_goal": "A-17"},
+                user=env.user,
+            )
+        )
+    assert [r["echoes"] for r in trajectory.user_calls] == [1]
+    assert trajectory.messages[-2] == {"role": "user", "content": ASK}
 
 
 def test_a_batch_of_64_against_a_failing_user_endpoint_confines_each_failure_and_ends_within_the_timeout(

@@ -233,6 +233,13 @@ class UserConfig(_Strict):
     cache: bool = Field(default=True, description="same goal and conversation so far: same reply, asked once")
     temperature: float = Field(default=0.0, ge=0, description="the model user's sampling temperature")
     max_tokens: int = Field(default=256, gt=0, description="longest model user reply, in tokens")
+    echo_retries: int = Field(
+        default=1,
+        ge=0,
+        le=3,
+        description="a model user's reply that only repeats the agent's message is asked again this many "
+        "times, with a reminder of its role added to its system prompt",
+    )
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description="merged into every model user request, e.g. chat_template_kwargs"
     )

@@ -1,5 +1,6 @@
 """The simulated user of an environment's ``user:``: scripted Python code or a model behind an
-OpenAI-compatible endpoint, each reply cached, bounded by ``timeout_s`` and never raised.
+OpenAI-compatible endpoint, each reply cached, bounded by ``timeout_s`` and never raised; a model user's reply
+that only repeats the agent is asked again with a reminder of its role (``echo_retries``).
 
 When it speaks and how a conversation ends: :mod:`swift_rlfactory.rollout.user`; the YAML and the rules:
 docs/environments.md#simulated-users.
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..redaction import excerpt, redact
-from ..rollout.user import Messages, UserReply, UserRule, user_system_prompt, user_view
+from ..rollout.user import Messages, UserReply, UserRule, echoes, user_system_prompt, user_view
 from ..runtime import blocking
 from ..runtime.calls import UserCode
 from ..runtime.chat import ChatClient, ChatError, chat_url
@@ -35,6 +36,11 @@ chat client's connections and the cache's in-flight replies belong to one loop).
 RETRIES = 2  # attempts after the first, within timeout_s (the chat client's one retry rule)
 CONNECTIONS = 128  # the model user's connection pool
 MAX_ERROR_CHARS = 500
+ECHO_REMINDER = (
+    "Your last reply repeated the other side's message word for word. Do not repeat it: you are the user "
+    "described above, not the one you talk to. Answer its last message in your own words, as your "
+    "instructions and goal say."
+)
 
 
 class UserError(RuntimeError):
@@ -64,7 +70,7 @@ class SimulatedUser:
             cache = None
         else:  # what else shapes the reply; the URL may hold a key, but the cache key is a digest
             identity = ["model", config.base_url, config.model, config.persona, config.stop_marker]
-            identity += [config.temperature, config.max_tokens, config.extra_body]
+            identity += [config.temperature, config.max_tokens, config.extra_body, config.echo_retries]
         self._identity = json.dumps(identity, sort_keys=True, default=str)
         self.cache = (cache or ToolCache(max_entries=10_000)) if config.cache else None
 
@@ -81,14 +87,14 @@ class SimulatedUser:
             goal = self._goal(row)
             plain = [{"role": m.get("role"), "content": content_text(m.get("content"))} for m in messages]
             work = self._answer(goal, plain)
-            text, hit = await asyncio.wait_for(self._run_on(work) if self._run_on else work, limit)
+            text, hit, echoed = await asyncio.wait_for(self._run_on(work) if self._run_on else work, limit)
         except TimeoutError:
             return self._failed(f"no reply within {limit:g} s", t0, timed_out=True)
         except UserError as exc:
             return self._failed(str(exc), t0)
         except Exception as exc:  # the user's code raised: its words, redacted
             return self._failed(excerpt(f"{type(exc).__name__}: {exc}", MAX_ERROR_CHARS), t0)
-        return UserReply(text=text, latency_s=time.perf_counter() - t0, cache_hit=hit)
+        return UserReply(text=text, latency_s=time.perf_counter() - t0, cache_hit=hit, echoes=echoed)
 
     def close(self) -> None:
         """Close the model user's connections (on the loop that made them) and the scripted user's loop;
@@ -105,29 +111,39 @@ class SimulatedUser:
             raise UserError(f"the dataset row has no {name!r} field (user.goal_field): the user has no goal")
         return row[name]
 
-    async def _answer(self, goal: Any, messages: Messages) -> tuple[str, bool]:
-        """``(reply, cache_hit)``: from the cache (same goal, same conversation so far) or asked now."""
+    async def _answer(self, goal: Any, messages: Messages) -> tuple[str, bool, int]:
+        """``(reply, cache_hit, echoes)``: from the cache (same goal, same conversation so far; no echo
+        counted) or asked now."""
+        echoed = 0
 
         async def ask() -> str:
-            return await (
+            nonlocal echoed
+            text, echoed = await (
                 self._scripted_reply(goal, messages) if self._scripted else self._model_reply(goal, messages)
             )
+            return text
 
         if self.cache is None:
-            return await ask(), False
+            return await ask(), False, echoed
         canonical = json.dumps(
             [self._identity, goal, messages], sort_keys=True, ensure_ascii=False, default=str
         )
-        return await self.cache.get_or_run("user:" + hashlib.sha256(canonical.encode()).hexdigest(), ask)
+        text, hit = await self.cache.get_or_run("user:" + hashlib.sha256(canonical.encode()).hexdigest(), ask)
+        return text, hit, echoed
 
-    async def _scripted_reply(self, goal: Any, messages: Messages) -> str:
+    async def _scripted_reply(self, goal: Any, messages: Messages) -> tuple[str, int]:
+        """The code's reply and whether it only repeats the agent (counted, not asked again: code that
+        echoes would echo again)."""
         assert self._scripted is not None
         value = await self._code.call(self._scripted, goal, [dict(m) for m in messages])
         if not isinstance(value, str):
             raise UserError(f"the scripted user returned {type(value).__name__}, not text")
-        return _text(value)
+        return _text(value), int(self._echoes(value, user_view(messages, "")))
 
-    async def _model_reply(self, goal: Any, messages: Messages) -> str:
+    async def _model_reply(self, goal: Any, messages: Messages) -> tuple[str, int]:
+        """The model's reply and how many of its replies only repeated the agent: each such reply is asked
+        again, up to ``echo_retries`` times, with :data:`ECHO_REMINDER` after the system prompt; the last
+        one is kept whatever it says."""
         config = self.config
         if self._client is None:
             key = config.api_key
@@ -139,9 +155,21 @@ class SimulatedUser:
                 connections=CONNECTIONS,
             )
         system = user_system_prompt(config.persona, goal, config.stop_marker)
+        view = user_view(messages, system)
+        reminded = [{"role": "system", "content": f"{system}\n\n{ECHO_REMINDER}"}, *view[1:]]
+        for echoed in range(config.echo_retries + 1):
+            text = await self._complete(reminded if echoed else view)
+            if not self._echoes(text, view):
+                return text, echoed
+        return text, config.echo_retries + 1
+
+    async def _complete(self, view: Messages) -> str:
+        """One reply of the model user's endpoint to ``view``."""
+        config = self.config
+        assert self._client is not None
         body = {
             "model": config.model,
-            "messages": user_view(messages, system),
+            "messages": view,
             "temperature": config.temperature,
             "max_tokens": config.max_tokens,
             **config.extra_body,
@@ -155,6 +183,11 @@ class SimulatedUser:
         except (KeyError, IndexError, TypeError):
             shown = excerpt(json.dumps(data, ensure_ascii=False, default=str))
             raise UserError(f"not a chat completion: {shown!r}") from None
+
+    def _echoes(self, text: str, view: Messages) -> bool:
+        """Whether ``text`` only repeats the agent's last message in ``view`` (the model user's view)."""
+        said = view[-1]["content"] if view[-1]["role"] == "user" else ""
+        return echoes(text, said, self.config.stop_marker)
 
     def _failed(self, error: str, t0: float, timed_out: bool = False) -> UserReply:
         self._errors += 1

@@ -47,6 +47,7 @@ def user_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         "user/errors": float(sum(1 for r in replies if r.get("error"))),
         "user/timeouts": float(sum(1 for r in replies if r.get("timed_out"))),
         "user/cache_hit_rate": sum(1 for r in replies if r.get("cache_hit")) / len(replies),
+        "user/echoes": float(sum(r.get("echoes", 0) for r in replies)),
         "user/turns_per_trajectory": sum(1 for r in replies if not r.get("error")) / len(trajectories),
     }
     if answered:

@@ -1,5 +1,6 @@
 """What the agent loop knows of a simulated user: when it speaks (:class:`UserRule`), what one reply was
-(:class:`UserReply`), and the conversation as a model user sees it (:func:`user_view`), all pure.
+(:class:`UserReply`), the conversation as a model user sees it (:func:`user_view`) and a reply that only repeats
+the agent (:func:`echoes`), all pure.
 
 The user itself (scripted code or a model endpoint, cached and under a deadline) is
 :class:`swift_rlfactory.env.user.SimulatedUser`; the rules: docs/environments.md#simulated-users.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -19,6 +21,8 @@ Messages = list[dict[str, Any]]
 
 USER_STOP = "user_stop"
 """The stop reason of a conversation the simulated user ended with its stop marker."""
+ECHO_MIN_WORDS = 4
+"""A message shorter than this is no echo when repeated ("yes", "thank you" may come from either side)."""
 
 
 @dataclass(frozen=True)
@@ -42,13 +46,15 @@ class UserRule:
 @dataclass
 class UserReply:
     """One user turn asked for: its ``text``, or ``error`` saying why there is none (``timed_out`` when the
-    deadline passed); ``latency_s`` as the caller waited, ``cache_hit`` when a cached reply was reused."""
+    deadline passed); ``latency_s`` as the caller waited, ``cache_hit`` when a cached reply was reused,
+    ``echoes`` the replies that only repeated the agent's message (:func:`echoes`), the one kept included."""
 
     text: str | None = None
     error: str | None = None
     latency_s: float = 0.0
     cache_hit: bool = False
     timed_out: bool = False
+    echoes: int = 0
 
     def to_dict(self, turn: int) -> dict[str, Any]:
         """A plain record of the call (its text is in the conversation), tagged with the assistant ``turn``
@@ -103,3 +109,17 @@ def user_view(messages: Messages, system_prompt: str) -> Messages:
         else:
             view.append({"role": role, "content": text})
     return view
+
+
+def echoes(reply: str, said: str, stop_marker: str = "") -> bool:
+    """Whether a user's ``reply`` only repeats ``said``, the agent's message it answers (a small model user
+    may copy the other side's turn instead of playing its own): the same words once case, spacing,
+    punctuation and the stop marker are set aside, ``said`` being at least :data:`ECHO_MIN_WORDS` words."""
+    words = _words(said)
+    if len(words) < ECHO_MIN_WORDS:
+        return False
+    return _words(reply.replace(stop_marker, " ") if stop_marker else reply) == words
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in (w.strip(string.punctuation) for w in text.casefold().split()) if w]
