@@ -376,6 +376,25 @@ def test_the_summary_counts_failed_lookups_and_recoveries_only_where_there_were_
     assert row(summarize.METRICS["customer_ended"]) == " 1.00 | 0.25 |"
 
 
+def test_the_summary_counts_the_customers_echoes_only_where_replies_recorded_them(tmp_path):
+    def conversation(*echoes: int | None) -> str:
+        calls = [{"turn": i} if n is None else {"turn": i, "echoes": n} for i, n in enumerate(echoes)]
+        record = {"row": {"split": "test", "task_type": "cancel"}, "rewards": {}, "user_calls": calls}
+        return json.dumps(record)
+
+    made = {
+        "sft": [conversation(None, None)],  # a run from before echoes were counted: no figure, not 0
+        "sft-model-user": [conversation(0, 2, 0), conversation(0, 0), conversation(1), conversation()],
+    }
+    for name, lines in made.items():
+        with gzip.open(tmp_path / f"trajectories-{name}.jsonl.gz", "wt") as f:
+            f.write("\n".join(lines) + "\n")
+    summarize.main(tmp_path)
+    text = (tmp_path / "summary.md").read_text()
+    echoed = text.split(f"## {summarize.METRICS['echoed']}")[1].split("| test/all |")[1].split("\n")[0]
+    assert echoed == "  | 0.67 |"  # 2 of the 3 conversations whose replies were counted
+
+
 def test_select_takes_the_best_val_success_then_fewer_violations_then_the_earliest(tmp_path):
     def val(path: Path, goals_and_violations: list[tuple[float, float]]) -> None:
         trajectories(path / "trajectories.jsonl", [("val", "cancel", g, v) for g, v in goals_and_violations])

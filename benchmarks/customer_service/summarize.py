@@ -9,7 +9,7 @@ Reads each ``trajectories-NAME.jsonl.gz`` in OUT_DIR (base, sft, other SFT draws
 (``logging-grpo-SEED-v*.jsonl``); writes ``summary.md`` (per split and per task type, a column per model and
 the trained mean: goal success, the share of conversations with a policy violation, violations per conversation,
 conversations that ended in an error, assistant turns, the customer's own ending, and the failed first lookup of
-the customer with the share recovered from it; the issue-35 target against the strongest baseline) and ``curves.png`` (training reward, goal success and violations per
+the customer with the share recovered from it, the customer's echoes of the agent; the issue-35 target against the strongest baseline) and ``curves.png`` (training reward, goal success and violations per
 step, one line per seed), and prints the summary.
 
 ``--choose`` (h200.sh select SEED): SFT_EVAL is eval-sft's folder (its val rows are step 0, the SFT model, named
@@ -47,6 +47,7 @@ METRICS = {
     "customer_ended": "conversations the customer ended with its stop marker (share; else a turn limit)",
     "lookup_failed": "conversations whose first find_customer failed (share; e.g. a mangled email)",
     "recovered": "of those, the share where a later find_customer found the customer",
+    "echoed": "conversations where the customer repeated the agent's words (share; each asked again once)",
 }
 LOOKUP = "find_customer"
 MODEL_USER = "-model-user"
@@ -70,6 +71,13 @@ def lookups(record: dict[str, Any]) -> tuple[float, float | None]:
     return 1.0, float(not all(failed))
 
 
+def echoed(record: dict[str, Any]) -> float | None:
+    """Whether the customer repeated the agent's words in the conversation (None: no reply records it, as
+    before the simulated user counted echoes)."""
+    counts = [call["echoes"] for call in record.get("user_calls") or [] if "echoes" in call]
+    return float(any(counts)) if counts else None
+
+
 def scores(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per ``split/all`` and ``split/task_type``: episodes and the means of :data:`METRICS` (a metric a row has
     no value for, None, is the mean over the rows that have one, and absent where none has)."""
@@ -85,6 +93,7 @@ def scores(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
             "customer_ended": float(record.get("stop_reason") == "user_stop"),
         }
         one["lookup_failed"], one["recovered"] = lookups(record)
+        one["echoed"] = echoed(record)
         split = row.get("split", "?")
         groups[f"{split}/all"].append(one)
         groups[f"{split}/{row.get('task_type', '?')}"].append(one)
