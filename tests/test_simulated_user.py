@@ -140,6 +140,9 @@ def test_plan_turn_hands_a_turn_without_calls_or_answer_to_the_user():
     assert plan_turn(ASK, 1, 4, user=rule).ask_user
     assert plan_turn(ANSWER, 1, 4, user=rule).stop_reason == "answer"
     assert plan_turn(f"<think>{ANSWER}?</think>{ASK}", 1, 4, user=rule).ask_user  # reasoning is no answer
+    assert plan_turn("", 1, 4, user=rule).stop_reason == "answer"  # nothing said: nothing to answer
+    assert plan_turn(" \n", 1, 4, user=rule).stop_reason == "answer"
+    assert plan_turn(f"<think>{ASK}</think>", 1, 4, user=rule).stop_reason == "answer"  # reasoning only
     assert plan_turn(ASK, 4, 4, user=rule).stop_reason == "max_turns"
     assert plan_turn(ASK, 1, 4, user=rule, user_turns=2).stop_reason == "max_user_turns"
     assert plan_turn(ASK, 1, 4, finish_reason="length", user=rule).stop_reason == "length"
@@ -338,6 +341,25 @@ def test_a_model_user_that_repeats_the_agent_is_asked_again_with_a_reminder_of_i
     assert [m["content"] for m in info["messages"] if m["role"] == "user"][1:] == [heard]
     assert [r["echoes"] for r in info["user_calls"]] == [1]
     assert metrics_of(got)["user/echoes"] == 1
+
+
+def test_an_agent_turn_that_says_nothing_ends_the_conversation_without_asking_the_model_user(
+    template, tmp_path, monkeypatch
+):
+    """The user's view would end on its own turn (empty agent turns are left out of it): not asked, so no
+    empty reply from it can end a conversation whose goal was met as an error scored 0."""
+    monkeypatch.setenv("USER_API_KEY", KEY)
+    with ScriptedChat(lambda body: "" if body["messages"][-1]["role"] == "assistant" else "A-17") as server:
+        env = write_env(tmp_path, model_user(server.port))
+        group = {"g0": [ASK, ""], "g1": [ASK, "<think>done</think>"]}
+        with fresh_run(template.tokenizer):
+            scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
+            requests = [row(uuid, env, "A-17") for uuid in group]
+            got = infos(run_batch(scheduler, template, requests, group, max_turns=6))
+    assert all(server_body["messages"][-1]["role"] == "user" for server_body in server.requests)
+    for info in got.values():
+        assert info["stop_reason"] == "answer" and not info.get("error") and info["turns"] == 2
+        assert len(info["user_calls"]) == 1
 
 
 def test_a_model_user_that_keeps_repeating_is_heard_after_its_retries_and_the_run_goes_on(

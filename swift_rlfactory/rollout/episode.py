@@ -73,7 +73,8 @@ def plan_turn(
 def _without_calls(
     response: str, turn: int, max_turns: int, user: UserRule | None, user_turns: int
 ) -> TurnPlan:
-    """A turn without calls: an answer, or (with a user, and no final answer in it) the user's turn."""
+    """A turn without calls: an answer, or (with a user, and neither a final answer nor empty) the user's
+    turn."""
     if user is None or user.answered(response):
         return TurnPlan(stop_reason="answer")
     if turn >= max_turns:

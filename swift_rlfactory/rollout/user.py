@@ -34,9 +34,11 @@ class UserRule:
     answer_pattern: str = "<answer>"
 
     def answered(self, text: str) -> bool:
-        """Whether an assistant turn is a final answer: its visible reply (reasoning and calls removed, as
-        rewards read it) matches ``answer_pattern``."""
-        return re.search(self.answer_pattern, read_reply(text).visible) is not None
+        """Whether an assistant turn ends the conversation: its visible reply (reasoning and calls removed,
+        as rewards read it) matches ``answer_pattern`` (a final answer), or is empty (nothing said, so
+        nothing for the user to answer: a model user would be asked to follow its own turn)."""
+        visible = read_reply(text).visible
+        return not visible.strip() or re.search(self.answer_pattern, visible) is not None
 
     def stops(self, reply: str) -> bool:
         """Whether the user's reply ends the conversation (it holds the stop marker)."""
