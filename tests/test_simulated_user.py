@@ -318,15 +318,16 @@ def echoing_customer(body) -> str:
     return "It is order A-17." if ECHO_REMINDER in system else last
 
 
-@pytest.mark.parametrize("retries, asked, heard", [(1, 2, "It is order A-17."), (0, 1, ASK)])
+@pytest.mark.parametrize("retries, asked, heard", [(1, 2, "It is order A-17."), (None, 1, ASK)])
 def test_a_model_user_that_repeats_the_agent_is_asked_again_with_a_reminder_of_its_role(
     template, tmp_path, monkeypatch, retries, asked, heard
 ):
-    """An echo is asked again (echo_retries 1, the default) with the reminder after the system prompt, and
-    counted in the reply's record and in ``user/echoes``; with echo_retries 0 it is heard as it is, counted."""
+    """An echo is asked again (echo_retries 1) with the reminder after the system prompt, and counted in the
+    reply's record and in ``user/echoes``; with echo_retries 0 (the default) it is heard as it is, counted."""
     monkeypatch.setenv("USER_API_KEY", KEY)
     with ScriptedChat(echoing_customer) as server:
-        env = write_env(tmp_path, model_user(server.port, echo_retries=retries))
+        fields = {} if retries is None else {"echo_retries": retries}  # None: the default
+        env = write_env(tmp_path, model_user(server.port, **fields))
         group = {"g0": [ASK, ANSWER]}
         with fresh_run(template.tokenizer):
             scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)

@@ -234,7 +234,7 @@ class UserConfig(_Strict):
     temperature: float = Field(default=0.0, ge=0, description="the model user's sampling temperature")
     max_tokens: int = Field(default=256, gt=0, description="longest model user reply, in tokens")
     echo_retries: int = Field(
-        default=1,
+        default=0,
         ge=0,
         le=3,
         description="a model user's reply that only repeats the agent's message is asked again this many "
