@@ -33,6 +33,22 @@ AGENT_PAIRS = [(3, 4), (2, 5), (6, 1), (8, 9)]
 JUDGE_SERVER = ROOT / "tests" / "servers" / "judge_server.py"
 
 
+@pytest.fixture
+def isolated_secrets() -> Iterator[None]:
+    """The secrets a test records (``redaction.remember``) are forgotten after it. For tests that record
+    values they draw at random: a fuzzed header value "python" once redacted the word in a later test's log
+    line (``redaction`` keeps one registry for the process, as a run needs)."""
+    from swift_rlfactory import redaction
+
+    with redaction._lock:
+        secrets, pattern = dict(redaction._secrets), redaction._pattern
+    yield
+    with redaction._lock:
+        redaction._secrets.clear()
+        redaction._secrets.update(secrets)
+        redaction._pattern = pattern
+
+
 def serves_scripted(request: Request) -> dict[str, Any]:
     """``GET /v1/models`` of a server whose one model is ``scripted``."""
     return {"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "tests"}]}

@@ -489,9 +489,12 @@ _FILES = st.one_of(
 
 
 @pytest.mark.timeout(120)
-def test_any_json_in_any_field_of_any_dialect_loads_or_fails_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_any_json_in_any_field_of_any_dialect_loads_or_fails_cleanly(
+    monkeypatch: pytest.MonkeyPatch, isolated_secrets: None
+) -> None:
     """Whatever a config file holds, loading it gives servers of the right types or an ``EnvConfigError``
-    naming what is wrong, never a traceback: through the real loader, as a file and inline."""
+    naming what is wrong, never a traceback: through the real loader, as a file and inline. The literal
+    header values it draws ("python", "yes") are recorded as secrets, so they are forgotten after it."""
     monkeypatch.delenv("RLF_FUZZ_UNSET", raising=False)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
