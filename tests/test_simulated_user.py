@@ -79,6 +79,14 @@ def infos(outputs) -> dict[str, dict]:
     return {uuid: out.rollout_infos[INFO_KEY] for uuid, out in outputs.items()}
 
 
+def converse(template, requests: list[RolloutInferRequest], scripts: dict) -> dict[str, dict]:
+    """``requests`` through ms-swift's multi-turn driver (the scheduler ``swift rlhf`` runs), the agent's
+    turns scripted by uuid: each trajectory's rollout infos, by uuid."""
+    with fresh_run(template.tokenizer):
+        scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
+        return infos(run_batch(scheduler, template, requests, scripts, max_turns=6))
+
+
 def metrics_of(got: dict[str, dict]) -> dict[str, float]:
     """The batch's metrics as the training reward logs them (one rank)."""
     return batch_metrics([RankBatch([slim(trajectory_from_infos(info, {})) for info in got.values()])])
@@ -201,10 +209,8 @@ def test_a_scripted_user_conversation_through_ms_swifts_multi_turn_driver(templa
         "stopped": [ASK, "Anything else?"],  # the customer ends it on its second turn
         "nagging": [ASK, ASK, ASK, ASK],  # no answer ever: the user's turns run out (3)
     }
-    with fresh_run(template.tokenizer):
-        scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
-        requests = [row(uuid, USER_ENV, {**goal, "patient": uuid == "nagging"}) for uuid in scripts]
-        got = infos(run_batch(scheduler, template, requests, scripts, max_turns=6))
+    requests = [row(uuid, USER_ENV, {**goal, "patient": uuid == "nagging"}) for uuid in scripts]
+    got = converse(template, requests, scripts)
 
     answers = got["answers"]
     assert answers["stop_reason"] == "answer" and answers["turns"] == 3
@@ -280,10 +286,7 @@ def test_a_model_user_is_shown_persona_and_goal_sends_its_key_and_is_cached(temp
     with ScriptedChat(lambda body: "It is order A-17.") as server:
         env = write_env(tmp_path, model_user(server.port))
         group = {f"g{i}": [ASK, ANSWER] for i in range(4)}
-        with fresh_run(template.tokenizer):
-            scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
-            requests = [row(uuid, env, {"order_id": "A-17"}) for uuid in group]
-            got = infos(run_batch(scheduler, template, requests, group, max_turns=6))
+        got = converse(template, [row(uuid, env, {"order_id": "A-17"}) for uuid in group], group)
     metrics = metrics_of(got)
     [body] = server.requests
     system = body["messages"][0]["content"]
@@ -305,9 +308,7 @@ def test_a_model_user_with_cache_off_is_asked_every_time(template, tmp_path, mon
     with ScriptedChat(lambda body: "A-17") as server:
         env = write_env(tmp_path, model_user(server.port, cache=False))
         group = {f"g{i}": [ASK, ANSWER] for i in range(3)}
-        with fresh_run(template.tokenizer):
-            scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
-            run_batch(scheduler, template, [row(u, env, "A-17") for u in group], group, max_turns=6)
+        converse(template, [row(u, env, "A-17") for u in group], group)
     assert len(server.requests) == 3
 
 
@@ -329,9 +330,7 @@ def test_a_model_user_that_repeats_the_agent_is_asked_again_with_a_reminder_of_i
         fields = {} if retries is None else {"echo_retries": retries}  # None: the default
         env = write_env(tmp_path, model_user(server.port, **fields))
         group = {"g0": [ASK, ANSWER]}
-        with fresh_run(template.tokenizer):
-            scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
-            got = infos(run_batch(scheduler, template, [row("g0", env, "A-17")], group, max_turns=6))
+        got = converse(template, [row("g0", env, "A-17")], group)
     assert len(server.requests) == asked
     assert all(ECHO_REMINDER not in m["content"] for m in server.requests[0]["messages"])
     if asked > 1:  # the same conversation, the reminder added to the system prompt and nowhere else
@@ -353,10 +352,7 @@ def test_an_agent_turn_that_says_nothing_ends_the_conversation_without_asking_th
     with ScriptedChat(lambda body: "" if body["messages"][-1]["role"] == "assistant" else "A-17") as server:
         env = write_env(tmp_path, model_user(server.port))
         group = {"g0": [ASK, ""], "g1": [ASK, "<think>done</think>"]}
-        with fresh_run(template.tokenizer):
-            scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
-            requests = [row(uuid, env, "A-17") for uuid in group]
-            got = infos(run_batch(scheduler, template, requests, group, max_turns=6))
+        got = converse(template, [row(uuid, env, "A-17") for uuid in group], group)
     assert all(server_body["messages"][-1]["role"] == "user" for server_body in server.requests)
     for info in got.values():
         assert info["stop_reason"] == "answer" and not info.get("error") and info["turns"] == 2
@@ -370,18 +366,14 @@ def test_a_model_user_that_keeps_repeating_is_heard_after_its_retries_and_the_ru
     with ScriptedChat(lambda body: body["messages"][-1]["content"]) as server:
         env = write_env(tmp_path, model_user(server.port, echo_retries=2))
         group = {"g0": [ASK, ANSWER]}
-        with fresh_run(template.tokenizer):
-            scheduler = RLFactoryScheduler(max_turns=6, tokenizer=template.tokenizer, template=template)
-            got = infos(run_batch(scheduler, template, [row("g0", env, "A-17")], group, max_turns=6))
+        got = converse(template, [row("g0", env, "A-17")], group)
     [info] = got.values()
     assert len(server.requests) == 3 and info["stop_reason"] == "answer"
     assert [r["echoes"] for r in info["user_calls"]] == [3] and not info["user_calls"][0]["error"]
 
 
 def test_a_scripted_user_that_repeats_the_agent_is_counted_not_asked_again(tmp_path):
-    (tmp_path / "users.py").write_text(
-        "calls = []\ndef parrot(goal, messages):\n    calls.append(1)\n    return messages[-1]['content']\n"
-    )
+    (tmp_path / "users.py").write_text("def parrot(goal, messages):\n    return messages[-1]['content']\n")
     env_file = write_env(tmp_path, f"  scripted: {tmp_path / 'users.py'}:parrot\n")
     script = iter([ASK, ANSWER])
 
