@@ -7,10 +7,11 @@ and select's choice of a checkpoint on val.
 Reads each ``trajectories-NAME.jsonl.gz`` in OUT_DIR (base, sft, other SFT draws sft-SEED, trained-SEED;
 ``-model-user``: scored with the model customer), the ``validation-SEED.json`` choices and the GRPO step logs
 (``logging-grpo-SEED-v*.jsonl``); writes ``summary.md`` (per split and per task type, a column per model and
-the trained mean: goal success, the share of conversations with a policy violation, violations per conversation,
-conversations that ended in an error, assistant turns, the customer's own ending, and the failed first lookup of
-the customer with the share recovered from it, the customer's echoes of the agent; the issue-35 target against the strongest baseline) and ``curves.png`` (training reward, goal success and violations per
-step, one line per seed), and prints the summary.
+the trained mean: goal success, the share of conversations with a policy violation, violations per
+conversation, conversations that ended in an error, assistant turns, the customer's own ending, the failed
+first lookup of the customer with the share recovered from it, and the customer's echoes of the agent; the
+issue-35 target against the strongest baseline) and ``curves.png`` (training reward, goal success and
+violations per step, one line per seed), and prints the summary.
 
 ``--choose`` (h200.sh select SEED): SFT_EVAL is eval-sft's folder (its val rows are step 0, the SFT model, named
 "sft"); VAL_EVAL the folder of the checkpoints' val eval (one checkpoint: the folder itself; several: a folder

@@ -50,8 +50,8 @@ def plan_turn(
     ``parse`` reads the calls in the format the prompt asked for (hermes by default). Calls past
     ``max_calls_per_turn`` are kept as error calls of kind ``"limit"``, so the model sees the limit;
     at most ``max_calls_per_turn`` of them are kept, the last one counting the calls dropped after it.
-    With a simulated ``user`` (who has spoken ``user_turns`` times so far), a turn without calls and
-    without a final answer is the user's to reply to, while turns and user turns are left.
+    With a simulated ``user`` (who has spoken ``user_turns`` times so far), a turn without calls that is
+    neither a final answer nor empty is the user's to reply to, while turns and user turns are left.
     """
     if finish_reason == "length":  # cut mid-turn: a half-written call must not run
         return TurnPlan(stop_reason="length")
