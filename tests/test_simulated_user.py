@@ -312,6 +312,84 @@ def test_a_model_user_with_cache_off_is_asked_every_time(template, tmp_path, mon
     assert len(server.requests) == 3
 
 
+def completion(body, message: dict, finish_reason: str = "stop") -> dict:
+    """A chat completion of ``message`` as an endpoint with a reasoning parser or a token limit sends it."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+
+
+THOUGHT = "My order is A-17. When it is found I end with ###STOP###."
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        lambda body: f"<think>{THOUGHT}</think>\n\nIt is order A-17.",
+        lambda body: f"{THOUGHT}</think>\n\nIt is order A-17.",  # the opening tag was the prompt's (Qwen3)
+        lambda body: f"<think>{THOUGHT}</think>It is order A-17.<think>Then ###STOP###",  # one left open
+        lambda body: completion(
+            body, {"role": "assistant", "content": "It is order A-17.", "reasoning_content": THOUGHT}
+        ),
+    ],
+    ids=["think-block", "think-close-only", "think-left-open", "reasoning-parser"],
+)
+def test_a_thinking_model_users_reasoning_is_not_said_and_its_stop_marker_ends_nothing(
+    template, tmp_path, monkeypatch, reply
+):
+    """A thinking user model's reasoning may hold its goal and the stop marker: the agent hears only what the
+    user says, and the conversation goes on to the agent's answer."""
+    monkeypatch.setenv("USER_API_KEY", KEY)
+    with ScriptedChat(reply) as server:
+        env = write_env(tmp_path, model_user(server.port))
+        got = converse(template, [row("g0", env, "A-17")], {"g0": [ASK, ANSWER]})
+    [info] = got.values()
+    assert [m["content"] for m in info["messages"] if m["role"] == "user"][1:] == ["It is order A-17."]
+    assert info["stop_reason"] == "answer" and not info.get("error")
+
+
+@pytest.mark.parametrize("content", ["<think>The agent asks which order; my goal says", None])
+def test_a_thinking_model_user_cut_by_max_tokens_ends_its_trajectory_saying_what_to_change(
+    template, tmp_path, monkeypatch, content
+):
+    monkeypatch.setenv("USER_API_KEY", KEY)
+    message = {"role": "assistant", "content": content, "reasoning_content": "The agent asks"}
+    with ScriptedChat(lambda body: completion(body, message, "length")) as server:
+        env = write_env(tmp_path, model_user(server.port, max_tokens=16))
+        got = converse(template, [row("g0", env, "A-17")], {"g0": [ASK, ANSWER]})
+    [info] = got.values()
+    assert info["stop_reason"] == "error" and "max_tokens ran out first" in info["error"], info["error"]
+    assert "enable_thinking" in info["error"]
+
+
+def test_a_scripted_users_reasoning_is_not_said(tmp_path):
+    (tmp_path / "users.py").write_text(
+        f"def thinker(goal, messages):\n    return '<think>{THOUGHT}</think> It is order A-17.'\n"
+    )
+    env_file = write_env(tmp_path, f"  scripted: {tmp_path / 'users.py'}:thinker\n")
+    script = iter([ASK, ANSWER])
+
+    async def generate(_messages):
+        return Generation(next(script))
+
+    with Environment.load(env_file) as env:
+        trajectory = asyncio.run(
+            run_episode(
+                [{"role": "user", "content": "Where is my parcel?"}],
+                generate,
+                env.executor,
+                env.max_turns,
+                row={"user_goal": "A-17"},
+                user=env.user,
+            )
+        )
+    assert trajectory.messages[-2] == {"role": "user", "content": "It is order A-17."}
+    assert trajectory.stop_reason == "answer"
+
+
 def echoing_customer(body) -> str:
     """A small model user's failure: it repeats the agent's last message, unless its system prompt holds the
     reminder of its role."""

@@ -1,6 +1,7 @@
 """The simulated user of an environment's ``user:``: scripted Python code or a model behind an
-OpenAI-compatible endpoint, each reply cached, bounded by ``timeout_s`` and never raised; a model user's reply
-that only repeats the agent is asked again with a reminder of its role (``echo_retries``).
+OpenAI-compatible endpoint, each reply cached, bounded by ``timeout_s`` and never raised, its reasoning never
+said; a model user's reply that only repeats the agent is asked again with a reminder of its role
+(``echo_retries``).
 
 When it speaks and how a conversation ends: :mod:`swift_rlfactory.rollout.user`; the YAML and the rules:
 docs/environments.md#simulated-users.
@@ -26,6 +27,7 @@ from ..runtime.chat import ChatClient, ChatError, chat_url
 from ..runtime.json_api import content_text
 from ..runtime.user_code import import_target
 from ..tools.cache import ToolCache
+from ..tools.calls import without_reasoning
 from .config import EnvConfigError, UserConfig
 
 logger = logging.getLogger(__name__)
@@ -138,7 +140,8 @@ class SimulatedUser:
         value = await self._code.call(self._scripted, goal, [dict(m) for m in messages])
         if not isinstance(value, str):
             raise UserError(f"the scripted user returned {type(value).__name__}, not text")
-        return _text(value), int(self._echoes(value, user_view(messages, "")))
+        text = _spoken(value)
+        return text, int(self._echoes(text, user_view(messages, "")))
 
     async def _model_reply(self, goal: Any, messages: Messages) -> tuple[str, int]:
         """The model's reply and how many of its replies only repeated the agent: each such reply is asked
@@ -179,10 +182,12 @@ class SimulatedUser:
         except ChatError as exc:
             raise UserError(_chat_failure(exc, config.base_url or "")) from None
         try:
-            return _text(content_text(data["choices"][0]["message"]["content"]))
-        except (KeyError, IndexError, TypeError):
+            choice = data["choices"][0]
+            content, cut = content_text(choice["message"]["content"]), choice.get("finish_reason") == "length"
+        except (KeyError, IndexError, TypeError, AttributeError):
             shown = excerpt(json.dumps(data, ensure_ascii=False, default=str))
             raise UserError(f"not a chat completion: {shown!r}") from None
+        return _spoken(content, cut=cut)
 
     def _echoes(self, text: str, view: Messages) -> bool:
         """Whether ``text`` only repeats the agent's last message in ``view`` (the model user's view)."""
@@ -198,10 +203,20 @@ class SimulatedUser:
         return UserReply(error=error, latency_s=time.perf_counter() - t0, timed_out=timed_out)
 
 
-def _text(value: str) -> str:
-    if not value.strip():
-        raise UserError("the user's reply has no text")
-    return value
+def _spoken(value: str, cut: bool = False) -> str:
+    """What the user says in ``value``: its reasoning left out (a thinking model's ``<think>`` block may hold
+    its goal or the stop marker, neither of which is said); ``cut``: the endpoint stopped at ``max_tokens``.
+    Raises :class:`UserError` when nothing is said."""
+    text = without_reasoning(value)
+    text = text.strip() if text != value else text
+    if text.strip():
+        return text
+    if cut:
+        raise UserError(
+            "the user's reply has no text: max_tokens ran out first (a thinking user needs more, or "
+            "extra_body: {chat_template_kwargs: {enable_thinking: false}})"
+        )
+    raise UserError("the user's reply has no text")
 
 
 def _chat_failure(exc: ChatError, base_url: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from swift_rlfactory.runtime.json_api import content_text
 
+from ..tools.calls import without_reasoning
 from ..trajectory import Trajectory
 from .rules import extract_answer, visible_reply
 
@@ -31,7 +32,6 @@ GROUP_FORMAT = (
 )
 
 _PLACEHOLDER = re.compile(r"\{(question|response|answer|golden_answers|trajectory|row\.[A-Za-z0-9_]+)\}")
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 _SCORE_TAG = re.compile(r"<score>\s*([-+]?\d+(?:\.\d+)?)\s*</score>")
 # A reply cut off after its leading score (the comma proves the number is whole): '{"score": 0.8, "rea'.
 _CUT_SCORE = re.compile(r'^\s*\{\s*"score"\s*:\s*([-+]?\d+(?:\.\d+)?)\s*,')
@@ -137,10 +137,6 @@ def member_key(trajectory: Trajectory) -> str:
     return hashlib.sha256(json.dumps(trajectory.messages, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _visible(reply: str) -> str:
-    return _THINK.sub("", reply)
-
-
 def _json_objects(text: str) -> list[Any]:
     """Every JSON object embedded in the last :data:`JSON_TAIL_CHARS` characters of ``text``, in order (nested
     ones only as part of their parent; past the recursion limit skipped). Only the tail: a reply full of
@@ -193,7 +189,7 @@ def scaled(score: float, max_score: float = 1.0) -> float:
 
 def parse_score(reply: str, max_score: float = 1.0) -> float | None:
     """The score in a pointwise reply, scaled to [0, 1] (:func:`scaled`), or ``None`` when there is none."""
-    text = _visible(reply)
+    text = without_reasoning(reply)
     tags = _SCORE_TAG.findall(text)
     if tags:
         return scaled(float(tags[-1]), max_score)
@@ -213,7 +209,7 @@ def parse_group_scores(reply: str, n: int, max_score: float = 1.0) -> list[float
     """The ``n`` scores of a group reply, in response-id order, scaled, or ``None`` unless every response
     got exactly one readable score (the formats read: docs/rewards.md).
     """
-    text = _visible(reply)
+    text = without_reasoning(reply)
     for obj in reversed(_json_objects(text)):
         if isinstance(obj, dict) and "scores" in obj:
             scores = _group_from_json(obj["scores"], n)

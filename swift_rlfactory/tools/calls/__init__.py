@@ -7,6 +7,7 @@ from .llama import LLAMA3_JSON, parse_json_calls
 from .qwen3_coder import QWEN3_CODER, parse_xml_tool_calls
 from .registry import CallFormat, CallParser, call_formats, call_parser, register, registered
 from .reply import Reply, read_reply
+from .tags import without_reasoning
 
 __all__ = [
     "HERMES",
@@ -25,4 +26,5 @@ __all__ = [
     "read_reply",
     "register",
     "registered",
+    "without_reasoning",
 ]

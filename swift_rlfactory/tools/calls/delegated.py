@@ -11,7 +11,7 @@ from .call import ToolCall, quote
 from .call_objects import calls_in
 from .registry import CallParser, Tools
 from .schema_types import Properties, schema_properties, typed
-from .tags import THINK_CLOSE, THINK_OPEN
+from .tags import without_reasoning
 
 CallReader = Callable[[str], list[tuple[str, Any]]]
 """Model text in, ``(name, arguments)`` of each call found out (``arguments``: an object or its JSON
@@ -61,12 +61,3 @@ def _typed(value: Any, schema: Mapping[str, Any] | None) -> Any:
         return typed(value, schema)
     except ValueError:  # JSON the call cannot carry (a repeated key, too deep): the text itself
         return value
-
-
-def without_reasoning(text: str) -> str:
-    """``text`` less its reasoning: what follows the last ``</think>``, and nothing after a ``<think>`` that
-    is never closed."""
-    close = text.rfind(THINK_CLOSE)
-    rest = text[close + len(THINK_CLOSE) :] if close >= 0 else text
-    opened = rest.find(THINK_OPEN)
-    return rest if opened < 0 else rest[:opened]

@@ -44,3 +44,12 @@ def past_end(text: str, end: int) -> int:
         return end + len(CLOSE)
     turn = TURN_TOKEN.match(text, end)
     return end if turn is None else turn.end()
+
+
+def without_reasoning(text: str) -> str:
+    """``text`` less its reasoning: what follows the last ``</think>``, and nothing after a ``<think>`` that
+    is never closed."""
+    close = text.rfind(THINK_CLOSE)
+    rest = text[close + len(THINK_CLOSE) :] if close >= 0 else text
+    opened = rest.find(THINK_OPEN)
+    return rest if opened < 0 else rest[:opened]
