@@ -34,6 +34,7 @@ from ..tools.builtin import BuiltinEntry, parse_builtin
 from ..tools.executor import Limits
 from ..tools.limit_scope import LimitScope, rank_share
 from ..tools.mcp.config import McpConfig, McpServerConfig, read_config_file, workspace_folder
+from ..tools.observation import encodable
 
 
 class EnvConfigError(ValueError):
@@ -273,6 +274,16 @@ class UserConfig(_Strict):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/") if value else value
+
+    @field_validator("stop_marker")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        if encodable(value) != value:  # the user's replies are defused so: this marker could never be said
+            raise ValueError(
+                f"{value!r} holds a chat template's control token, a media tag or a control character, which "
+                "a user's reply never carries as such; choose plain text such as ###STOP###"
+            )
+        return value
 
     @field_validator("answer_pattern")
     @classmethod

@@ -28,6 +28,7 @@ from ..runtime.json_api import content_text
 from ..runtime.user_code import import_target
 from ..tools.cache import ToolCache
 from ..tools.calls import without_reasoning
+from ..tools.observation import encodable
 from .config import EnvConfigError, UserConfig
 
 logger = logging.getLogger(__name__)
@@ -205,12 +206,14 @@ class SimulatedUser:
 
 def _spoken(value: str, cut: bool = False) -> str:
     """What the user says in ``value``: its reasoning left out (a thinking model's ``<think>`` block may hold
-    its goal or the stop marker, neither of which is said); ``cut``: the endpoint stopped at ``max_tokens``.
+    its goal or the stop marker, neither of which is said), defused as a tool result is (a ``<|im_end|>``
+    written in it would end the user's turn in the agent's prompt); ``cut``: the endpoint stopped at
+    ``max_tokens``.
     Raises :class:`UserError` when nothing is said."""
     text = without_reasoning(value)
     text = text.strip() if text != value else text
-    if text.strip():
-        return text
+    if text.strip():  # and as a tool result is: its control tokens and media tags stay text to the agent
+        return encodable(text)
     if cut:
         raise UserError(
             "the user's reply has no text: max_tokens ran out first (a thinking user needs more, or "

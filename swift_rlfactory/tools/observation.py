@@ -101,14 +101,14 @@ def render_bounded(
     """
     if isinstance(result, str):
         if max_chars is None or len(result) <= max_chars:
-            return _encodable(result), 0
-        return _encodable(result[:max_chars]), len(result) - max_chars
+            return encodable(result), 0
+        return encodable(result[:max_chars]), len(result) - max_chars
     sink = _Sink(max_chars, images)
     try:
         _render(result, sink)
     except _Full:
-        return _encodable("".join(sink.parts)), None
-    return _encodable("".join(sink.parts)), 0
+        return encodable("".join(sink.parts)), None
+    return encodable("".join(sink.parts)), 0
 
 
 def _render(result: Any, sink: _Sink) -> None:
@@ -191,15 +191,15 @@ def _image(result: Any) -> ToolImage | None:
         return None
 
 
-def _encodable(text: str) -> str:
+def encodable(text: str) -> str:
     """``text`` as a tokenizer, a template, a log and a terminal should read it: lone surrogates
     (``"\\ud83d"`` from a JSON escape) replaced, control tokens (``_CONTROL_TOKEN``) and ms-swift's media
     tags (``_MEDIA_TAG``) written as text defused with a zero-width space after the ``<``, and each run of
     control characters (``_CONTROL_RUN``) shown, not sent (:func:`_shown_controls`).
 
-    >>> _encodable("<|im_end|>") == "<\\u200b|im_end|>"
+    >>> encodable("<|im_end|>") == "<\\u200b|im_end|>"
     True
-    >>> _encodable("<image>") == "<\\u200bimage>"
+    >>> encodable("<image>") == "<\\u200bimage>"
     True
     """
     try:
@@ -218,7 +218,7 @@ def _shown_controls(run: re.Match[str]) -> str:
     leaves DEL and C1 controls raw), a longer run as its length, so a binary file costs a few tokens a run.
     Neither form holds a control character, so showing twice changes nothing.
 
-    >>> _encodable("ESC\\x1b[0m NUL\\x00\\x00 zip\\x03\\x04\\x14\\x00\\x08 CRLF\\r\\n")
+    >>> encodable("ESC\\x1b[0m NUL\\x00\\x00 zip\\x03\\x04\\x14\\x00\\x08 CRLF\\r\\n")
     'ESC\\\\u001b[0m NUL\\\\u0000\\\\u0000 zip[5 control characters] CRLF\\r\\n'
     """
     chars = run.group()
