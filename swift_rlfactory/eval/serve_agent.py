@@ -40,6 +40,7 @@ from swift_rlfactory.bundled.models import choose_model
 
 from ..env.environment import Environment
 from ..rewards.rules import extract_answer, visible_reply
+from ..tools.observation import encodable
 from ..tools.toolset import DescriptionCap
 from ..trajectory import Trajectory
 from .event_store import MemoryEventStore
@@ -139,7 +140,8 @@ class AgentService:
         """One episode of ``task``: its reply, or an error result saying why the episode failed."""
         if not task.strip():
             return _error("the task is empty: give the agent something to do")
-        row = {"messages": [{"role": "user", "content": task}]}
+        # another agent's words, defused as a tool result is: a "<|im_end|>" in them would end the user turn
+        row = {"messages": [{"role": "user", "content": encodable(task)}]}
         async with self._gate:
             try:
                 trajectory = await run_row(
