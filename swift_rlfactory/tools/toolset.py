@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from .base import ChangingToolProvider, Tool, ToolProvider, ToolSpec
+from .observation import encodable
 
 logger = logging.getLogger(__name__)
 
@@ -47,27 +48,34 @@ _SCHEMA_ONE = ("items", "additionalItems", "additionalProperties", "not", "if", 
 
 def capped_spec(spec: ToolSpec, limit: int | None) -> tuple[ToolSpec, list[str]]:
     """``spec`` with its description and each description in its parameter schema cut to ``limit``
-    characters, and where the cuts were (``"description"``, ``"properties/q"``); ``spec`` itself when
-    nothing is longer (or ``limit`` is ``None``).
+    characters (``None``: not cut) and defused as a tool result is, and where the cuts were
+    (``"description"``, ``"properties/q"``); ``spec`` itself when nothing changes.
 
     A cut description ends with `` [description cut: N characters, the first K shown]``, so the model
-    (and whoever reads the prompt) knows there was more. The schema is walked by its keywords, so a
-    default, an enum or a parameter named ``description`` is never taken for prose, and it is copied
-    before it is cut: the server's own schema is left as it was.
+    (and whoever reads the prompt) knows there was more. Defused (:func:`~.observation.encodable`): a
+    server's description that spells ``<|im_end|>`` would end the system prompt it is rendered into. The
+    schema is walked by its keywords, so a default, an enum or a parameter named ``description`` is never
+    taken for prose, and it is copied before it is changed: the server's own schema is left as it was.
     """
-    if limit is None:
-        return spec, []
-    description = spec.description
-    cuts = ["description"] if len(description) > limit else []
+    description = _fitted(spec.description, limit)
+    cuts = ["description"] if limit is not None and len(spec.description) > limit else []
     parameters = spec.parameters
-    if next(_long_descriptions(parameters, limit), None) is not None:
+    if any(
+        _fitted(node["description"], limit) != node["description"] for node, _ in _descriptions(parameters)
+    ):
         parameters = json.loads(json.dumps(parameters))
-        for node, where in _long_descriptions(parameters, limit):
-            node["description"] = _cut(node["description"], limit)
-            cuts.append(where)
-    if not cuts:
+        for node, where in _descriptions(parameters):
+            if limit is not None and len(node["description"]) > limit:
+                cuts.append(where)
+            node["description"] = _fitted(node["description"], limit)
+    if description == spec.description and parameters is spec.parameters:
         return spec, []
-    return replace(spec, description=_cut(description, limit), parameters=parameters), cuts
+    return replace(spec, description=description, parameters=parameters), cuts
+
+
+def _fitted(text: str, limit: int | None) -> str:
+    """``text`` as the prompt shows it: cut to ``limit`` (:func:`_cut`), defused."""
+    return encodable(text if limit is None else _cut(text, limit))
 
 
 def _cut(text: str, limit: int) -> str:
@@ -77,15 +85,15 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:limit]} [description cut: {len(text)} characters, the first {limit} shown]"
 
 
-def _long_descriptions(schema: Any, limit: int) -> Iterator[tuple[dict[str, Any], str]]:
-    """Every schema in ``schema`` (itself included) whose ``description`` is longer than ``limit``, with
-    where it is (``"properties/q/items"``; ``"parameters"`` for ``schema`` itself)."""
+def _descriptions(schema: Any) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every schema in ``schema`` (itself included) with a ``description`` text, with where it is
+    (``"properties/q/items"``; ``"parameters"`` for ``schema`` itself)."""
     stack: list[tuple[Any, str]] = [(schema, "")]
     while stack:
         node, where = stack.pop()
         if not isinstance(node, dict):
             continue
-        if isinstance(node.get("description"), str) and len(node["description"]) > limit:
+        if isinstance(node.get("description"), str):
             yield node, where or "parameters"
         inside = f"{where}/" if where else ""
         for key in _SCHEMA_MAPS:
