@@ -388,11 +388,10 @@ def test_a_user_reply_that_spells_control_tokens_stays_text_in_the_agents_prompt
     assert info["stop_reason"] == "answer"
 
 
-def test_a_scripted_users_reasoning_is_not_said(tmp_path):
-    (tmp_path / "users.py").write_text(
-        f"def thinker(goal, messages):\n    return '<think>{THOUGHT}</think> It is order A-17.'\n"
-    )
-    env_file = write_env(tmp_path, f"  scripted: {tmp_path / 'users.py'}:thinker\n")
+def scripted_episode(tmp_path: Path, name: str, code: str) -> Trajectory:
+    """One episode, the agent asking and then answering, with the scripted user ``name`` of ``code``."""
+    (tmp_path / "users.py").write_text(code)
+    env_file = write_env(tmp_path, f"  scripted: {tmp_path / 'users.py'}:{name}\n")
     script = iter([ASK, ANSWER])
 
     async def generate(_messages):
@@ -409,6 +408,12 @@ def test_a_scripted_users_reasoning_is_not_said(tmp_path):
                 user=env.user,
             )
         )
+    return trajectory
+
+
+def test_a_scripted_users_reasoning_is_not_said(tmp_path):
+    code = f"def thinker(goal, messages):\n    return '<think>{THOUGHT}</think> It is order A-17.'\n"
+    trajectory = scripted_episode(tmp_path, "thinker", code)
     assert trajectory.messages[-2] == {"role": "user", "content": "It is order A-17."}
     assert trajectory.stop_reason == "answer"
 
@@ -474,24 +479,8 @@ def test_a_model_user_that_keeps_repeating_is_heard_after_its_retries_and_the_ru
 
 
 def test_a_scripted_user_that_repeats_the_agent_is_counted_not_asked_again(tmp_path):
-    (tmp_path / "users.py").write_text("def parrot(goal, messages):\n    return messages[-1]['content']\n")
-    env_file = write_env(tmp_path, f"  scripted: {tmp_path / 'users.py'}:parrot\n")
-    script = iter([ASK, ANSWER])
-
-    async def generate(_messages):
-        return Generation(next(script))
-
-    with Environment.load(env_file) as env:
-        trajectory = asyncio.run(
-            run_episode(
-                [{"role": "user", "content": "Where is my parcel?"}],
-                generate,
-                env.executor,
-                env.max_turns,
-                row={"user_goal": "A-17"},
-                user=env.user,
-            )
-        )
+    code = "def parrot(goal, messages):\n    return messages[-1]['content']\n"
+    trajectory = scripted_episode(tmp_path, "parrot", code)
     assert [r["echoes"] for r in trajectory.user_calls] == [1]
     assert trajectory.messages[-2] == {"role": "user", "content": ASK}
 
