@@ -207,12 +207,11 @@ class SimulatedUser:
 def _spoken(value: str, cut: bool = False) -> str:
     """What the user says in ``value``: its reasoning left out (a thinking model's ``<think>`` block may hold
     its goal or the stop marker, neither of which is said), defused as a tool result is (a ``<|im_end|>``
-    written in it would end the user's turn in the agent's prompt); ``cut``: the endpoint stopped at
-    ``max_tokens``.
-    Raises :class:`UserError` when nothing is said."""
+    written in it would end the user's turn in the agent's prompt). ``cut``: the endpoint stopped at
+    ``max_tokens``. Raises :class:`UserError` when nothing is said."""
     text = without_reasoning(value)
     text = text.strip() if text != value else text
-    if text.strip():  # and as a tool result is: its control tokens and media tags stay text to the agent
+    if text.strip():
         return encodable(text)
     if cut:
         raise UserError(
