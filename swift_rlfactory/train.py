@@ -243,9 +243,21 @@ def eval_model(plan: Plan, env: Path | str) -> EvalModel:
 
 
 def _print_validation(summary: dict, console: Console) -> None:
-    best, alarms = summary["best_checkpoint"], summary["alarms"]
+    best, alarms, gain = summary["best_checkpoint"], summary["alarms"], summary.get("gain")
+    test = ""
+    if gain is not None:
+        test = (
+            f" (against step 0 on {gain['set']}: {gain['gain']:+.4f} EM, {gain['wins']} questions better and "
+            f"{gain['losses']} worse, sign test p {gain['p']:.3f})"
+        )
     if best is not None:
-        console.print(f"best checkpoint by {summary['chosen_by']}: {escape(best)} ({summary['score']:.4f})")
+        console.print(
+            f"best checkpoint by {summary['chosen_by']}: {escape(best)} ({summary['score']:.4f}){escape(test)}"
+        )
+    elif summary.get("chosen") is not None:
+        console.print(
+            f"no checkpoint beat the starting model by {summary['chosen_by']}{escape(test)}: keep it"
+        )
     if alarms:
         stop = " · training stopped on it" if summary["stopped_on_alarm"] else ""
         console.print(f"[bold red]{len(alarms)} validation alarm(s)[/]{stop} (validation.json)")

@@ -3,7 +3,8 @@
 A thread of ``train``'s own process scores the starting model (step 0), then each ``checkpoint-<step>``
 ms-swift saves, one after another, each by a ``swift-rlfactory eval --shifts`` subprocess; it records each
 in ``validation.jsonl``, raises the robustness alarms, can stop the trainer, and at the end chooses the
-checkpoint on its worst shift. Cost, flags and files: docs/run.md#validation-beside-training.
+checkpoint on its worst shift, or the starting model when none beats it by more than the set's noise.
+Cost, flags and files: docs/run.md#validation-beside-training.
 """
 
 from __future__ import annotations
@@ -199,22 +200,26 @@ class Validator:
         }
 
     def summary(self) -> dict[str, Any]:
-        """The checkpoint chosen on the worst shift (``best_checkpoint``), the alarms and whether training
-        was stopped by one."""
-        scored = {r["checkpoint"]: r["eval"] for r in self.records if r["step"] > 0 and "eval" in r}
+        """The checkpoint chosen on the worst shift (``best_checkpoint``; ``None`` when none beat the
+        starting model by more than the set's noise), the alarms and whether training was stopped by one."""
+        scored = {r["checkpoint"]: r["eval"] for r in self.records if "eval" in r}
+        incumbent = STEP_0 if STEP_0 in scored else None
         best = None
-        if scored:
+        if set(scored) - {STEP_0}:
             try:
-                best = choose(scored, "worst-shift")
+                best = choose(scored, "worst-shift", incumbent)
             except ValueError:  # no shift applied to any question: choose on the set's own EM
-                best = choose(scored, "em")
+                best = choose(scored, "em", incumbent)
+        chosen = best["checkpoint"] if best else None
         return {
-            "best_checkpoint": str(self.run_dir / best["checkpoint"]) if best else None,
+            "best_checkpoint": str(self.run_dir / chosen) if chosen not in (None, STEP_0) else None,
+            "chosen": chosen,
             "chosen_by": best["by"] if best else None,
             "score": best["score"] if best else None,
+            "gain": best.get("gain") if best else None,
             "alarms": self.alarms,
             "stopped_on_alarm": self.stopped,
-            "checkpoints": len(scored),
+            "checkpoints": len(set(scored) - {STEP_0}),
         }
 
 

@@ -122,10 +122,13 @@ folders = {a: out / Path(a).name for a in adapters} if len(adapters) > 1 else {a
 for adapter, folder in folders.items():
     (folder / "shifts" / "typos-seed0").mkdir(parents=True, exist_ok=True)
     em = float(worst.get(Path(adapter).name, 0.5))
-    metrics = {"em": 0.8, "shift/worst/em": em} if os.environ.get("SHIFTS") else {"em": 0.8}
-    for f in (folder, folder / "shifts" / "typos-seed0"):
+    shifted = {"shift/worst/em": em, "shift/worst/name": "typos", "shift_check": {"seed": 0}}
+    metrics = {"em": 0.8, **shifted} if os.environ.get("SHIFTS") else {"em": 0.8}
+    for f in (folder, folder / "shifts" / "typos-seed0"):  # 20 questions, the first em x 20 of them right
         (f / "metrics.json").write_text(json.dumps(metrics))
-        (f / "trajectories.jsonl").write_text("")
+        (f / "trajectories.jsonl").write_text("".join(json.dumps({
+            "index": i, "sample": 0, "question": f"q{i}", "row": {"solution": "a"}, "metrics": {"em": float(i < em * 20)},
+        }) + "\n" for i in range(20)))
 if os.environ.get("CHOOSE_BY"):
     (out / CHOSEN_FILE).write_text(json.dumps(choose(folders, os.environ["CHOOSE_BY"])))
 PY
@@ -201,7 +204,7 @@ def test_shift_phases_choose_each_seed_on_its_worst_shift_against_the_sft_model(
     )
     assert steps["validate-shifts#2"] == []  # nothing new
     # the choice: the checkpoint not scored yet through the engine, then the worst shift over every checkpoint
-    # and the SFT model (its 0.5 here is below every checkpoint's)
+    # and the SFT model (its 0.5 here: checkpoint 40 is right on 5 more of the 20 questions, sign test p 0.03)
     [choice] = steps["validate-shifts#3"]
     assert choice["ADAPTERS"] == f"{ckpt}60" and choice["CHOOSE_BY"] == ""
     assert (tmp_path / "chosen-first.txt").read_text().strip() == f"{ckpt}40"
@@ -221,13 +224,21 @@ def test_shift_phases_choose_each_seed_on_its_worst_shift_against_the_sft_model(
 
 @BWRAP
 @pytest.mark.timeout(120)
-def test_the_sft_model_is_shipped_when_no_checkpoint_beats_its_worst_shift(tmp_path: Path):
-    # the SFT model's worst shift on val ties the best checkpoint's (0.75): a tie keeps the SFT model
-    steps = shift_phases(tmp_path, "=0.75,checkpoint-20=0.7,checkpoint-40=0.75,checkpoint-60=0.72")
+@pytest.mark.parametrize(
+    "sft_worst",
+    [
+        "0.75",  # ties the best checkpoint's worst shift: a tie keeps the SFT model
+        "0.65",  # two questions of 20 behind checkpoint 40 (sign test p 0.25): within val's noise
+    ],
+)
+def test_the_sft_model_is_shipped_when_no_checkpoint_beats_its_worst_shift(tmp_path: Path, sft_worst: str):
+    steps = shift_phases(tmp_path, f"={sft_worst},checkpoint-20=0.7,checkpoint-40=0.75,checkpoint-60=0.72")
     out = tmp_path / "out"
     assert (tmp_path / "chosen-first.txt").read_text().strip() == "/tmp/qwen05-sft"
     chosen = json.loads((out / "chosen-ds-s1.json").read_text())
-    assert chosen["checkpoint"] == "/tmp/qwen05-sft" and chosen["scores"]["/tmp/qwen05-sft"] == 0.75
+    assert chosen["checkpoint"] == "/tmp/qwen05-sft" and chosen["scores"]["/tmp/qwen05-sft"] == float(
+        sft_worst
+    )
     assert steps["eval-chosen#1"] == []  # its scores are the SFT model's own: no engine
     for sft, shipped in [("eval-sft", "eval-chosen-ds-s1"), ("eval-sft-shifts", "eval-chosen-ds-s1-shifts"),
                          ("eval-sft-shifts-typos-seed0", "eval-chosen-ds-s1-shifts-typos-seed0")]:  # fmt: skip

@@ -261,9 +261,10 @@ PY
       for ckpt in "${pending[@]}"; do keep_shifts "$folder/${ckpt##*/}" "val-$name-${ckpt##*-}"; done
     fi
     [ "${CHOOSE:-0}" = 1 ] || exit 0
-    # The SFT model (step 0, scored on val by shifts-sft into /tmp/val-sft-shifts) is a candidate too, ranked
-    # first so that a tie keeps it: when no checkpoint beats it on the worst shift, the recipe ships it
-    # (2026-12-06: its 0.720 against checkpoint 20's 0.695, RESULTS.md "Issue 30").
+    # The SFT model (step 0, scored on val by shifts-sft into /tmp/val-sft-shifts) is the incumbent: the recipe
+    # ships it unless a checkpoint beats it on the worst shift by more than val's noise (eval/choose.py; on
+    # 2026-12-06 its 0.720 beat checkpoint 20's 0.695; on 2026-12-07 checkpoint 15's 0.750 against its 0.735,
+    # 3 of 200 questions, lost on test: RESULTS.md "Issue 30").
     python3 - "$folder" "$out/chosen-$name.json" "${all[@]}" <<'PY'
 import json, pathlib, sys
 from swift_rlfactory.eval.choose import choose
@@ -273,7 +274,7 @@ sft = pathlib.Path("/tmp/val-sft-shifts")
 if (sft / "metrics.json").is_file():
     candidates = {"/tmp/qwen05-sft": sft, **candidates}
 try:
-    chosen = choose(candidates, "worst-shift")
+    chosen = choose(candidates, "worst-shift", "/tmp/qwen05-sft" if "/tmp/qwen05-sft" in candidates else None)
 except ValueError as exc:  # no candidate has shift scores (e.g. failed evals): the last checkpoint
     print(exc)
     chosen = {"by": "worst-shift", "checkpoint": checkpoints[-1], "scores": {}}
