@@ -237,6 +237,7 @@ def _eval(args: argparse.Namespace) -> int:
         reference=args.reference,
         fail_on_alarm=args.fail_on_alarm,
         choose_by=args.choose_by,
+        choose_over=args.choose_over,
     )
     if args.choose_by and not (args.adapters and len(args.adapters) > 1):
         raise ValueError("--choose-by chooses among several --adapters")
@@ -320,6 +321,13 @@ def _add_shift_arguments(ev: argparse.ArgumentParser) -> None:
         choices=list(CHOOSE_BY),
         help="with several --adapters: write the best one by EM, or by EM under its worst shift, to "
         "OUTPUT/chosen.json",
+    )
+    check.add_argument(
+        "--choose-over",
+        type=Path,
+        metavar="FOLDER",
+        help="with --choose-by: an earlier eval's output folder on this set (the starting model's), kept "
+        "unless the best checkpoint beats it on more questions than a sign test allows by chance",
     )
 
 

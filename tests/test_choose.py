@@ -4,11 +4,15 @@ the questions of the set its score comes from, on more questions than chance all
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from swift_rlfactory.eval.choose import choose, paired_gain
+
+from .conftest import AGENT_ENV
 
 N = 200
 
@@ -119,3 +123,98 @@ def test_samples_of_one_question_count_as_their_mean_and_failed_episodes_as_wron
     # a: q0 1.0, q1 0.0; b: q0 0.5, q1 0.5 (its second sample failed): differences -0.5 and +0.5
     assert gain["questions"] == 2 and gain["gain"] == pytest.approx(0.0) and not gain["beats"]
     assert (gain["wins"], gain["losses"], gain["p"]) == (1, 1, 0.75)
+
+
+class SumEngine:
+    """A local engine in miniature that answers the sum of the question's two numbers: the base model gets
+    it wrong when the first number is at least ``wrong_from``, ``checkpoint-20`` never, ``checkpoint-10``
+    whenever the question is all lower case."""
+
+    max_length, max_tokens, tokens_used = None, 16, None
+    wrong_from = 5
+
+    def __init__(self, adapter: str = "") -> None:
+        self.adapter = adapter
+
+    def for_adapter(self, folder: str) -> SumEngine:
+        return SumEngine(Path(folder).name)
+
+    def render_prompt(self, messages: list, system_prompt: str | None, tools: list | None) -> list:
+        return list(messages)
+
+    def new_episode(self) -> SumEngine:
+        return self
+
+    async def generate(self, messages: list) -> Any:
+        from swift_rlfactory.rollout.episode import Generation
+
+        question = messages[-1]["content"]
+        a, b = map(int, re.findall(r"\d+", question))
+        wrong = {
+            "": a >= self.wrong_from,
+            "checkpoint-20": False,
+            "checkpoint-10": question == question.lower(),
+        }
+        return Generation(
+            text=f"<answer>{0 if wrong[self.adapter] else a + b}</answer>", finish_reason="stop"
+        )
+
+
+@pytest.mark.parametrize(("wrong_from", "kept"), [(5, False), (10, True)])
+def test_eval_chooses_over_the_starting_models_eval_only_beyond_chance(
+    tmp_path: Path, monkeypatch, capsys, wrong_from: int, kept: bool
+):
+    # 12 questions: the base model misses 7 (checkpoint-20 is right on all: sign test p 1/128) or 2 (p 0.25)
+    from swift_rlfactory.cli import main
+    from swift_rlfactory.eval import command
+
+    monkeypatch.setattr(SumEngine, "wrong_from", wrong_from)
+    monkeypatch.setattr(command, "load_policy", lambda *args, **kwargs: SumEngine())
+    checkpoints = [tmp_path / "run" / name for name in ("checkpoint-10", "checkpoint-20")]
+    for folder in checkpoints:
+        folder.mkdir(parents=True)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    dataset, other = tmp_path / "q.jsonl", tmp_path / "other.jsonl"
+    rows = [
+        {"messages": [{"role": "user", "content": f"What is {a} + 3?"}], "solution": str(a + 3)}
+        for a in range(12)
+    ]
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    other.write_text("".join(json.dumps(r) + "\n" for r in rows[:6]))
+    common = [
+        "eval",
+        "--env",
+        str(AGENT_ENV),
+        "--model",
+        str(tmp_path / "model"),
+        "--shifts",
+        "lowercase,polite",
+    ]
+    assert main([*common, "--dataset", str(dataset), "--output", str(tmp_path / "base")]) == 0
+    assert main([*common, "--dataset", str(other), "--output", str(tmp_path / "base-other")]) == 0
+    choice = [
+        *common,
+        "--dataset",
+        str(dataset),
+        "--adapters",
+        *map(str, checkpoints),
+        "--choose-by",
+        "worst-shift",
+    ]
+    capsys.readouterr()
+
+    assert (
+        main([*choice, "--output", str(tmp_path / "x"), "--choose-over", str(tmp_path / "base-other")]) == 2
+    )
+    assert "--choose-over" in capsys.readouterr().err  # another set: its questions do not pair with ours
+    assert main([*choice[:-2], "--output", str(tmp_path / "y"), "--choose-over", str(tmp_path / "base")]) == 2
+    assert "--choose-over needs --choose-by" in capsys.readouterr().err
+
+    assert main([*choice, "--output", str(tmp_path / "out"), "--choose-over", str(tmp_path / "base")]) == 0
+    chosen = json.loads((tmp_path / "out" / "chosen.json").read_text())
+    base = str((tmp_path / "base").resolve())
+    assert chosen["incumbent"] == base and chosen["checkpoint"] == (base if kept else str(checkpoints[1]))
+    gain = chosen["gain"]
+    assert (gain["wins"], gain["losses"], gain["beats"]) == (12 - wrong_from, 0, not kept)
+    assert "sign test p" in capsys.readouterr().out

@@ -74,6 +74,7 @@ class EvalOptions(PolicyOptions):
     reference: Path | None = None  # an earlier eval's metrics.json (or folder) to compare with
     fail_on_alarm: bool = False
     choose_by: str | None = None  # with several --adapters: em or worst-shift (eval/choose.py)
+    choose_over: Path | None = None  # an earlier eval's folder on this set: kept unless a checkpoint beats it
 
     def validate(self) -> None:
         """Raise ``ValueError`` for contradictory or missing options."""
@@ -85,6 +86,26 @@ class EvalOptions(PolicyOptions):
         check_options(self.shifts, self.reference)  # a typo in a shift's name stops us before a model loads
         if self.choose_by == "worst-shift" and not self.shifts:
             raise ValueError("--choose-by worst-shift needs --shifts")
+        if self.choose_over is not None:
+            self._check_incumbent(Path(self.choose_over).expanduser())
+
+    def _check_incumbent(self, folder: Path) -> None:
+        """``--choose-over`` names an eval of this dataset, with this shift seed: its questions pair with ours."""
+        if not self.choose_by:
+            raise ValueError("--choose-over needs --choose-by")
+        try:
+            config = json.loads((folder / EVAL_CONFIG).read_text(encoding="utf-8"))
+            metrics = json.loads((folder / METRICS).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"--choose-over {folder}: not an eval's output folder ({exc})") from None
+        dataset = str(Path(self.dataset).expanduser().resolve())
+        if config.get("dataset") != dataset:
+            raise ValueError(f"--choose-over {folder}: scored {config.get('dataset')}, not {dataset}")
+        seed = (metrics.get("shift_check") or {}).get("seed")
+        if self.choose_by == "worst-shift" and seed != self.shift_seed:
+            raise ValueError(
+                f"--choose-over {folder}: not scored under --shifts with --shift-seed {self.shift_seed}"
+            )
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that shape results, with paths made absolute."""
@@ -145,10 +166,21 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
             console.print(f"[bold]{escape(name)}[/bold]")
             failed |= run_eval(each, console, policy=engine.for_adapter(each.adapters), runner=runner)
     if options.choose_by:
-        chosen = choose({each.adapters: each.output for each in runs}, options.choose_by)
+        over = str(Path(options.choose_over).expanduser().resolve()) if options.choose_over else None
+        candidates = ({over: over} if over else {}) | {each.adapters: each.output for each in runs}
+        chosen = choose(candidates, options.choose_by, incumbent=over)
         write_json(Path(options.output) / CHOSEN_FILE, chosen)
+        gain = chosen.get("gain")
+        test = (
+            ""
+            if gain is None
+            else (
+                f" · against {over} on {gain['set']}: {gain['gain']:+.4f} EM, {gain['wins']} questions better, "
+                f"{gain['losses']} worse, sign test p {gain['p']:.3f}"
+            )
+        )
         console.print(
-            f"chosen by {options.choose_by}: {escape(chosen['checkpoint'])} ({chosen['score']:.4f})"
+            f"chosen by {options.choose_by}: {escape(chosen['checkpoint'])} ({chosen['score']:.4f}){escape(test)}"
         )
     return failed
 
