@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -262,3 +263,31 @@ def use_example(folder: Path) -> None:
         file = getattr(module, "__file__", None) or ""
         if "." not in name and file.startswith(examples) and not file.startswith(str(folder)):
             del sys.modules[name]
+
+
+class SumEngine:
+    """A local engine in miniature for eval's checkpoint tests (``command.load_policy`` patched to return
+    one): it answers the sum of the question's two numbers, or 0 where ``wrong(checkpoint folder name, or
+    "" for the model without adapters; the question)`` says so; no tool call."""
+
+    max_length, max_tokens, tokens_used = None, 16, None
+
+    def __init__(self, wrong: Callable[[str, str], bool], adapter: str = "") -> None:
+        self.wrong, self.adapter = wrong, adapter
+
+    def for_adapter(self, folder: str) -> SumEngine:
+        return SumEngine(self.wrong, Path(folder).name)
+
+    def render_prompt(self, messages: list, system_prompt: str | None, tools: list | None) -> list:
+        return list(messages)
+
+    def new_episode(self) -> SumEngine:
+        return self
+
+    async def generate(self, messages: list) -> Any:
+        from swift_rlfactory.rollout.episode import Generation
+
+        question = messages[-1]["content"]
+        a, b = map(int, re.findall(r"\d+", question))
+        answer = 0 if self.wrong(self.adapter, question) else a + b
+        return Generation(text=f"<answer>{answer}</answer>", finish_reason="stop")

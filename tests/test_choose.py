@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from swift_rlfactory.eval.choose import choose, paired_gain
 
-from .conftest import AGENT_ENV
+from .conftest import AGENT_ENV, SumEngine
 
 N = 200
 
@@ -125,41 +124,6 @@ def test_samples_of_one_question_count_as_their_mean_and_failed_episodes_as_wron
     assert (gain["wins"], gain["losses"], gain["p"]) == (1, 1, 0.75)
 
 
-class SumEngine:
-    """A local engine in miniature that answers the sum of the question's two numbers: the base model gets
-    it wrong when the first number is at least ``wrong_from``, ``checkpoint-20`` never, ``checkpoint-10``
-    whenever the question is all lower case."""
-
-    max_length, max_tokens, tokens_used = None, 16, None
-    wrong_from = 5
-
-    def __init__(self, adapter: str = "") -> None:
-        self.adapter = adapter
-
-    def for_adapter(self, folder: str) -> SumEngine:
-        return SumEngine(Path(folder).name)
-
-    def render_prompt(self, messages: list, system_prompt: str | None, tools: list | None) -> list:
-        return list(messages)
-
-    def new_episode(self) -> SumEngine:
-        return self
-
-    async def generate(self, messages: list) -> Any:
-        from swift_rlfactory.rollout.episode import Generation
-
-        question = messages[-1]["content"]
-        a, b = map(int, re.findall(r"\d+", question))
-        wrong = {
-            "": a >= self.wrong_from,
-            "checkpoint-20": False,
-            "checkpoint-10": question == question.lower(),
-        }
-        return Generation(
-            text=f"<answer>{0 if wrong[self.adapter] else a + b}</answer>", finish_reason="stop"
-        )
-
-
 @pytest.mark.parametrize(("wrong_from", "kept"), [(5, False), (10, True)])
 def test_eval_chooses_over_the_starting_models_eval_only_beyond_chance(
     tmp_path: Path, monkeypatch, capsys, wrong_from: int, kept: bool
@@ -168,8 +132,11 @@ def test_eval_chooses_over_the_starting_models_eval_only_beyond_chance(
     from swift_rlfactory.cli import main
     from swift_rlfactory.eval import command
 
-    monkeypatch.setattr(SumEngine, "wrong_from", wrong_from)
-    monkeypatch.setattr(command, "load_policy", lambda *args, **kwargs: SumEngine())
+    def wrong(adapter: str, question: str) -> bool:  # the base model from wrong_from on, checkpoint-20 never
+        a = int(re.findall(r"\d+", question)[0])
+        return {"": a >= wrong_from, "checkpoint-20": False}.get(adapter, question == question.lower())
+
+    monkeypatch.setattr(command, "load_policy", lambda *args, **kwargs: SumEngine(wrong))
     checkpoints = [tmp_path / "run" / name for name in ("checkpoint-10", "checkpoint-20")]
     for folder in checkpoints:
         folder.mkdir(parents=True)

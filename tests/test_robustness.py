@@ -13,7 +13,7 @@ import pytest
 from swift_rlfactory.eval.robustness import Alarm, ShiftScore, find_alarms, shift_metrics
 from swift_rlfactory.runs.log import read_trajectories
 
-from .conftest import AGENT_ENV, ScriptedChat
+from .conftest import AGENT_ENV, ScriptedChat, SumEngine
 
 QUESTIONS = ["What is 3 + 4?", "Compute 2 + 5.", "What is 6 + 1?"]
 
@@ -152,34 +152,12 @@ def test_alarms_fall_past_the_margin_only():
     assert "shift/worst/em" not in shift_metrics([ShiftScore("c", 0, 3)], [])  # no shift applied
 
 
-class WordingEngine:
-    """A local engine in miniature, one behaviour per LoRA checkpoint: ``checkpoint-10`` answers every
-    question right unless it is all lower case; ``checkpoint-20`` answers any wording, but gets 8 + 9
-    wrong. The answer is the sum of the question's numbers (no tool call)."""
-
-    max_length = None
-    max_tokens = 16
-    tokens_used = None
-
-    def __init__(self, adapter: str = "") -> None:
-        self.adapter = adapter
-
-    def for_adapter(self, folder: str) -> WordingEngine:
-        return WordingEngine(Path(folder).name)
-
-    def render_prompt(self, messages: list, system_prompt: str | None, tools: list | None) -> list:
-        return list(messages)
-
-    def new_episode(self) -> WordingEngine:
-        return self
-
-    async def generate(self, messages: list) -> Any:
-        from swift_rlfactory.rollout.episode import Generation
-
-        question = messages[-1]["content"]
-        a, b = map(int, re.findall(r"\d+", question))
-        wrong = question == question.lower() if self.adapter == "checkpoint-10" else (a, b) == (8, 9)
-        return Generation(text=f"<answer>{0 if wrong else a + b}</answer>", finish_reason="stop")
+def wording(adapter: str, question: str) -> bool:
+    """Whom the checkpoints of the choice test get wrong: ``checkpoint-10`` every question in lower case,
+    any other (``checkpoint-20``) 8 + 9 whatever its wording."""
+    if adapter == "checkpoint-10":
+        return question == question.lower()
+    return [int(n) for n in re.findall(r"\d+", question)] == [8, 9]
 
 
 @pytest.mark.parametrize(("by", "best"), [("em", "checkpoint-10"), ("worst-shift", "checkpoint-20")])
@@ -187,7 +165,7 @@ def test_choose_the_checkpoint_by_em_or_by_its_worst_shift(tmp_path: Path, monke
     from swift_rlfactory.cli import main
     from swift_rlfactory.eval import command
 
-    monkeypatch.setattr(command, "load_policy", lambda *args, **kwargs: WordingEngine())
+    monkeypatch.setattr(command, "load_policy", lambda *args, **kwargs: SumEngine(wording))
     checkpoints = [tmp_path / "run" / name for name in ("checkpoint-10", "checkpoint-20")]
     for folder in checkpoints:
         folder.mkdir(parents=True)
