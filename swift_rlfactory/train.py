@@ -26,6 +26,7 @@ from rich.text import Text
 from swift_rlfactory.bundled.arithmetic import build_dataset
 from swift_rlfactory.bundled.models import ModelChoice, check_hub_id, choose_model
 from swift_rlfactory.data import jsonl
+from swift_rlfactory.eval.choose import gain_text
 from swift_rlfactory.run_config import (
     DEFAULT_ENV,
     RunConfig,
@@ -244,12 +245,7 @@ def eval_model(plan: Plan, env: Path | str) -> EvalModel:
 
 def _print_validation(summary: dict, console: Console) -> None:
     best, alarms, gain = summary["best_checkpoint"], summary["alarms"], summary.get("gain")
-    test = ""
-    if gain is not None:
-        test = (
-            f" (against step 0 on {gain['set']}: {gain['gain']:+.4f} EM, {gain['wins']} questions better and "
-            f"{gain['losses']} worse, sign test p {gain['p']:.3f})"
-        )
+    test = "" if gain is None else f" (against step 0 {gain_text(gain)})"
     if best is not None:
         console.print(
             f"best checkpoint by {summary['chosen_by']}: {escape(best)} ({summary['score']:.4f}){escape(test)}"

@@ -94,6 +94,9 @@ def test_an_incumbent_ranked_first_stays_without_a_test(tmp_path: Path):
     folders = {"sft": write_eval(tmp_path / "sft", sft), "ckpt": write_eval(tmp_path / "ckpt", ckpt)}
     chosen = choose(folders, "em", incumbent="sft")
     assert chosen["checkpoint"] == "sft" and "gain" not in chosen
+    tied = {"ckpt": write_eval(tmp_path / "tied", sft), "sft": folders["sft"]}  # a tie goes to the incumbent
+    assert choose(tied, "em", incumbent="sft")["checkpoint"] == "sft"
+    assert choose(tied, "em")["checkpoint"] == "ckpt"  # without one, to the earlier
     with pytest.raises(ValueError, match="incumbent 'base' is none of the evals"):
         choose(folders, "em", incumbent="base")
 

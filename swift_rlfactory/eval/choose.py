@@ -33,9 +33,9 @@ def choose(
     alpha: float = CHOOSE_ALPHA,
 ) -> dict[str, Any]:
     """The best of several checkpoints (name -> its eval folder, which holds a ``metrics.json``) by
-    ``CHOOSE_BY[by]``, ties to the higher EM, then to the earlier checkpoint: ``{"by", "checkpoint",
-    "score", "scores"}``, ``scores`` by checkpoint in the order given (``None`` for one that has no such
-    score).
+    ``CHOOSE_BY[by]``, ties to the higher EM, then to the incumbent, then to the earlier checkpoint:
+    ``{"by", "checkpoint", "score", "scores"}``, ``scores`` by checkpoint in the order given (``None`` for
+    one that has no such score).
 
     ``incumbent`` (one of ``folders``: the starting model, or the model in use) is kept unless the best
     checkpoint also beats it on the questions of the set its score comes from (its worst shift's, or the
@@ -52,13 +52,13 @@ def choose(
     metrics = {name: _metrics(Path(folder)) for name, folder in folders.items()}
     scores = {name: m.get(CHOOSE_BY[by]) for name, m in metrics.items()}
     ranked = [
-        (score, metrics[name].get("em") or 0.0, -i, name)
+        (score, metrics[name].get("em") or 0.0, name == incumbent, -i, name)
         for i, (name, score) in enumerate(scores.items())
         if score is not None
     ]
     if not ranked:
         raise ValueError(f"--choose-by {by}: no eval holds {CHOOSE_BY[by]!r} (run them with --shifts)")
-    score, _, _, best = max(ranked)
+    score, _, _, _, best = max(ranked)
     chosen: dict[str, Any] = {"by": by, "checkpoint": best, "score": score, "scores": scores}
     if incumbent is None or best == incumbent or scores[incumbent] is None:
         return chosen
@@ -89,6 +89,14 @@ def paired_gain(
         "p": p,
         "beats": wins > losses and p < alpha,
     }
+
+
+def gain_text(gain: Mapping[str, Any]) -> str:
+    """:func:`paired_gain`'s test in a few words, for a console line."""
+    return (
+        f"on {gain['set']}: {gain['gain']:+.4f} EM, {gain['wins']} questions better and {gain['losses']} "
+        f"worse, sign test p {gain['p']:.3f}"
+    )
 
 
 def _scored_set(metrics: Mapping[str, Any], by: str) -> str:

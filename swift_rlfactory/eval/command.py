@@ -35,7 +35,7 @@ from swift_rlfactory.runs.lock import FolderBusy, lock_folder
 from swift_rlfactory.runtime import blocking
 
 from ..env.environment import Environment
-from .choose import CHOSEN_FILE, choose
+from .choose import CHOSEN_FILE, choose, gain_text
 from .metrics import episode_score, groups_table, metrics_table, scored_fields, summarize, summarize_groups
 from .policy import PolicyOptions, load_policy
 from .robustness import check_options, run_shifts
@@ -170,15 +170,7 @@ def run_evals(options: EvalOptions, adapters: list[str], console: Console) -> in
         candidates = ({over: over} if over else {}) | {each.adapters: each.output for each in runs}
         chosen = choose(candidates, options.choose_by, incumbent=over)
         write_json(Path(options.output) / CHOSEN_FILE, chosen)
-        gain = chosen.get("gain")
-        test = (
-            ""
-            if gain is None
-            else (
-                f" · against {over} on {gain['set']}: {gain['gain']:+.4f} EM, {gain['wins']} questions better, "
-                f"{gain['losses']} worse, sign test p {gain['p']:.3f}"
-            )
-        )
+        test = f" · against {over} {gain_text(chosen['gain'])}" if "gain" in chosen else ""
         console.print(
             f"chosen by {options.choose_by}: {escape(chosen['checkpoint'])} ({chosen['score']:.4f}){escape(test)}"
         )
