@@ -20,6 +20,7 @@ from swift_rlfactory.runs.eval_log import EvalLog
 from swift_rlfactory.runs.folder import METRICS
 
 from .metrics import episode_score, scored_fields
+from .robustness import shift_folder
 
 CHOOSE_BY = {"em": "em", "worst-shift": "shift/worst/em"}  # --choose-by -> the metrics.json key it ranks
 CHOSEN_FILE = "chosen.json"
@@ -103,8 +104,7 @@ def _scored_set(metrics: Mapping[str, Any], by: str) -> str:
     """The folder, under an eval's own, of the set ``by`` scored it on."""
     if by == "em":
         return ""
-    seed = (metrics.get("shift_check") or {}).get("seed", 0)
-    return f"shifts/{metrics['shift/worst/name']}-seed{seed}"
+    return shift_folder(metrics["shift/worst/name"], (metrics.get("shift_check") or {}).get("seed", 0))
 
 
 def _question_em(folder: Path) -> dict[int, float]:

@@ -109,7 +109,7 @@ def run_shifts(
     rows = load_dataset(options.dataset, options.limit, requires=requires)
     results = []
     for shift in chosen:
-        folder = out / "shifts" / f"{shift.name}-seed{options.shift_seed}"
+        folder = out / shift_folder(shift.name, options.shift_seed)
         dataset = _write_shifted(rows, shift, options.shift_seed, folder / "dataset.jsonl")
         if dataset is None:
             console.print(f"shift {escape(shift.name)}: applies to none of the {len(rows)} questions")
@@ -134,6 +134,11 @@ def run_shifts(
         console.print(f"[bold red]ALARM[/bold red] {escape(alarm.text())}", highlight=False)
     code = 1 if failed else ALARM_EXIT if alarms and options.fail_on_alarm else 0
     return ShiftReport(code, summary)
+
+
+def shift_folder(name: str, seed: int) -> str:
+    """Where, under an eval's output folder, its set under shift ``name`` (with ``seed``) is scored."""
+    return f"shifts/{name}-seed{seed}"
 
 
 def _write_shifted(rows: Mapping[int, dict[str, Any]], shift: Shift, seed: int, path: Path) -> Path | None:
