@@ -204,8 +204,9 @@ class Validator:
         starting model by more than the set's noise), the alarms and whether training was stopped by one."""
         scored = {r["checkpoint"]: r["eval"] for r in self.records if "eval" in r}
         incumbent = STEP_0 if STEP_0 in scored else None
+        checkpoints = [name for name in scored if name != STEP_0]
         best = None
-        if set(scored) - {STEP_0}:
+        if checkpoints:
             try:
                 best = choose(scored, "worst-shift", incumbent)
             except ValueError:  # no shift applied to any question: choose on the set's own EM
@@ -219,7 +220,7 @@ class Validator:
             "gain": best.get("gain") if best else None,
             "alarms": self.alarms,
             "stopped_on_alarm": self.stopped,
-            "checkpoints": len(set(scored) - {STEP_0}),
+            "checkpoints": len(checkpoints),
         }
 
 
