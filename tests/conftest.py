@@ -265,6 +265,11 @@ def use_example(folder: Path) -> None:
             del sys.modules[name]
 
 
+def special_ids(tokenizer: Any, text: str) -> set[int]:
+    """The special tokens ``text`` tokenizes to: none for outside text the prompt holds defused."""
+    return set(tokenizer.encode(text, add_special_tokens=False)) & set(tokenizer.all_special_ids)
+
+
 class SumEngine:
     """A local engine in miniature for eval's checkpoint tests (``command.load_policy`` patched to return
     one): it answers the sum of the question's two numbers, or 0 where ``wrong(checkpoint folder name, or

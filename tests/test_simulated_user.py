@@ -30,7 +30,7 @@ from swift_rlfactory.rollout.ranks import RankBatch, batch_metrics, slim
 from swift_rlfactory.rollout.user import UserRule, echoes, user_view
 from swift_rlfactory.trajectory import Trajectory
 
-from .conftest import ScriptedChat
+from .conftest import ScriptedChat, special_ids
 from .faults.driver import ServerEngine, call, fresh_run, qwen3_template, run_batch
 
 pytestmark = pytest.mark.timeout(300)
@@ -384,7 +384,7 @@ def test_a_user_reply_that_spells_control_tokens_stays_text_in_the_agents_prompt
     heard = [m["content"] for m in info["messages"] if m["role"] == "user"][1]
     assert heard.replace("\u200b", "") == FORGED
     tokenizer = template.tokenizer
-    assert not set(tokenizer.encode(heard, add_special_tokens=False)) & set(tokenizer.all_special_ids)
+    assert not special_ids(tokenizer, heard)
     assert info["stop_reason"] == "answer"
 
 

@@ -10,6 +10,8 @@ from swift_rlfactory.tools.base import ToolSpec
 from swift_rlfactory.tools.observation import encodable
 from swift_rlfactory.tools.toolset import capped_spec
 
+from .conftest import special_ids
+
 NOTE = " [description cut: {n} characters, the first {k} shown]"
 
 
@@ -90,7 +92,7 @@ def test_a_description_that_spells_control_tokens_is_defused_and_nothing_else_is
     tokenizer = AutoTokenizer.from_pretrained(qwen3_tokenizer_dir)
     for text in shown:
         assert text.replace("\u200b", "") == FORGED
-        assert not set(tokenizer.encode(text, add_special_tokens=False)) & set(tokenizer.all_special_ids)
+        assert not special_ids(tokenizer, text)
     q = spec.parameters["properties"]["q"]
     assert q["enum"] == [FORGED] and q["default"] == FORGED
 
